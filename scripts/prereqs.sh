@@ -1,0 +1,26 @@
+# Sourced by scripts/test and scripts/gateway: installs what the project needs beyond the Swift toolchain.
+
+# libmicrohttpd headers and pkg-config file (Debian libmicrohttpd-dev).
+ensure_microhttpd() {
+    if pkg-config --exists libmicrohttpd 2>/dev/null; then
+        return 0
+    fi
+    echo "==> installing libmicrohttpd-dev" >&2
+    local sudo=""
+    if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq libmicrohttpd-dev pkg-config >/dev/null
+}
+
+# A Python virtual environment at .venv with the official Convex client and the test tools.
+ensure_python_venv() {
+    local req="scripts/requirements-test.txt"
+    local stamp=".venv/.requirements-installed"
+    if [ -x .venv/bin/python ] && [ -f "$stamp" ] && cmp -s "$req" "$stamp"; then
+        return 0
+    fi
+    echo "==> creating .venv with $(tr '\n' ' ' < "$req")" >&2
+    python3 -m venv .venv
+    .venv/bin/pip install -q --disable-pip-version-check -r "$req"
+    cp "$req" "$stamp"
+}
