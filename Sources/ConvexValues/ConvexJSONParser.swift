@@ -7,11 +7,20 @@ struct ConvexJSONParser {
     private var pos = 0
     private var path: [PathComponent] = []
     private var depth = 0
+    /// Whether Convex's value limits (nesting, lengths, size) apply. Protocol envelopes, which carry values a few
+    /// levels down, are read without them; the values inside are checked on their own.
+    private let enforceLimits: Bool
 
-    private init(_ buf: UnsafeBufferPointer<UInt8>) { self.buf = buf }
+    private init(_ buf: UnsafeBufferPointer<UInt8>, enforceLimits: Bool) {
+        self.buf = buf
+        self.enforceLimits = enforceLimits
+    }
 
-    static func parse(_ buf: UnsafeBufferPointer<UInt8>) -> Result<ConvexValue, ConvexValueError> {
-        var parser = ConvexJSONParser(buf)
+    static func parse(
+        _ buf: UnsafeBufferPointer<UInt8>,
+        enforceLimits: Bool = true
+    ) -> Result<ConvexValue, ConvexValueError> {
+        var parser = ConvexJSONParser(buf, enforceLimits: enforceLimits)
         do throws(ConvexValueError) {
             parser.skipWhitespace()
             let value = try parser.parseValue()
@@ -19,8 +28,7 @@ struct ConvexJSONParser {
             if parser.pos != buf.count {
                 throw parser.fail(.invalidJSON, "Unexpected data after the JSON value at byte \(parser.pos)")
             }
-            let size = value.convexSize
-            if size > ConvexLimits.maxValueSize {
+            if enforceLimits, case let size = value.convexSize, size > ConvexLimits.maxValueSize {
                 throw parser.fail(.valueTooLarge, "Value is too large (\(size) bytes > maximum size \(ConvexLimits.maxValueSize) bytes)")
             }
             return .success(value)
@@ -75,7 +83,7 @@ struct ConvexJSONParser {
     private mutating func parseArray() throws(ConvexValueError) -> ConvexValue {
         depth += 1
         defer { depth -= 1 }
-        if depth > ConvexLimits.maxNesting {
+        if enforceLimits && depth > ConvexLimits.maxNesting {
             throw fail(.tooNested, "Value is too nested (nested \(depth) levels deep > maximum \(ConvexLimits.maxNesting))")
         }
         pos += 1
@@ -86,7 +94,7 @@ struct ConvexJSONParser {
             return .array(items)
         }
         while true {
-            if items.count == ConvexLimits.maxArrayLength {
+            if enforceLimits && items.count == ConvexLimits.maxArrayLength {
                 throw fail(.arrayTooLong, "Array length is too long (more than maximum length \(ConvexLimits.maxArrayLength))")
             }
             path.append(.index(items.count))
@@ -110,7 +118,7 @@ struct ConvexJSONParser {
         depth += 1
         defer { depth -= 1 }
         // A one-key wrapper object is a scalar, so one level of slack is allowed until the keys are known.
-        if depth > ConvexLimits.maxNesting + 1 {
+        if enforceLimits && depth > ConvexLimits.maxNesting + 1 {
             throw fail(.tooNested, "Value is too nested (nested \(depth) levels deep > maximum \(ConvexLimits.maxNesting))")
         }
         pos += 1
@@ -190,10 +198,10 @@ struct ConvexJSONParser {
                 break
             }
         }
-        if depth > ConvexLimits.maxNesting {
+        if enforceLimits && depth > ConvexLimits.maxNesting {
             throw fail(.tooNested, "Value is too nested (nested \(depth) levels deep > maximum \(ConvexLimits.maxNesting))")
         }
-        if fields.count > ConvexLimits.maxObjectFields {
+        if enforceLimits && fields.count > ConvexLimits.maxObjectFields {
             throw fail(.tooManyFields, "Object has too many fields (\(fields.count) > maximum number \(ConvexLimits.maxObjectFields))")
         }
         for key in fields.keys {

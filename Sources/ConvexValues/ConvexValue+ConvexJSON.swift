@@ -29,6 +29,64 @@ extension ConvexValue {
         try self.init(convexJSON: bytes)
     }
 
+    /// Parses a JSON document that carries Convex values (a sync-protocol message or an HTTP envelope), decoding
+    /// wrappers and checking field names but not the per-value limits: a value sits a few levels down in its envelope,
+    /// so check the values taken out of it with ``checkLimits()``.
+    package init<Bytes: Collection>(envelopeJSON bytes: Bytes) throws(ConvexValueError) where Bytes.Element == UInt8 {
+        let result: Result<ConvexValue, ConvexValueError>
+        if let contiguous = bytes.withContiguousStorageIfAvailable({ ConvexJSONParser.parse($0, enforceLimits: false) }) {
+            result = contiguous
+        } else {
+            result = Array(bytes).withUnsafeBufferPointer { ConvexJSONParser.parse($0, enforceLimits: false) }
+        }
+        self = try result.get()
+    }
+
+    /// Checks Convex's limits on an already-built value (nesting, array length, field count, total size).
+    /// - Throws: `ConvexValueError` naming the path of the first value over a limit.
+    public func checkLimits() throws(ConvexValueError) {
+        var path: [PathComponent] = []
+        try checkLimits(depth: 0, path: &path)
+        let size = convexSize
+        if size > ConvexLimits.maxValueSize {
+            throw ConvexValueError(.valueTooLarge, path: "$", message: "Value is too large (\(size) bytes > maximum size \(ConvexLimits.maxValueSize) bytes)")
+        }
+    }
+
+    private func checkLimits(depth: Int, path: inout [PathComponent]) throws(ConvexValueError) {
+        switch self {
+        case .array(let items):
+            if depth + 1 > ConvexLimits.maxNesting {
+                throw ConvexValueError(.tooNested, path: renderPath(path), message: "Value is too nested (nested \(depth + 1) levels deep > maximum \(ConvexLimits.maxNesting))")
+            }
+            if items.count > ConvexLimits.maxArrayLength {
+                throw ConvexValueError(.arrayTooLong, path: renderPath(path), message: "Array length is too long (\(items.count) > maximum length \(ConvexLimits.maxArrayLength))")
+            }
+            for (i, item) in items.enumerated() {
+                path.append(.index(i))
+                try item.checkLimits(depth: depth + 1, path: &path)
+                path.removeLast()
+            }
+        case .object(let fields):
+            if depth + 1 > ConvexLimits.maxNesting {
+                throw ConvexValueError(.tooNested, path: renderPath(path), message: "Value is too nested (nested \(depth + 1) levels deep > maximum \(ConvexLimits.maxNesting))")
+            }
+            if fields.count > ConvexLimits.maxObjectFields {
+                throw ConvexValueError(.tooManyFields, path: renderPath(path), message: "Object has too many fields (\(fields.count) > maximum number \(ConvexLimits.maxObjectFields))")
+            }
+            for (key, value) in fields {
+                if let problem = fieldNameProblem(key) {
+                    throw ConvexValueError(.invalidFieldName, path: renderPath(path + [.key(key)]), message: problem)
+                }
+                path.append(.key(key))
+                try value.checkLimits(depth: depth + 1, path: &path)
+                path.removeLast()
+            }
+        default:
+            break
+        }
+    }
+
     /// Convex JSON bytes of the value: keys sorted, floats with a decimal point or exponent, special
     /// floats and int64 and bytes wrapped.
     public func convexJSON() -> [UInt8] {

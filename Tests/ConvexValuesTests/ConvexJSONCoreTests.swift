@@ -63,3 +63,15 @@ import Testing
         #expect(throws: ConvexValueError.self) { try ConvexValue(convexJSON: deepObject) }
     }
 }
+
+@Suite struct EnvelopeTests {
+    @Test func envelopeSkipsLimitsButCheckLimitsFindsThem() throws {
+        let deep = String(repeating: "[", count: 65) + String(repeating: "]", count: 65)
+        let envelope = try ConvexValue(envelopeJSON: Array(#"{"type":"QueryUpdated","value":"#.utf8) + Array(deep.utf8) + Array("}".utf8))
+        let value = try #require(envelope["value"])
+        #expect(value.nestingDepth == 65)
+        #expect(throws: ConvexValueError.self) { try value.checkLimits() }
+        let ok = try ConvexValue(convexJSON: String(repeating: "[", count: 64) + String(repeating: "]", count: 64))
+        try ok.checkLimits()
+    }
+}
