@@ -6,12 +6,15 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "ConvexValues", targets: ["ConvexValues"]),
+        .library(name: "ConvexSyncProtocol", targets: ["ConvexSyncProtocol"]),
     ],
     dependencies: [
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
     ],
     targets: [
         .target(name: "ConvexValues"),
+        .target(name: "ConvexSyncProtocol", dependencies: ["ConvexValues"]),
+        .testTarget(name: "ConvexSyncProtocolTests", dependencies: ["ConvexSyncProtocol", "ConvexValues"]),
         .testTarget(
             name: "ConvexValuesTests",
             dependencies: [
