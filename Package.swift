@@ -8,11 +8,18 @@ let package = Package(
         .library(name: "ConvexValues", targets: ["ConvexValues"]),
         .library(name: "ConvexSyncProtocol", targets: ["ConvexSyncProtocol"]),
         .library(name: "Convex", targets: ["Convex"]),
+        .library(name: "ConvexLocal", targets: ["ConvexLocal"]),
+        .executable(name: "convex-local", targets: ["convex-local"]),
     ],
     dependencies: [
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
         .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         .target(name: "ConvexValues"),
@@ -27,6 +34,36 @@ let package = Package(
             ]
         ),
         .testTarget(name: "ConvexSyncProtocolTests", dependencies: ["ConvexSyncProtocol", "ConvexValues"]),
+        .target(
+            name: "ConvexLocal",
+            dependencies: [
+                "ConvexValues",
+                "ConvexSyncProtocol",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+            ]
+        ),
+        .executableTarget(
+            name: "convex-local",
+            dependencies: [
+                "ConvexLocal",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .testTarget(
+            name: "ConvexLocalTests",
+            dependencies: [
+                "ConvexLocal",
+                "ConvexValues",
+                "ConvexSyncProtocol",
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+            ]
+        ),
         .testTarget(
             name: "ConvexValuesTests",
             dependencies: [
@@ -38,8 +75,11 @@ let package = Package(
             name: "ConvexTests",
             dependencies: [
                 "Convex",
+                "ConvexLocal",
                 "ConvexSyncProtocol",
                 "ConvexValues",
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
     ]
