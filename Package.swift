@@ -12,6 +12,11 @@ let package = Package(
     ],
     targets: [
         .target(name: "ConvexValues"),
+        .executableTarget(
+            name: "convex-values-bench",
+            dependencies: ["ConvexValues"],
+            path: "Benchmarks/ConvexValuesBench"
+        ),
         .testTarget(
             name: "ConvexValuesTests",
             dependencies: [
