@@ -54,21 +54,23 @@ extension ConvexValue {
     /// `try ConvexValue(encoding: ["division": "AL Central", "n": 5, "limit": nil])`.
     /// - Throws: see ``ConvexEncoder/encodeToValue(_:)``.
     public init(encoding arguments: [String: (any ConvexEncodable)?]) throws {
-        var fields: [String: ConvexValue] = [:]
-        fields.reserveCapacity(arguments.count)
+        self = try ConvexEncoder().encodeToValue(MixedArguments(arguments: arguments))
+    }
+}
+
+/// A dictionary of mixed argument types, encoded field by field so errors carry the full path.
+private struct MixedArguments: Encodable {
+    let arguments: [String: (any ConvexEncodable)?]
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: ConvexCodingKey.self)
         for (key, argument) in arguments {
-            if let problem = fieldNameProblem(key) {
-                throw EncodingError.invalidValue(
-                    key,
-                    .init(codingPath: [ConvexCodingKey(key)], debugDescription: "\(problem) (at \(renderPath([.key(key)])))"))
-            }
             if let argument {
-                fields[key] = try ConvexValue(encoding: argument)
+                try container.encode(argument, forKey: ConvexCodingKey(key))
             } else {
-                fields[key] = .null
+                try container.encodeNil(forKey: ConvexCodingKey(key))
             }
         }
-        self = try ConvexEncoder().encodeToValue(ConvexValue.object(fields))
     }
 }
 
