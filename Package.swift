@@ -22,7 +22,8 @@ let package = Package(
             dependencies: [
                 "ConvexValues",
                 .product(name: "PropertyBased", package: "swift-property-based"),
-            ]
+            ],
+            exclude: ["Python"]
         ),
     ]
 )
