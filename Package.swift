@@ -66,12 +66,18 @@ let package = Package(
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
             ]
         ),
+        .executableTarget(
+            name: "convex-values-bench",
+            dependencies: ["ConvexValues"],
+            path: "Benchmarks/ConvexValuesBench"
+        ),
         .testTarget(
             name: "ConvexValuesTests",
             dependencies: [
                 "ConvexValues",
                 .product(name: "PropertyBased", package: "swift-property-based"),
-            ]
+            ],
+            exclude: ["Python"]
         ),
         .testTarget(
             name: "ConvexTests",
