@@ -67,6 +67,16 @@ let package = Package(
             ]
         ),
         .executableTarget(
+            name: "convex-client-bench",
+            dependencies: [
+                "Convex",
+                "ConvexLocal",
+                "ConvexValues",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Benchmarks/ConvexClientBench"
+        ),
+        .executableTarget(
             name: "convex-values-bench",
             dependencies: ["ConvexValues"],
             path: "Benchmarks/ConvexValuesBench"
