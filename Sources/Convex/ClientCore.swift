@@ -29,6 +29,23 @@ final class ClientCore: Sendable {
         var nextID: UInt64 = 0
         var tokenProvider: ConvexTokenProvider?
         var connectedWaiters: [UInt64: OneShot<Void>] = [:]
+        /// Deadlines of one-shot calls, checked by one sweeper task instead of a timer task per call.
+        var callDeadlines: [RequestID: CallDeadline] = [:]
+        var queryDeadlines: [SubscriberID: QueryDeadline] = [:]
+        var sweeper: Task<Void, Never>?
+    }
+
+    struct CallDeadline {
+        let at: ContinuousClock.Instant
+        let call: PendingCall
+        let what: String
+        let udfPath: String
+    }
+
+    struct QueryDeadline {
+        let at: ContinuousClock.Instant
+        let mailbox: ResultMailbox
+        let udfPath: String
     }
 
     /// What to do after leaving the lock.
@@ -72,6 +89,7 @@ final class ClientCore: Sendable {
             l.mailboxes[subscriber]?.deliver(result)
         }
         for (id, result) in effects.completions {
+            l.callDeadlines[id] = nil
             if let waiter = l.waiters.removeValue(forKey: id) {
                 deferred.resumes.append((waiter, result))
             }
@@ -116,6 +134,7 @@ final class ClientCore: Sendable {
     func removeSubscriber(_ id: SubscriberID) {
         withState { l in
             l.mailboxes[id] = nil
+            l.queryDeadlines[id] = nil
             return l.sync.unsubscribe(id)
         }
     }
@@ -125,14 +144,12 @@ final class ClientCore: Sendable {
         let mailbox = ResultMailbox()
         let id = addSubscriber(udfPath: udfPath, args: args, mailbox: mailbox)
         defer { removeSubscriber(id) }
-        let timer = configuration.callTimeout.map { timeout in
-            Task { [self] in
-                try await Task.sleep(for: timeout)
-                let error = state.withLock { $0.sync.timeoutError(what: "query") }
-                mailbox.deliver(.failure(error.withFunctionPath(udfPath)))
+        if let timeout = configuration.callTimeout {
+            state.withLock { l in
+                l.queryDeadlines[id] = QueryDeadline(at: .now + timeout, mailbox: mailbox, udfPath: udfPath)
+                startSweeperLocked(&l)
             }
         }
-        defer { timer?.cancel() }
         if let result = await mailbox.next() {
             return result
         }
@@ -148,35 +165,29 @@ final class ClientCore: Sendable {
 
     // MARK: Mutations and actions
 
-    /// One pending mutation or action, as its caller's timer and cancellation handler see it.
-    private final class PendingCall: Sendable {
+    /// One pending mutation or action, as its deadline and cancellation handler see it.
+    final class PendingCall: Sendable {
         let id = Mutex<RequestID?>(nil)
-        let timer = Mutex<Task<Void, Never>?>(nil)
     }
 
     func request(_ kind: SyncState.RequestKind, udfPath: String, args: [String: ConvexValue]) async -> QueryResult {
         let call = PendingCall()
         let what = kind == .mutation ? "mutation" : "action"
-        defer { call.timer.withLock { $0?.cancel() } }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<QueryResult, Never>) in
                 let deferred = state.withLock { l in
                     let (id, effects) = l.sync.request(kind, udfPath: udfPath, args: args)
                     l.waiters[id] = continuation
                     call.id.withLock { $0 = id }
+                    if let timeout = configuration.callTimeout {
+                        l.callDeadlines[id] = CallDeadline(at: .now + timeout, call: call, what: what, udfPath: udfPath)
+                        startSweeperLocked(&l)
+                    }
                     return applyLocked(effects, &l)
                 }
                 deferred.run(self)
                 if Task.isCancelled {
                     abandon(call, what: what, udfPath: udfPath, reason: .cancelled)
-                }
-                if let timeout = configuration.callTimeout {
-                    call.timer.withLock {
-                        $0 = Task { [self] in
-                            do { try await Task.sleep(for: timeout) } catch { return }
-                            abandon(call, what: what, udfPath: udfPath, reason: .timeout)
-                        }
-                    }
                 }
             }
         } onCancel: {
@@ -186,9 +197,42 @@ final class ClientCore: Sendable {
 
     private enum AbandonReason { case cancelled, timeout }
 
+    /// Starts the deadline sweeper if it is not running; it stops itself when no deadline is left.
+    private func startSweeperLocked(_ l: inout Locked) {
+        guard l.sweeper == nil, l.sync.phase != .closed, let timeout = configuration.callTimeout else { return }
+        let tick = max(min(timeout / 10, .milliseconds(100)), .milliseconds(1))
+        l.sweeper = Task { [self] in await sweepDeadlines(every: tick) }
+    }
+
+    private func sweepDeadlines(every tick: Duration) async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: tick)
+            let now = ContinuousClock.now
+            let (calls, queries, done): ([CallDeadline], [(QueryDeadline, ConvexClientError)], Bool) = state.withLock { l in
+                let calls = l.callDeadlines.values.filter { $0.at <= now }
+                var queries: [(QueryDeadline, ConvexClientError)] = []
+                for (id, deadline) in l.queryDeadlines where deadline.at <= now {
+                    l.queryDeadlines[id] = nil
+                    queries.append((deadline, l.sync.timeoutError(what: "query").withFunctionPath(deadline.udfPath)))
+                }
+                let done = l.callDeadlines.count == calls.count && l.queryDeadlines.isEmpty
+                if done || l.sync.phase == .closed { l.sweeper = nil }
+                return (calls, queries, done || l.sync.phase == .closed)
+            }
+            for deadline in calls {
+                abandon(deadline.call, what: deadline.what, udfPath: deadline.udfPath, reason: .timeout)
+            }
+            for (deadline, error) in queries {
+                deadline.mailbox.deliver(.failure(error))
+            }
+            if done { return }
+        }
+    }
+
     private func abandon(_ call: PendingCall, what: String, udfPath: String, reason: AbandonReason) {
         guard let id = call.id.withLock({ $0 }) else { return }
         let resume: (CheckedContinuation<QueryResult, Never>, QueryResult)? = state.withLock { l in
+            l.callDeadlines[id] = nil
             guard let waiter = l.waiters.removeValue(forKey: id) else { return nil }
             let status = l.sync.abandonRequest(id)
             if case .completed(let value, _)? = status {
@@ -296,6 +340,10 @@ final class ClientCore: Sendable {
                 l.observers.removeAll()
                 let task = l.loopTask
                 l.loopTask = nil
+                l.sweeper?.cancel()
+                l.sweeper = nil
+                l.callDeadlines.removeAll()
+                l.queryDeadlines.removeAll()
                 return (task, deferred, observers, Array(l.mailboxes.values))
             }
         deferred.run(self)

@@ -382,6 +382,29 @@ struct ClientReconnectTests {
         }
     }
 
+    @Test func connectedButSilentServerTimesOutWithTimeout() async throws {
+        let configuration = ConvexClientConfiguration(callTimeout: .milliseconds(600))
+        try await withClientAndDeployment(configuration: configuration) { client, deployment in
+            try await client.waitUntilConnected()
+            deployment.setStalled(true)
+            let query = await #expect(throws: ConvexClientError.self) {
+                try await client.query("conformance:counter", with: ["name": "silent"])
+            }
+            #expect(query?.code == .timeout)
+            let mutation = await #expect(throws: ConvexClientError.self) {
+                try await client.mutation("conformance:increment", with: ["name": "silent"])
+            }
+            #expect(mutation?.code == .timeout)
+            #expect(mutation?.message.contains("may have run") == true)
+            deployment.setStalled(false)
+            // The timed-out mutation was sent, so it ran once; nothing resends it.
+            await eventually("the sent mutation is applied") {
+                (try? deployment.query("conformance:counter", ["name": "silent"])) == .int64(1)
+            }
+            #expect(try await client.query("conformance:counter", with: ["name": "silent"]) == .int64(1))
+        }
+    }
+
     @Test func unreachableDeploymentTimesOutWithUnreachable() async throws {
         // A port that was just free: nothing listens there.
         let port = try await withLocalDeployment(.init(port: 0)) { $0.port }
