@@ -143,6 +143,9 @@ public final class LocalDeployment: Sendable {
         core.setStalled(stalled)
     }
 
+    /// The number of sync sockets accepted since the deployment was created.
+    public var acceptedSyncConnections: Int { core.acceptedConnections }
+
     /// The number of open sync sockets.
     public var syncConnectionCount: Int { core.liveConnections.count }
 
