@@ -6,6 +6,7 @@ import Hummingbird
 import HummingbirdWebSocket
 import Logging
 import NIOCore
+import ServiceLifecycle
 import Synchronization
 
 /// An embedded Convex-compatible deployment on one port: the sync protocol at `GET /api/sync` and
@@ -43,6 +44,7 @@ public final class LocalDeployment: Sendable {
 
     private struct Running: Sendable {
         var task: Task<Void, any Error>
+        var group: ServiceGroup
         var port: Int
     }
 
@@ -115,8 +117,15 @@ public final class LocalDeployment: Sendable {
             }) else { return }
             lastPort.withLock { $0 = current.port }
             closeSyncConnections(code: 1001, reason: "GoingAway")
-            current.task.cancel()
-            _ = try? await current.task.value
+            await current.group.triggerGracefulShutdown()
+            let task = current.task
+            // Open HTTP keep-alive connections may delay a graceful stop; cancel after a grace period.
+            let watchdog = Task {
+                try await Task.sleep(for: .seconds(2))
+                task.cancel()
+            }
+            _ = try? await task.value
+            watchdog.cancel()
         }
     }
 
@@ -206,9 +215,10 @@ public final class LocalDeployment: Sendable {
             },
             logger: logger
         )
+        let group = ServiceGroup(configuration: .init(services: [app], logger: logger))
         let task = Task {
             defer { portContinuation.finish() }
-            try await app.run()
+            try await group.run()
         }
         var iterator = ports.makeAsyncIterator()
         guard let bound = await iterator.next() else {
@@ -216,7 +226,7 @@ public final class LocalDeployment: Sendable {
             try await task.value
             throw LocalDeploymentError(message: "The server stopped before it started listening")
         }
-        running.withLock { $0 = Running(task: task, port: bound) }
+        running.withLock { $0 = Running(task: task, group: group, port: bound) }
         lastPort.withLock { $0 = bound }
         logger.debug("Local deployment listening", metadata: ["port": "\(bound)"])
     }
