@@ -45,6 +45,17 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        .executableTarget(
+            name: "local-deployment-bench",
+            dependencies: [
+                "ConvexLocal",
+                "ConvexSyncProtocol",
+                "ConvexValues",
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Benchmarks/local-deployment"
+        ),
         .testTarget(
             name: "ConvexLocalTests",
             dependencies: [
