@@ -18,7 +18,13 @@ final class DeploymentCore: Sendable {
     private let stalled = Mutex<Bool>(false)
     let engine: FunctionEngine
 
-    init(registry: FunctionRegistry, adminKey: String?, logger: Logger) {
+    let heartbeatInterval: Duration
+    let jsonPingAfter: Duration
+
+    init(registry: FunctionRegistry, adminKey: String?, logger: Logger,
+         heartbeatInterval: Duration = .seconds(5), jsonPingAfter: Duration = .seconds(15)) {
+        self.heartbeatInterval = heartbeatInterval
+        self.jsonPingAfter = jsonPingAfter
         let store = DocumentStore()
         let connections = ConnectionSet()
         self.connections = connections

@@ -33,12 +33,19 @@ public final class LocalDeployment: Sendable {
         public var adminKey: String?
         /// Register the demo functions (`mlb:*`, `logs:*`, `messages:*`, `echo:*`, `conformance:*`). Default true.
         public var demoFunctions: Bool
+        /// Interval of WebSocket ping frames on sync sockets. Default 5 s, as Convex; shorter only for tests.
+        public var heartbeatInterval: Duration
+        /// A JSON `Ping` is sent when a sync socket has sent no message for this long. Default 15 s, as Convex.
+        public var jsonPingAfter: Duration
 
-        public init(host: String = "127.0.0.1", port: Int = 3210, adminKey: String? = nil, demoFunctions: Bool = true) {
+        public init(host: String = "127.0.0.1", port: Int = 3210, adminKey: String? = nil, demoFunctions: Bool = true,
+                    heartbeatInterval: Duration = .seconds(5), jsonPingAfter: Duration = .seconds(15)) {
             self.host = host
             self.port = port
             self.adminKey = adminKey
             self.demoFunctions = demoFunctions
+            self.heartbeatInterval = heartbeatInterval
+            self.jsonPingAfter = jsonPingAfter
         }
     }
 
@@ -61,7 +68,8 @@ public final class LocalDeployment: Sendable {
         self.configuration = configuration
         self.functions = functions
         self.logger = logger
-        self.core = DeploymentCore(registry: functions, adminKey: configuration.adminKey, logger: logger)
+        self.core = DeploymentCore(registry: functions, adminKey: configuration.adminKey, logger: logger,
+                                   heartbeatInterval: configuration.heartbeatInterval, jsonPingAfter: configuration.jsonPingAfter)
         if configuration.demoFunctions {
             DemoFunctions.register(in: functions)
             DemoFunctions.seed(core)

@@ -25,8 +25,6 @@ final class SyncConnection: Sendable {
         case close(code: UInt16, reason: String?)
     }
 
-    static let heartbeatInterval: Duration = .seconds(5)
-    static let jsonPingAfter: Duration = .seconds(15)
     static let maxPendingMutations = 1000
     static let maxMessageSize = 1 << 25
 
@@ -70,7 +68,7 @@ final class SyncConnection: Sendable {
             }
             group.addTask { [self] in
                 while !Task.isCancelled {
-                    try? await Task.sleep(for: Self.heartbeatInterval)
+                    try? await Task.sleep(for: self.core.heartbeatInterval)
                     if Task.isCancelled { break }
                     self.post(.heartbeat)
                 }
@@ -181,7 +179,7 @@ private struct Driver {
             guard !core.isStalled else { return true }
             do {
                 try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: .ping, data: ByteBuffer())))
-                if ContinuousClock.now - lastSend >= SyncConnection.jsonPingAfter {
+                if ContinuousClock.now - lastSend >= core.jsonPingAfter {
                     try await send(.ping)
                 }
             } catch {

@@ -229,6 +229,38 @@ struct SyncWebSocketTests {
         }
     }
 
+    @Test func jsonPingAfterSilenceAndNothingWhileStalled() async throws {
+        var logger = Logger(label: "convex-local-test")
+        logger.logLevel = .error
+        let configuration = LocalDeployment.Configuration(port: 0, heartbeatInterval: .milliseconds(50), jsonPingAfter: .milliseconds(200))
+        try await withLocalDeployment(configuration, logger: logger) { deployment in
+            let start = ContinuousClock.now
+            let result = try await syncExchange(deployment, send: [connectFrame()]) { $0.count >= 2 }
+            #expect(result.messages == [.ping, .ping])
+            #expect(ContinuousClock.now - start >= .milliseconds(400))
+
+            // Stalled: nothing arrives, then the held traffic flows after unstalling.
+            deployment.setStalled(true)
+            let firstArrival = Mutex<ContinuousClock.Instant?>(nil)
+            let stalled = Task {
+                try await syncExchange(deployment, send: [
+                    connectFrame(),
+                    ClientMessage.modifyQuerySet(.init(baseVersion: 0, newVersion: 1, modifications: [.add(.init(queryId: 0, udfPath: "logs:list"))])).jsonText,
+                ]) { messages in
+                    if !messages.isEmpty { firstArrival.withLock { $0 = $0 ?? ContinuousClock.now } }
+                    return !messages.isEmpty
+                }
+            }
+            try await Task.sleep(for: .milliseconds(600))
+            let unstalledAt = ContinuousClock.now
+            deployment.setStalled(false)
+            let after = try await stalled.value
+            if case .transition? = after.messages.first {} else { Issue.record("\(after.messages)") }
+            let arrived = try #require(firstArrival.withLock { $0 })
+            #expect(arrived >= unstalledAt, "nothing is sent while stalled")
+        }
+    }
+
     @Test func restartKeepsDataAndClientsReconnect() async throws {
         try await withDeployment { deployment in
             _ = try deployment.mutation("messages:send", ["body": "before restart"])
