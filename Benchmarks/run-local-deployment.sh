@@ -2,9 +2,10 @@
 # Local deployment benchmark: subscriber update latency (1, 100, 1000 WebSocket subscribers) and HTTP queries/s.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-swift build -c release --scratch-path .build-release --product local-deployment-bench --product convex-local
+swift build -c release --scratch-path .build-release --product local-deployment-bench
+swift build -c release --scratch-path .build-release --product convex-local
 BIN=.build-release/release
-ROUNDS="${ROUNDS:-50}" "$BIN/local-deployment-bench" "${@:-1 100 1000}"
+ROUNDS="${ROUNDS:-50}" "$BIN/local-deployment-bench" "$@"
 
 PORT="${PORT:-3299}"
 "$BIN/convex-local" --port "$PORT" --log-level error >/dev/null &
