@@ -299,7 +299,7 @@ private struct Driver {
         var evaluations: [UInt32: QueryEvaluation] = [:]
         var reads: [UInt32: Set<String>] = [:]
         for pending in session.pendingEvaluations() {
-            let outcome = core.engine.runQuery(path: pending.udfPath, args: pending.args, caller: session.caller, snapshot: snapshot)
+            let outcome = core.engine.runQueryCached(path: pending.udfPath, args: pending.args, caller: session.caller, snapshot: snapshot)
             switch outcome.result {
             case .success(let value):
                 evaluations[pending.queryId] = .updated(value: value, logLines: outcome.logLines)

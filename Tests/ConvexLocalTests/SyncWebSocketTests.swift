@@ -261,6 +261,23 @@ struct SyncWebSocketTests {
         }
     }
 
+    @Test func sharedEvaluationsNeverMixCallers() async throws {
+        try await withDeployment { deployment in
+            let add = ClientMessage.modifyQuerySet(.init(baseVersion: 0, newVersion: 1, modifications: [
+                .add(.init(queryId: 0, udfPath: "conformance:whoami")),
+            ])).jsonText
+            let anonymous = try await syncExchange(deployment, send: [connectFrame(), add]) { !$0.isEmpty }
+            let admin = try await syncExchange(deployment, send: [
+                connectFrame(), ClientMessage.authenticate(.init(baseVersion: 0, token: .admin("k"))).jsonText, add,
+            ]) { $0.count >= 2 }
+            guard case .transition(let a)? = anonymous.messages.first, case .transition(let b)? = admin.messages.last else {
+                Issue.record("\(anonymous.messages) \(admin.messages)"); return
+            }
+            #expect(a.modifications == [.queryUpdated(queryId: 0, value: ["identity": .null, "isAdmin": false], logLines: [], journal: nil)])
+            #expect(b.modifications == [.queryUpdated(queryId: 0, value: ["identity": .null, "isAdmin": true], logLines: [], journal: nil)])
+        }
+    }
+
     @Test func restartKeepsDataAndClientsReconnect() async throws {
         try await withDeployment { deployment in
             _ = try deployment.mutation("messages:send", ["body": "before restart"])
