@@ -64,7 +64,8 @@ let package = Package(
                 "ConvexSyncProtocol",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
-            ]
+            ],
+            exclude: ["python"]
         ),
         .testTarget(
             name: "ConvexValuesTests",
