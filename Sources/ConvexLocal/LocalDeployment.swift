@@ -265,10 +265,12 @@ public func withLocalDeployment<R: Sendable>(
     }
 }
 
-/// A function failed with an error other than ``ConvexError``; `message` is what a client would see after the
-/// request-id line.
+/// A plain function error: thrown by a function it reaches clients as `Uncaught Error: <message>`; thrown by the
+/// direct-call methods of ``LocalDeployment`` it carries what a client would see after the request-id line.
 public struct FunctionFailure: Error, Sendable, Hashable, CustomStringConvertible {
     public var message: String
+    public init(message: String) { self.message = message }
+    public init(_ message: String) { self.message = message }
     public var description: String { message }
 }
 
