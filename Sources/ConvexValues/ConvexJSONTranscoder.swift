@@ -190,6 +190,17 @@ enum TranscoderTables {
         return UnsafePointer(p)
     }()
 
+    /// 10^0 … 10^19.
+    nonisolated(unsafe) static let powersOf10: UnsafePointer<UInt64> = {
+        let p = UnsafeMutablePointer<UInt64>.allocate(capacity: 20)
+        var v: UInt64 = 1
+        for i in 0..<20 {
+            p[i] = v
+            v = v &* 10
+        }
+        return UnsafePointer(p)
+    }()
+
     /// Two decimal digits for every value 0…99, for integer printing.
     nonisolated(unsafe) static let digitPairs: UnsafePointer<UInt8> = {
         let p = UnsafeMutablePointer<UInt8>.allocate(capacity: 200)
@@ -199,6 +210,21 @@ enum TranscoderTables {
         }
         return UnsafePointer(p)
     }()
+}
+
+/// Word-at-a-time byte tests (little-endian: the lowest set bit marks the first matching byte, exactly).
+enum SWAR {
+    static let ones: UInt64 = 0x0101_0101_0101_0101
+    static let high: UInt64 = 0x8080_8080_8080_8080
+    static let quotes: UInt64 = 0x2222_2222_2222_2222
+    static let backslashes: UInt64 = 0x5C5C_5C5C_5C5C_5C5C
+    static let deletes: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
+    static let spaces: UInt64 = 0x2020_2020_2020_2020
+
+    /// High bit set in each zero byte (exact for the lowest one).
+    @inline(__always) static func zeroBytes(_ x: UInt64) -> UInt64 { (x &- ones) & ~x & high }
+    /// High bit set in each byte below 0x20 (exact for the lowest one).
+    @inline(__always) static func lessThanSpace(_ x: UInt64) -> UInt64 { (x &- spaces) & ~x & high }
 }
 
 private let quote = UInt8(ascii: "\"")
@@ -225,6 +251,7 @@ struct StreamingTranscoder {
     private let b64: UnsafePointer<UInt8>
     private let cls: UnsafePointer<UInt8>
     private let pairs: UnsafePointer<UInt8>
+    private let powers: UnsafePointer<UInt64>
 
     init(base: UnsafePointer<UInt8>, end: Int, mode: ConvexOutputMode) {
         self.base = base
@@ -234,6 +261,7 @@ struct StreamingTranscoder {
         b64 = TranscoderTables.base64Reverse
         cls = TranscoderTables.stringClass
         pairs = TranscoderTables.digitPairs
+        powers = TranscoderTables.powersOf10
         keyStore = OutputBuffer(capacity: 64)
     }
 
@@ -277,7 +305,8 @@ struct StreamingTranscoder {
 
     private mutating func literal(_ word: StaticString) throws(Bail) {
         let n = word.utf8CodeUnitCount
-        guard end &- pos >= n, memcmp(base + pos, word.utf8Start, n) == 0 else { throw Bail() }
+        guard end &- pos >= n else { throw Bail() }
+        for i in 1..<n where base[pos &+ i] != word.utf8Start[i] { throw Bail() }
         out.appendSmall(base + pos, count: n)
         pos &+= n
         size &+= 1
@@ -441,7 +470,24 @@ struct StreamingTranscoder {
     private mutating func key() throws(Bail) -> KeyEntry {
         let start = pos &+ 1
         var p = start
-        while true {
+        scan: while true {
+            // Eight bytes at a time: the first quote, or the first byte that is not plain printable ASCII.
+            while p &+ 8 <= end {
+                let w = UnsafeRawPointer(base + p).loadUnaligned(as: UInt64.self)
+                let q = SWAR.zeroBytes(w ^ SWAR.quotes)
+                let bad = SWAR.lessThanSpace(w) | (w & SWAR.high) | SWAR.zeroBytes(w ^ SWAR.deletes)
+                    | SWAR.zeroBytes(w ^ SWAR.backslashes)
+                if q | bad == 0 {
+                    p &+= 8
+                    continue
+                }
+                if q != 0 && (bad == 0 || q.trailingZeroBitCount < bad.trailingZeroBitCount) {
+                    p &+= q.trailingZeroBitCount >> 3
+                    break scan
+                }
+                p &+= bad.trailingZeroBitCount >> 3
+                break
+            }
             guard p < end else { throw Bail() }
             let b = base[p]
             if b == quote { break }
@@ -646,7 +692,7 @@ struct StreamingTranscoder {
             out.put(UInt8(truncatingIfNeeded: magnitude) &+ 0x30)
             return
         }
-        let digits = Self.decimalDigits(magnitude)
+        let digits = decimalDigits(magnitude)
         // Written backwards: eight digits at a time in 32-bit arithmetic, two per step.
         var i = out.count &+ digits
         out.count = i
@@ -678,14 +724,12 @@ struct StreamingTranscoder {
     }
 
     /// Number of decimal digits of `v` (at least 1).
-    @inline(__always) private static func decimalDigits(_ v: UInt64) -> Int {
+    @inline(__always) private func decimalDigits(_ v: UInt64) -> Int {
         // Estimate from the bit length (log10(2) ≈ 1233/4096), then correct by one comparison.
         let bits = 64 &- v.leadingZeroBitCount
         let estimate = (bits &* 1233) >> 12
-        return estimate &+ (v >= powersOf10[estimate] ? 1 : 0)
+        return estimate &+ (v >= powers[estimate] ? 1 : 0)
     }
-
-    private static let powersOf10: [UInt64] = (0..<20).map { i in (0..<i).reduce(UInt64(1)) { p, _ in p &* 10 } }
 
     private mutating func writeSpecialFloat(_ d: Double) {
         if mode == .encoded {
@@ -781,15 +825,15 @@ struct StreamingTranscoder {
         let start = pos
         var p = pos &+ 1
         while true {
-            // Eight bytes at a time while none is a quote, backslash, control or non-ASCII byte.
+            // Eight bytes at a time up to the first quote, backslash, control or non-ASCII byte.
             while p &+ 8 <= end {
                 let w = UnsafeRawPointer(base + p).loadUnaligned(as: UInt64.self)
-                let high: UInt64 = 0x8080_8080_8080_8080
-                let ones: UInt64 = 0x0101_0101_0101_0101
-                let q = w ^ (ones &* 0x22)
-                let bs = w ^ (ones &* 0x5C)
-                let special = ((w &- ones &* 0x20) | (q &- ones) | (bs &- ones) | w) & high
-                if special != 0 { break }
+                let special = SWAR.zeroBytes(w ^ SWAR.quotes) | SWAR.zeroBytes(w ^ SWAR.backslashes)
+                    | SWAR.lessThanSpace(w) | (w & SWAR.high)
+                if special != 0 {
+                    p &+= special.trailingZeroBitCount >> 3
+                    break
+                }
                 p &+= 8
             }
             guard p < end else { throw Bail() }
