@@ -109,4 +109,18 @@ _ = try measure("ConvexJSONTranscoder.render(.encoded)", bytes: doc.count) {
 _ = try measure("ConvexValue(convexJSON:) + json(mode: .plain)", bytes: doc.count) {
     try ConvexValue(convexJSON: doc).json(mode: .plain).count
 }
+_ = try measure("  of which ConvexValue(convexJSON:)", bytes: doc.count) {
+    try ConvexValue(convexJSON: doc).nestingDepth
+}
+let tree = try ConvexValue(convexJSON: doc)
+_ = measure("  of which json(mode: .plain)", bytes: doc.count) {
+    tree.json(mode: .plain).count
+}
+let parsed = try JSONSerialization.jsonObject(with: data)
+_ = try measure("  JSONSerialization.jsonObject only", bytes: doc.count, seconds: 1) {
+    (try JSONSerialization.jsonObject(with: data) as? [String: Any])?.count ?? 0
+}
+_ = try measure("  JSONSerialization.data only", bytes: doc.count, seconds: 1) {
+    try JSONSerialization.data(withJSONObject: parsed).count
+}
 print(String(format: "plain transcoder vs Foundation: %.1fx", ours / foundation))

@@ -72,6 +72,25 @@ package enum Base64 {
     }
 
     package static func decode(_ text: String) -> [UInt8]? { decode(text.utf8) }
+
+    /// Decodes base64 of exactly eight bytes (eleven characters and optionally one `=`) as a little-endian integer.
+    package static func decodeEight(_ text: UnsafeBufferPointer<UInt8>) -> UInt64? {
+        var n = text.count
+        if n == 12 && text[11] == UInt8(ascii: "=") { n = 11 }
+        guard n == 11 else { return nil }
+        return reverse.withUnsafeBufferPointer { r -> UInt64? in
+            var acc: UInt64 = 0
+            for i in 0..<10 {
+                let v = r[Int(text[i])]
+                if v == 0xFF { return nil }
+                acc = acc << 6 | UInt64(v)
+            }
+            let last = r[Int(text[10])]
+            // The final character's two low bits are padding and must be zero.
+            if last == 0xFF || last & 0x03 != 0 { return nil }
+            return (acc << 4 | UInt64(last >> 2)).byteSwapped
+        }
+    }
 }
 
 extension Int64 {

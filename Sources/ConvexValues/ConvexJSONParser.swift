@@ -126,6 +126,7 @@ struct ConvexJSONParser {
                 throw fail(.tooNested, "Value is too nested (nested \(depth) levels deep > maximum \(maxDepth))")
             }
         }
+        if let wrapped = fastWrapper() { return wrapped }
         pos += 1
         var fields: [String: ConvexValue] = [:]
         var firstKey: String?
@@ -180,6 +181,49 @@ struct ConvexJSONParser {
                 throw fail(.invalidJSON, "Expected ',' or '}' in an object, found \(describeByte())")
             }
         }
+    }
+
+    /// Reads a well-formed `{"$integer"|"$float"|"$bytes": "<base64>"}` at `pos` without building an object; nil, with
+    /// `pos` unchanged, for anything else (including every invalid wrapper, which the general path then reports).
+    private mutating func fastWrapper() -> ConvexValue? {
+        var p = pos + 1
+        func ws() { while p < buf.count, buf[p] == 0x20 || buf[p] == 0x09 || buf[p] == 0x0A || buf[p] == 0x0D { p += 1 } }
+        ws()
+        guard p + 1 < buf.count, buf[p] == UInt8(ascii: "\""), buf[p + 1] == UInt8(ascii: "$") else { return nil }
+        let keyStart = p + 1
+        p = keyStart
+        while p < buf.count, buf[p] != UInt8(ascii: "\""), buf[p] != UInt8(ascii: "\\") { p += 1 }
+        guard p < buf.count, buf[p] == UInt8(ascii: "\"") else { return nil }
+        let key = UnsafeBufferPointer(rebasing: buf[keyStart..<p])
+        p += 1
+        ws()
+        guard p < buf.count, buf[p] == UInt8(ascii: ":") else { return nil }
+        p += 1
+        ws()
+        guard p < buf.count, buf[p] == UInt8(ascii: "\"") else { return nil }
+        let textStart = p + 1
+        p = textStart
+        while p < buf.count, buf[p] != UInt8(ascii: "\""), buf[p] != UInt8(ascii: "\\") { p += 1 }
+        guard p < buf.count, buf[p] == UInt8(ascii: "\"") else { return nil }
+        let text = UnsafeBufferPointer(rebasing: buf[textStart..<p])
+        p += 1
+        ws()
+        guard p < buf.count, buf[p] == UInt8(ascii: "}") else { return nil }
+        let value: ConvexValue
+        if key.elementsEqual("$integer".utf8) {
+            guard let bits = Base64.decodeEight(text) else { return nil }
+            value = .int64(Int64(bitPattern: bits))
+        } else if key.elementsEqual("$float".utf8) {
+            guard let bits = Base64.decodeEight(text), Double(bitPattern: bits).needsFloatWrapper else { return nil }
+            value = .float64(Double(bitPattern: bits))
+        } else if key.elementsEqual("$bytes".utf8) {
+            guard let bytes = Base64.decode(text) else { return nil }
+            value = .bytes(Data(bytes))
+        } else {
+            return nil
+        }
+        pos = p + 1
+        return value
     }
 
     /// Whether the object starting at `pos` has a first key whose raw text starts with `$`.
