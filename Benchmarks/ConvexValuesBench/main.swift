@@ -80,7 +80,28 @@ func measure(_ name: String, bytes: Int, seconds: Double = 3.0, _ body: () throw
     return mbps
 }
 
-let doc = makeDocument(targetBytes: 1 << 20)
+/// Diagnostic documents for profiling single token kinds (`--shape ints|keys|floats`); the default is the mixed one.
+func makeShape(_ shape: String) -> [UInt8] {
+    var rng = SplitMix(seed: 7)
+    switch shape {
+    case "ints":
+        let arrays = (0..<5).map { _ in
+            ConvexValue.array((0..<7000).map { _ in .int64(Int64.random(in: -1_000_000_000...1_000_000_000_000, using: &rng)) })
+        }
+        return ConvexValue.object(Dictionary(uniqueKeysWithValues: arrays.enumerated().map { ("a\($0.offset)", $0.element) })).convexJSON()
+    case "keys":
+        let objects = (0..<4000).map { i in
+            ConvexValue.object(Dictionary(uniqueKeysWithValues: (0..<20).map { ("field\($0)_\(i % 7)", ConvexValue.null) }))
+        }
+        return ConvexValue.object(["o": .array(objects)]).convexJSON()
+    default:
+        let floats = (0..<8000).map { _ in ConvexValue.float64(Double(Int.random(in: 0...1_000_000, using: &rng)) / 100) }
+        return ConvexValue.object(["f": .array(floats), "g": .array(floats), "h": .array(floats), "i": .array(floats)]).convexJSON()
+    }
+}
+
+let shapeIndex = CommandLine.arguments.firstIndex(of: "--shape")
+let doc = shapeIndex.map { makeShape(CommandLine.arguments[$0 + 1]) } ?? makeDocument(targetBytes: 1 << 20)
 let data = Data(doc)
 let plainOnce = try ConvexJSONTranscoder.render(doc, mode: .plain)
 let treeOnce = try ConvexValue(convexJSON: doc).json(mode: .plain)

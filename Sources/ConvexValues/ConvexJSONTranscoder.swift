@@ -44,7 +44,8 @@ public enum ConvexJSONTranscoder {
         mode: ConvexOutputMode,
         into out: inout [UInt8]
     ) -> Result<Void, ConvexValueError> {
-        if fastRender(buffer: buffer, mode: mode, into: &out) {
+        if let rendered = fastRender(buffer: buffer, mode: mode) {
+            if out.isEmpty { out = rendered } else { out.append(contentsOf: rendered) }
             return .success(())
         }
         // The single-pass reader only knows that the input is not one it can stream; the value parser explains why
@@ -59,17 +60,44 @@ public enum ConvexJSONTranscoder {
         }
     }
 
-    /// Streams `buffer` to `out`; false, with `out` unchanged, when the input must go through the value parser.
-    static func fastRender(buffer: UnsafeBufferPointer<UInt8>, mode: ConvexOutputMode, into out: inout [UInt8]) -> Bool {
-        guard let base = buffer.baseAddress, buffer.count > 0 else { return false }
-        var t = StreamingTranscoder(base: base, end: buffer.count, mode: mode)
-        defer { t.deallocate() }
-        do throws(Bail) {
-            try t.run()
-        } catch {
-            return false
+    /// Streams `buffer` into a new array, or nil when the input must go through the value parser.
+    /// The output is written straight into the array's storage, sized from the input; only output larger than that
+    /// estimate (short numbers growing to `1.0`, `-0` to a `$float` wrapper) spills to a growing buffer.
+    static func fastRender(buffer: UnsafeBufferPointer<UInt8>, mode: ConvexOutputMode) -> [UInt8]? {
+        guard let base = buffer.baseAddress, buffer.count > 0 else { return nil }
+        let capacity = buffer.count + buffer.count / 4 + 64
+        var streamed = false
+        var spilled: OutputBuffer?
+        var result = [UInt8](unsafeUninitializedCapacity: capacity) { storage, initialized in
+            var t = StreamingTranscoder(
+                base: base, end: buffer.count, mode: mode,
+                out: OutputBuffer(borrowing: storage.baseAddress!, capacity: capacity))
+            defer { t.deallocate() }
+            initialized = 0
+            do throws(Bail) {
+                try t.run()
+            } catch {
+                return
+            }
+            streamed = true
+            if t.out.owned {
+                spilled = t.out.detach()
+            } else {
+                initialized = t.out.count
+            }
         }
-        out.append(contentsOf: UnsafeBufferPointer(start: t.out.ptr, count: t.out.count))
+        guard streamed else { return nil }
+        if let spilled {
+            result = Array(UnsafeBufferPointer(start: spilled.ptr, count: spilled.count))
+            spilled.deallocate()
+        }
+        return result
+    }
+
+    /// Test hook: whether `buffer` streams, appending the output to `out` when it does.
+    static func fastRender(buffer: UnsafeBufferPointer<UInt8>, mode: ConvexOutputMode, into out: inout [UInt8]) -> Bool {
+        guard let rendered = fastRender(buffer: buffer, mode: mode) else { return false }
+        out.append(contentsOf: rendered)
         return true
     }
 }
@@ -77,18 +105,39 @@ public enum ConvexJSONTranscoder {
 /// The streaming reader gives up; the value parser then reports the precise error.
 struct Bail: Error {}
 
-/// A growable byte buffer written through a raw pointer, so appends compile to stores without checks.
+/// A growable byte buffer written through a raw pointer, so appends compile to stores without checks. It may start
+/// in borrowed storage (an array being initialized) and moves to its own allocation when that is full.
 struct OutputBuffer {
     var ptr: UnsafeMutablePointer<UInt8>
     var count = 0
     var capacity: Int
+    /// Whether `ptr` was allocated here (and must be freed here).
+    private(set) var owned: Bool
 
     init(capacity: Int) {
         self.capacity = max(capacity, 64)
         ptr = .allocate(capacity: self.capacity)
+        owned = true
     }
 
-    func deallocate() { ptr.deallocate() }
+    init(borrowing storage: UnsafeMutablePointer<UInt8>, capacity: Int) {
+        ptr = storage
+        self.capacity = capacity
+        owned = false
+    }
+
+    func deallocate() {
+        if owned { ptr.deallocate() }
+    }
+
+    /// Hands the owned allocation to the caller, leaving this buffer empty.
+    mutating func detach() -> OutputBuffer {
+        let detached = self
+        ptr = .allocate(capacity: 1)
+        capacity = 1
+        count = 0
+        return detached
+    }
 
     @inline(__always) mutating func reserve(_ n: Int) {
         if count &+ n > capacity { grow(count &+ n) }
@@ -98,9 +147,10 @@ struct OutputBuffer {
         let newCapacity = max(capacity &* 2, minimum)
         let newPtr = UnsafeMutablePointer<UInt8>.allocate(capacity: newCapacity)
         newPtr.update(from: ptr, count: count)
-        ptr.deallocate()
+        if owned { ptr.deallocate() }
         ptr = newPtr
         capacity = newCapacity
+        owned = true
     }
 
     /// Appends without a capacity check; call `reserve` first.
@@ -253,11 +303,11 @@ struct StreamingTranscoder {
     private let pairs: UnsafePointer<UInt8>
     private let powers: UnsafePointer<UInt64>
 
-    init(base: UnsafePointer<UInt8>, end: Int, mode: ConvexOutputMode) {
+    init(base: UnsafePointer<UInt8>, end: Int, mode: ConvexOutputMode, out: OutputBuffer) {
         self.base = base
         self.end = end
         self.mode = mode
-        out = OutputBuffer(capacity: end + end / 8 + 64)
+        self.out = out
         b64 = TranscoderTables.base64Reverse
         cls = TranscoderTables.stringClass
         pairs = TranscoderTables.digitPairs

@@ -96,6 +96,17 @@ import Testing
         #expect(throws: ConvexValueError.self) { try ConvexJSONTranscoder.render(Array(dupLate.utf8)) }
     }
 
+    @Test func outputLargerThanTheInputEstimate() throws {
+        // `-0` grows to a 28-byte wrapper in `encoded`, `1e15` to `1000000000000000.0` in `plain`.
+        for (item, mode) in [("-0", ConvexOutputMode.encoded), ("1e15", .plain), ("0", .clean)] {
+            let json = Array(("[" + Array(repeating: item, count: 5000).joined(separator: ",") + "]").utf8)
+            var out: [UInt8] = []
+            #expect(json.withUnsafeBufferPointer { ConvexJSONTranscoder.fastRender(buffer: $0, mode: mode, into: &out) })
+            #expect(out == (try ConvexValue(convexJSON: json)).json(mode: mode))
+            #expect(out.count > json.count * 5 / 4)
+        }
+    }
+
     @Test func sizeLimit() throws {
         // 32 MiB of string content in one value is over the limit (size = bytes + 2 per string + 2 per array).
         let chunk = String(repeating: "x", count: 1 << 20)
