@@ -345,18 +345,20 @@ struct StreamingTranscoder {
         case UInt8(ascii: "{"): try object()
         case UInt8(ascii: "["): try array()
         case quote: try string()
-        case UInt8(ascii: "t"): try literal("true")
-        case UInt8(ascii: "f"): try literal("false")
-        case UInt8(ascii: "n"): try literal("null")
+        case UInt8(ascii: "t"): try literal(0x6575_7274, count: 4)  // "true"
+        case UInt8(ascii: "f"): try literal(0x736C_6166, count: 5)  // "fals" + "e"
+        case UInt8(ascii: "n"): try literal(0x6C6C_756E, count: 4)  // "null"
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): try number()
         default: throw Bail()
         }
     }
 
-    private mutating func literal(_ word: StaticString) throws(Bail) {
-        let n = word.utf8CodeUnitCount
-        guard end &- pos >= n else { throw Bail() }
-        for i in 1..<n where base[pos &+ i] != word.utf8Start[i] { throw Bail() }
+    /// `true`, `null` (four bytes, `word` little-endian) or `false` (`fals` then `e`).
+    @inline(__always) private mutating func literal(_ word: UInt32, count n: Int) throws(Bail) {
+        guard end &- pos >= n,
+            UnsafeRawPointer(base + pos).loadUnaligned(as: UInt32.self) == UInt32(littleEndian: word),
+            n == 4 || base[pos &+ 4] == UInt8(ascii: "e")
+        else { throw Bail() }
         out.appendSmall(base + pos, count: n)
         pos &+= n
         size &+= 1
@@ -577,14 +579,10 @@ struct StreamingTranscoder {
 
     private enum WrapperKind { case integer, float, bytes }
 
-    private static func littleEndianWord(_ text: StaticString) -> UInt64 {
-        var w: UInt64 = 0
-        for i in 0..<text.utf8CodeUnitCount { w |= UInt64(text.utf8Start[i]) << (8 * UInt64(i)) }
-        return w
-    }
-    private static let integerKey = littleEndianWord("$integer")
-    private static let floatKey = littleEndianWord("$float\"")
-    private static let bytesKey = littleEndianWord("$bytes\"")
+    // `$integer`, `$float"` and `$bytes"` as little-endian words (checked by a test against the text).
+    static let integerKey: UInt64 = 0x7265_6765_746E_6924
+    static let floatKey: UInt64 = 0x0022_7461_6F6C_6624
+    static let bytesKey: UInt64 = 0x0022_7365_7479_6224
 
     /// Reads `{"$integer"|"$float"|"$bytes": "<base64>"}` with `pos` on the key's opening quote.
     private mutating func wrapper() throws(Bail) {
@@ -630,11 +628,11 @@ struct StreamingTranscoder {
         pos &+= 1
         switch kind {
         case .integer:
-            let bits = try decode8(textStart, textEnd)
+            let bits = try Self.decode8(base + textStart, textEnd &- textStart, b64)
             size &+= 9
             writeInt64(Int64(bitPattern: bits))
         case .float:
-            let d = Double(bitPattern: try decode8(textStart, textEnd))
+            let d = Double(bitPattern: try Self.decode8(base + textStart, textEnd &- textStart, b64))
             guard d.needsFloatWrapper else { throw Bail() }
             size &+= 9
             writeSpecialFloat(d)
@@ -644,11 +642,11 @@ struct StreamingTranscoder {
     }
 
     /// Decodes base64 of exactly eight bytes (11 characters, optionally one `=`), little-endian.
-    private func decode8(_ start: Int, _ end: Int) throws(Bail) -> UInt64 {
-        var n = end &- start
-        if n == 12 && base[start &+ 11] == UInt8(ascii: "=") { n = 11 }
+    @inline(__always)
+    private static func decode8(_ p: UnsafePointer<UInt8>, _ count: Int, _ b64: UnsafePointer<UInt8>) throws(Bail) -> UInt64 {
+        var n = count
+        if n == 12 && p[11] == UInt8(ascii: "=") { n = 11 }
         guard n == 11 else { throw Bail() }
-        let p = base + start
         @inline(__always) func v(_ i: Int) -> UInt64 { UInt64(b64[Int(p[i])]) }
         let v0 = v(0), v1 = v(1), v2 = v(2), v3 = v(3), v4 = v(4), v5 = v(5)
         let v6 = v(6), v7 = v(7), v8 = v(8), v9 = v(9), v10 = v(10)

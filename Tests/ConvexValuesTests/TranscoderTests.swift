@@ -96,6 +96,15 @@ import Testing
         #expect(throws: ConvexValueError.self) { try ConvexJSONTranscoder.render(Array(dupLate.utf8)) }
     }
 
+    @Test func wrapperKeyWords() {
+        func word(_ s: String) -> UInt64 {
+            s.utf8.enumerated().reduce(0) { $0 | UInt64($1.element) << (8 * UInt64($1.offset)) }
+        }
+        #expect(StreamingTranscoder.integerKey == word("$integer"))
+        #expect(StreamingTranscoder.floatKey == word("$float\""))
+        #expect(StreamingTranscoder.bytesKey == word("$bytes\""))
+    }
+
     @Test func outputLargerThanTheInputEstimate() throws {
         // `-0` grows to a 28-byte wrapper in `encoded`, `1e15` to `1000000000000000.0` in `plain`.
         for (item, mode) in [("-0", ConvexOutputMode.encoded), ("1e15", .plain), ("0", .clean)] {
