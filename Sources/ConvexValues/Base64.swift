@@ -1,7 +1,8 @@
 /// Standard base64 (RFC 4648 §4, alphabet `+` `/`): padded on output; on input padding is optional,
 /// as Convex's own decoder accepts, while URL-safe characters and stray bytes are rejected.
 package enum Base64 {
-    private static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+    private static let alphabet: [UInt8] = Array(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
     private static let reverse: [UInt8] = {
         var table = [UInt8](repeating: 0xFF, count: 256)
         for (i, c) in alphabet.enumerated() { table[Int(c)] = UInt8(i) }

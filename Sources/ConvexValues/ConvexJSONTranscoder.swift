@@ -95,7 +95,8 @@ public enum ConvexJSONTranscoder {
     }
 
     /// Test hook: whether `buffer` streams, appending the output to `out` when it does.
-    static func fastRender(buffer: UnsafeBufferPointer<UInt8>, mode: ConvexOutputMode, into out: inout [UInt8]) -> Bool {
+    static func fastRender(buffer: UnsafeBufferPointer<UInt8>, mode: ConvexOutputMode, into out: inout [UInt8]) -> Bool
+    {
         guard let rendered = fastRender(buffer: buffer, mode: mode) else { return false }
         out.append(contentsOf: rendered)
         return true
@@ -527,7 +528,8 @@ struct StreamingTranscoder {
             while p &+ 8 <= end {
                 let w = UnsafeRawPointer(base + p).loadUnaligned(as: UInt64.self)
                 let q = SWAR.zeroBytes(w ^ SWAR.quotes)
-                let bad = SWAR.lessThanSpace(w) | (w & SWAR.high) | SWAR.zeroBytes(w ^ SWAR.deletes)
+                let bad =
+                    SWAR.lessThanSpace(w) | (w & SWAR.high) | SWAR.zeroBytes(w ^ SWAR.deletes)
                     | SWAR.zeroBytes(w ^ SWAR.backslashes)
                 if q | bad == 0 {
                     p &+= 8
@@ -643,7 +645,9 @@ struct StreamingTranscoder {
 
     /// Decodes base64 of exactly eight bytes (11 characters, optionally one `=`), little-endian.
     @inline(__always)
-    private static func decode8(_ p: UnsafePointer<UInt8>, _ count: Int, _ b64: UnsafePointer<UInt8>) throws(Bail) -> UInt64 {
+    private static func decode8(_ p: UnsafePointer<UInt8>, _ count: Int, _ b64: UnsafePointer<UInt8>) throws(Bail)
+        -> UInt64
+    {
         var n = count
         if n == 12 && p[11] == UInt8(ascii: "=") { n = 11 }
         guard n == 11 else { throw Bail() }
@@ -876,7 +880,8 @@ struct StreamingTranscoder {
             // Eight bytes at a time up to the first quote, backslash, control or non-ASCII byte.
             while p &+ 8 <= end {
                 let w = UnsafeRawPointer(base + p).loadUnaligned(as: UInt64.self)
-                let special = SWAR.zeroBytes(w ^ SWAR.quotes) | SWAR.zeroBytes(w ^ SWAR.backslashes)
+                let special =
+                    SWAR.zeroBytes(w ^ SWAR.quotes) | SWAR.zeroBytes(w ^ SWAR.backslashes)
                     | SWAR.lessThanSpace(w) | (w & SWAR.high)
                 if special != 0 {
                     p &+= special.trailingZeroBitCount >> 3
