@@ -41,7 +41,8 @@ enum RandomValues {
         switch Int.random(in: 0..<6, using: &r) {
         case 0: return interestingFloats.randomElement(using: &r)!
         case 1: return Double(bitPattern: r.next())  // any bit pattern, NaN payloads included
-        case 2: return Double(bitPattern: 0x7FF0_0000_0000_0000 | (r.next() & 0x800F_FFFF_FFFF_FFFF) | 1)  // NaN payloads
+        // NaN payloads
+        case 2: return Double(bitPattern: 0x7FF0_0000_0000_0000 | (r.next() & 0x800F_FFFF_FFFF_FFFF) | 1)
         case 3: return Double(Int.random(in: -1_000_000...1_000_000, using: &r))
         case 4: return Double(Int.random(in: -1_000_000...1_000_000, using: &r)) / 1000
         default: return Double.random(in: -1e6...1e6, using: &r)
