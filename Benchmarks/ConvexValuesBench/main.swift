@@ -130,6 +130,10 @@ let ours = try measure("ConvexJSONTranscoder.render(.plain)", bytes: doc.count) 
     try ConvexJSONTranscoder.render(doc, mode: .plain).count
 }
 if CommandLine.arguments.contains("--transcoder-only") { exit(0) }
+if CommandLine.arguments.contains("--parser-only") {
+    _ = try measure("ConvexValue(convexJSON:)", bytes: doc.count) { try ConvexValue(convexJSON: doc).nestingDepth }
+    exit(0)
+}
 let foundation = try measure("JSONSerialization parse + serialize", bytes: doc.count) {
     let object = try JSONSerialization.jsonObject(with: data)
     return try JSONSerialization.data(withJSONObject: object).count

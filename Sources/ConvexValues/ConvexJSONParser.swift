@@ -218,14 +218,17 @@ struct ConvexJSONParser {
         p += 1
         ws()
         guard p < buf.count, buf[p] == UInt8(ascii: "}") else { return nil }
+        func keyIs(_ name: StaticString) -> Bool {
+            key.count == name.utf8CodeUnitCount && memcmp(key.baseAddress!, name.utf8Start, key.count) == 0
+        }
         let value: ConvexValue
-        if key.elementsEqual("$integer".utf8) {
+        if keyIs("$integer") {
             guard let bits = Base64.decodeEight(text) else { return nil }
             value = .int64(Int64(bitPattern: bits))
-        } else if key.elementsEqual("$float".utf8) {
+        } else if keyIs("$float") {
             guard let bits = Base64.decodeEight(text), Double(bitPattern: bits).needsFloatWrapper else { return nil }
             value = .float64(Double(bitPattern: bits))
-        } else if key.elementsEqual("$bytes".utf8) {
+        } else if keyIs("$bytes") {
             guard let bytes = Base64.decode(text) else { return nil }
             value = .bytes(Data(bytes))
         } else {
