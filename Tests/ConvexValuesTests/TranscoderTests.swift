@@ -226,7 +226,9 @@ import Testing
             }
             return bytes
         }
-        await propertyCheck(count: 2000, input: damaged) { bytes in
+        // CONVEX_FUZZ_COUNT raises the number of cases for a longer local run.
+        let count = ProcessInfo.processInfo.environment["CONVEX_FUZZ_COUNT"].flatMap { Int($0) } ?? 2000
+        await propertyCheck(count: count, input: damaged) { bytes in
             let parsed = Result { () throws(ConvexValueError) in try ConvexValue(convexJSON: bytes) }
             var fastOut: [UInt8] = []
             let streamed = bytes.withUnsafeBufferPointer {
