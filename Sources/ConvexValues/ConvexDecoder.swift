@@ -73,9 +73,10 @@ final class ConvexDecoderImpl: Decoder {
             let d = try float64(type)
             let f = Float(d)
             if d.isFinite && !f.isFinite {
-                throw DecodingError.dataCorrupted(.init(
-                    codingPath: codingPath,
-                    debugDescription: "Float64 \(d) does not fit in Float (at \(jsonPath(codingPath)))"))
+                throw DecodingError.dataCorrupted(
+                    .init(
+                        codingPath: codingPath,
+                        debugDescription: "Float64 \(d) does not fit in Float (at \(jsonPath(codingPath)))"))
             }
             return f as! T
         case is Int.Type: return try integer(Int.self) as! T
@@ -104,9 +105,10 @@ final class ConvexDecoderImpl: Decoder {
             throw mismatch(type, expected: "an int64", value, codingPath)
         }
         guard let exact = T(exactly: v) else {
-            throw DecodingError.dataCorrupted(.init(
-                codingPath: codingPath,
-                debugDescription: "Int64 \(v) is out of range for \(T.self) (at \(jsonPath(codingPath)))"))
+            throw DecodingError.dataCorrupted(
+                .init(
+                    codingPath: codingPath,
+                    debugDescription: "Int64 \(v) is out of range for \(T.self) (at \(jsonPath(codingPath)))"))
         }
         return exact
     }
@@ -122,9 +124,11 @@ final class ConvexDecoderImpl: Decoder {
         func field(_ key: Key) throws -> ConvexValue {
             guard let v = fields[key.stringValue] else {
                 let path = codingPath + [key]
-                throw DecodingError.keyNotFound(key, .init(
-                    codingPath: codingPath,
-                    debugDescription: "No field \"\(key.stringValue)\" (at \(jsonPath(path)))"))
+                throw DecodingError.keyNotFound(
+                    key,
+                    .init(
+                        codingPath: codingPath,
+                        debugDescription: "No field \"\(key.stringValue)\" (at \(jsonPath(path)))"))
             }
             return v
         }
@@ -165,9 +169,12 @@ final class ConvexDecoderImpl: Decoder {
         mutating func next(_ type: Any.Type) throws -> ConvexDecoderImpl {
             let key = ConvexCodingKey(index: currentIndex)
             guard !isAtEnd else {
-                throw DecodingError.valueNotFound(type, .init(
-                    codingPath: codingPath + [key],
-                    debugDescription: "Array has only \(items.count) elements (at \(jsonPath(codingPath + [key])))"))
+                throw DecodingError.valueNotFound(
+                    type,
+                    .init(
+                        codingPath: codingPath + [key],
+                        debugDescription: "Array has only \(items.count) elements (at \(jsonPath(codingPath + [key])))")
+                )
             }
             defer { currentIndex += 1 }
             return decoder.child(items[currentIndex], key)
@@ -184,7 +191,9 @@ final class ConvexDecoderImpl: Decoder {
 
         mutating func decode<T: Decodable>(_ type: T.Type) throws -> T { try next(type).decodeValue(type) }
 
-        mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
+        mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws
+            -> KeyedDecodingContainer<NestedKey>
+        {
             try next(type).container(keyedBy: type)
         }
 
@@ -203,7 +212,9 @@ final class ConvexDecoderImpl: Decoder {
     }
 }
 
-private func mismatch(_ type: Any.Type, expected: String, _ found: ConvexValue, _ path: [any CodingKey]) -> DecodingError {
+private func mismatch(_ type: Any.Type, expected: String, _ found: ConvexValue, _ path: [any CodingKey])
+    -> DecodingError
+{
     var hint = ""
     if case .float64 = found, expected == "an int64" {
         hint = "; plain JSON numbers are float64 in Convex: send a BigInt (int64) or decode with @ConvexFloat"
@@ -211,12 +222,17 @@ private func mismatch(_ type: Any.Type, expected: String, _ found: ConvexValue, 
         hint = "; decode int64 values into an integer type or @ConvexInt"
     }
     if found == .null {
-        return DecodingError.valueNotFound(type, .init(
-            codingPath: path, debugDescription: "Expected \(expected) but found null (at \(jsonPath(path)))"))
+        return DecodingError.valueNotFound(
+            type,
+            .init(
+                codingPath: path, debugDescription: "Expected \(expected) but found null (at \(jsonPath(path)))"))
     }
-    return DecodingError.typeMismatch(type, .init(
-        codingPath: path,
-        debugDescription: "Expected \(expected) but found \(found.typeName) \(describe(found))\(hint) (at \(jsonPath(path)))"))
+    return DecodingError.typeMismatch(
+        type,
+        .init(
+            codingPath: path,
+            debugDescription:
+                "Expected \(expected) but found \(found.typeName) \(describe(found))\(hint) (at \(jsonPath(path)))"))
 }
 
 /// A short rendering of a value for error messages.
@@ -224,7 +240,10 @@ private func describe(_ value: ConvexValue) -> String {
     switch value {
     case .array(let items): return "of \(items.count) elements"
     case .object(let fields): return "with \(fields.count) fields"
-    case .string(let s): return s.count > 40 ? String(decoding: jsonQuoted(String(s.prefix(40)) + "…"), as: UTF8.self) : String(decoding: jsonQuoted(s), as: UTF8.self)
+    case .string(let s):
+        return s.count > 40
+            ? String(decoding: jsonQuoted(String(s.prefix(40)) + "…"), as: UTF8.self)
+            : String(decoding: jsonQuoted(s), as: UTF8.self)
     case .bytes(let b): return "of \(b.count) bytes"
     default: return String(decoding: value.json(mode: .plain), as: UTF8.self)
     }

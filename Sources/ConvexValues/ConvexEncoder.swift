@@ -116,10 +116,11 @@ struct ConvexCodingKey: CodingKey {
 
 /// The JSON path (`$.teams[3].wins`) of a coding path: integer keys from unkeyed containers become indices.
 func jsonPath(_ codingPath: [any CodingKey]) -> String {
-    renderPath(codingPath.map { key -> PathComponent in
-        if let index = key.intValue, key is ConvexCodingKey { return .index(index) }
-        return .key(key.stringValue)
-    })
+    renderPath(
+        codingPath.map { key -> PathComponent in
+            if let index = key.intValue, key is ConvexCodingKey { return .index(index) }
+            return .key(key.stringValue)
+        })
 }
 
 /// Values the encoder stores without asking them to encode themselves.
@@ -232,8 +233,9 @@ final class ConvexEncoderImpl: Encoder {
         guard let exact = Int64(exactly: v) else {
             throw EncodingError.invalidValue(
                 v,
-                .init(codingPath: path,
-                      debugDescription: "\(T.self) \(v) does not fit in a Convex int64 (at \(jsonPath(path)))"))
+                .init(
+                    codingPath: path,
+                    debugDescription: "\(T.self) \(v) does not fit in a Convex int64 (at \(jsonPath(path)))"))
         }
         return .int64(exact)
     }
@@ -274,14 +276,16 @@ final class ConvexEncoderImpl: Encoder {
         ) -> KeyedEncodingContainer<NestedKey> {
             let node = EncodingNode(.object([:]))
             put(node, key)
-            let child = ConvexEncoderImpl(codingPath: codingPath + [key], userInfo: encoder.sendableUserInfo, node: node)
+            let child = ConvexEncoderImpl(
+                codingPath: codingPath + [key], userInfo: encoder.sendableUserInfo, node: node)
             return child.container(keyedBy: keyType)
         }
 
         mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
             let node = EncodingNode(.array([]))
             put(node, key)
-            let child = ConvexEncoderImpl(codingPath: codingPath + [key], userInfo: encoder.sendableUserInfo, node: node)
+            let child = ConvexEncoderImpl(
+                codingPath: codingPath + [key], userInfo: encoder.sendableUserInfo, node: node)
             return child.unkeyedContainer()
         }
 
@@ -324,18 +328,22 @@ final class ConvexEncoderImpl: Encoder {
             append(try encoder.encodeNested(value, at: ConvexCodingKey(index: count)))
         }
 
-        mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
+        mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<
+            NestedKey
+        > {
             let node = EncodingNode(.object([:]))
             let path = codingPath + [ConvexCodingKey(index: count)]
             append(node)
-            return ConvexEncoderImpl(codingPath: path, userInfo: encoder.sendableUserInfo, node: node).container(keyedBy: keyType)
+            return ConvexEncoderImpl(codingPath: path, userInfo: encoder.sendableUserInfo, node: node).container(
+                keyedBy: keyType)
         }
 
         mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
             let node = EncodingNode(.array([]))
             let path = codingPath + [ConvexCodingKey(index: count)]
             append(node)
-            return ConvexEncoderImpl(codingPath: path, userInfo: encoder.sendableUserInfo, node: node).unkeyedContainer()
+            return ConvexEncoderImpl(codingPath: path, userInfo: encoder.sendableUserInfo, node: node)
+                .unkeyedContainer()
         }
 
         mutating func superEncoder() -> any Encoder {

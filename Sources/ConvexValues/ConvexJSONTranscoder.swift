@@ -44,7 +44,8 @@ public enum ConvexJSONTranscoder {
         mode: ConvexOutputMode,
         into out: inout [UInt8]
     ) -> Result<Void, ConvexValueError> {
-        if fastRender(buffer: buffer, mode: mode, into: &out) {
+        if let rendered = fastRender(buffer: buffer, mode: mode) {
+            if out.isEmpty { out = rendered } else { out.append(contentsOf: rendered) }
             return .success(())
         }
         // The single-pass reader only knows that the input is not one it can stream; the value parser explains why
@@ -59,17 +60,45 @@ public enum ConvexJSONTranscoder {
         }
     }
 
-    /// Streams `buffer` to `out`; false, with `out` unchanged, when the input must go through the value parser.
-    static func fastRender(buffer: UnsafeBufferPointer<UInt8>, mode: ConvexOutputMode, into out: inout [UInt8]) -> Bool {
-        guard let base = buffer.baseAddress, buffer.count > 0 else { return false }
-        var t = StreamingTranscoder(base: base, end: buffer.count, mode: mode)
-        defer { t.deallocate() }
-        do throws(Bail) {
-            try t.run()
-        } catch {
-            return false
+    /// Streams `buffer` into a new array, or nil when the input must go through the value parser.
+    /// The output is written straight into the array's storage, sized from the input; only output larger than that
+    /// estimate (short numbers growing to `1.0`, `-0` to a `$float` wrapper) spills to a growing buffer.
+    static func fastRender(buffer: UnsafeBufferPointer<UInt8>, mode: ConvexOutputMode) -> [UInt8]? {
+        guard let base = buffer.baseAddress, buffer.count > 0 else { return nil }
+        let capacity = buffer.count + buffer.count / 4 + 64
+        var streamed = false
+        var spilled: OutputBuffer?
+        var result = [UInt8](unsafeUninitializedCapacity: capacity) { storage, initialized in
+            var t = StreamingTranscoder(
+                base: base, end: buffer.count, mode: mode,
+                out: OutputBuffer(borrowing: storage.baseAddress!, capacity: capacity))
+            defer { t.deallocate() }
+            initialized = 0
+            do throws(Bail) {
+                try t.run()
+            } catch {
+                return
+            }
+            streamed = true
+            if t.out.owned {
+                spilled = t.out.detach()
+            } else {
+                initialized = t.out.count
+            }
         }
-        out.append(contentsOf: UnsafeBufferPointer(start: t.out.ptr, count: t.out.count))
+        guard streamed else { return nil }
+        if let spilled {
+            result = Array(UnsafeBufferPointer(start: spilled.ptr, count: spilled.count))
+            spilled.deallocate()
+        }
+        return result
+    }
+
+    /// Test hook: whether `buffer` streams, appending the output to `out` when it does.
+    static func fastRender(buffer: UnsafeBufferPointer<UInt8>, mode: ConvexOutputMode, into out: inout [UInt8]) -> Bool
+    {
+        guard let rendered = fastRender(buffer: buffer, mode: mode) else { return false }
+        out.append(contentsOf: rendered)
         return true
     }
 }
@@ -77,18 +106,39 @@ public enum ConvexJSONTranscoder {
 /// The streaming reader gives up; the value parser then reports the precise error.
 struct Bail: Error {}
 
-/// A growable byte buffer written through a raw pointer, so appends compile to stores without checks.
+/// A growable byte buffer written through a raw pointer, so appends compile to stores without checks. It may start
+/// in borrowed storage (an array being initialized) and moves to its own allocation when that is full.
 struct OutputBuffer {
     var ptr: UnsafeMutablePointer<UInt8>
     var count = 0
     var capacity: Int
+    /// Whether `ptr` was allocated here (and must be freed here).
+    private(set) var owned: Bool
 
     init(capacity: Int) {
         self.capacity = max(capacity, 64)
         ptr = .allocate(capacity: self.capacity)
+        owned = true
     }
 
-    func deallocate() { ptr.deallocate() }
+    init(borrowing storage: UnsafeMutablePointer<UInt8>, capacity: Int) {
+        ptr = storage
+        self.capacity = capacity
+        owned = false
+    }
+
+    func deallocate() {
+        if owned { ptr.deallocate() }
+    }
+
+    /// Hands the owned allocation to the caller, leaving this buffer empty.
+    mutating func detach() -> OutputBuffer {
+        let detached = self
+        ptr = .allocate(capacity: 1)
+        capacity = 1
+        count = 0
+        return detached
+    }
 
     @inline(__always) mutating func reserve(_ n: Int) {
         if count &+ n > capacity { grow(count &+ n) }
@@ -98,9 +148,10 @@ struct OutputBuffer {
         let newCapacity = max(capacity &* 2, minimum)
         let newPtr = UnsafeMutablePointer<UInt8>.allocate(capacity: newCapacity)
         newPtr.update(from: ptr, count: count)
-        ptr.deallocate()
+        if owned { ptr.deallocate() }
         ptr = newPtr
         capacity = newCapacity
+        owned = true
     }
 
     /// Appends without a capacity check; call `reserve` first.
@@ -190,6 +241,17 @@ enum TranscoderTables {
         return UnsafePointer(p)
     }()
 
+    /// 10^0 … 10^19.
+    nonisolated(unsafe) static let powersOf10: UnsafePointer<UInt64> = {
+        let p = UnsafeMutablePointer<UInt64>.allocate(capacity: 20)
+        var v: UInt64 = 1
+        for i in 0..<20 {
+            p[i] = v
+            v = v &* 10
+        }
+        return UnsafePointer(p)
+    }()
+
     /// Two decimal digits for every value 0…99, for integer printing.
     nonisolated(unsafe) static let digitPairs: UnsafePointer<UInt8> = {
         let p = UnsafeMutablePointer<UInt8>.allocate(capacity: 200)
@@ -199,6 +261,21 @@ enum TranscoderTables {
         }
         return UnsafePointer(p)
     }()
+}
+
+/// Word-at-a-time byte tests (little-endian: the lowest set bit marks the first matching byte, exactly).
+enum SWAR {
+    static let ones: UInt64 = 0x0101_0101_0101_0101
+    static let high: UInt64 = 0x8080_8080_8080_8080
+    static let quotes: UInt64 = 0x2222_2222_2222_2222
+    static let backslashes: UInt64 = 0x5C5C_5C5C_5C5C_5C5C
+    static let deletes: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
+    static let spaces: UInt64 = 0x2020_2020_2020_2020
+
+    /// High bit set in each zero byte (exact for the lowest one).
+    @inline(__always) static func zeroBytes(_ x: UInt64) -> UInt64 { (x &- ones) & ~x & high }
+    /// High bit set in each byte below 0x20 (exact for the lowest one).
+    @inline(__always) static func lessThanSpace(_ x: UInt64) -> UInt64 { (x &- spaces) & ~x & high }
 }
 
 private let quote = UInt8(ascii: "\"")
@@ -225,15 +302,17 @@ struct StreamingTranscoder {
     private let b64: UnsafePointer<UInt8>
     private let cls: UnsafePointer<UInt8>
     private let pairs: UnsafePointer<UInt8>
+    private let powers: UnsafePointer<UInt64>
 
-    init(base: UnsafePointer<UInt8>, end: Int, mode: ConvexOutputMode) {
+    init(base: UnsafePointer<UInt8>, end: Int, mode: ConvexOutputMode, out: OutputBuffer) {
         self.base = base
         self.end = end
         self.mode = mode
-        out = OutputBuffer(capacity: end + end / 8 + 64)
+        self.out = out
         b64 = TranscoderTables.base64Reverse
         cls = TranscoderTables.stringClass
         pairs = TranscoderTables.digitPairs
+        powers = TranscoderTables.powersOf10
         keyStore = OutputBuffer(capacity: 64)
     }
 
@@ -267,17 +346,20 @@ struct StreamingTranscoder {
         case UInt8(ascii: "{"): try object()
         case UInt8(ascii: "["): try array()
         case quote: try string()
-        case UInt8(ascii: "t"): try literal("true")
-        case UInt8(ascii: "f"): try literal("false")
-        case UInt8(ascii: "n"): try literal("null")
+        case UInt8(ascii: "t"): try literal(0x6575_7274, count: 4)  // "true"
+        case UInt8(ascii: "f"): try literal(0x736C_6166, count: 5)  // "fals" + "e"
+        case UInt8(ascii: "n"): try literal(0x6C6C_756E, count: 4)  // "null"
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): try number()
         default: throw Bail()
         }
     }
 
-    private mutating func literal(_ word: StaticString) throws(Bail) {
-        let n = word.utf8CodeUnitCount
-        guard end &- pos >= n, memcmp(base + pos, word.utf8Start, n) == 0 else { throw Bail() }
+    /// `true`, `null` (four bytes, `word` little-endian) or `false` (`fals` then `e`).
+    @inline(__always) private mutating func literal(_ word: UInt32, count n: Int) throws(Bail) {
+        guard end &- pos >= n,
+            UnsafeRawPointer(base + pos).loadUnaligned(as: UInt32.self) == UInt32(littleEndian: word),
+            n == 4 || base[pos &+ 4] == UInt8(ascii: "e")
+        else { throw Bail() }
         out.appendSmall(base + pos, count: n)
         pos &+= n
         size &+= 1
@@ -441,7 +523,25 @@ struct StreamingTranscoder {
     private mutating func key() throws(Bail) -> KeyEntry {
         let start = pos &+ 1
         var p = start
-        while true {
+        scan: while true {
+            // Eight bytes at a time: the first quote, or the first byte that is not plain printable ASCII.
+            while p &+ 8 <= end {
+                let w = UnsafeRawPointer(base + p).loadUnaligned(as: UInt64.self)
+                let q = SWAR.zeroBytes(w ^ SWAR.quotes)
+                let bad =
+                    SWAR.lessThanSpace(w) | (w & SWAR.high) | SWAR.zeroBytes(w ^ SWAR.deletes)
+                    | SWAR.zeroBytes(w ^ SWAR.backslashes)
+                if q | bad == 0 {
+                    p &+= 8
+                    continue
+                }
+                if q != 0 && (bad == 0 || q.trailingZeroBitCount < bad.trailingZeroBitCount) {
+                    p &+= q.trailingZeroBitCount >> 3
+                    break scan
+                }
+                p &+= bad.trailingZeroBitCount >> 3
+                break
+            }
             guard p < end else { throw Bail() }
             let b = base[p]
             if b == quote { break }
@@ -481,14 +581,10 @@ struct StreamingTranscoder {
 
     private enum WrapperKind { case integer, float, bytes }
 
-    private static func littleEndianWord(_ text: StaticString) -> UInt64 {
-        var w: UInt64 = 0
-        for i in 0..<text.utf8CodeUnitCount { w |= UInt64(text.utf8Start[i]) << (8 * UInt64(i)) }
-        return w
-    }
-    private static let integerKey = littleEndianWord("$integer")
-    private static let floatKey = littleEndianWord("$float\"")
-    private static let bytesKey = littleEndianWord("$bytes\"")
+    // `$integer`, `$float"` and `$bytes"` as little-endian words (checked by a test against the text).
+    static let integerKey: UInt64 = 0x7265_6765_746E_6924
+    static let floatKey: UInt64 = 0x0022_7461_6F6C_6624
+    static let bytesKey: UInt64 = 0x0022_7365_7479_6224
 
     /// Reads `{"$integer"|"$float"|"$bytes": "<base64>"}` with `pos` on the key's opening quote.
     private mutating func wrapper() throws(Bail) {
@@ -534,11 +630,11 @@ struct StreamingTranscoder {
         pos &+= 1
         switch kind {
         case .integer:
-            let bits = try decode8(textStart, textEnd)
+            let bits = try Self.decode8(base + textStart, textEnd &- textStart, b64)
             size &+= 9
             writeInt64(Int64(bitPattern: bits))
         case .float:
-            let d = Double(bitPattern: try decode8(textStart, textEnd))
+            let d = Double(bitPattern: try Self.decode8(base + textStart, textEnd &- textStart, b64))
             guard d.needsFloatWrapper else { throw Bail() }
             size &+= 9
             writeSpecialFloat(d)
@@ -548,11 +644,13 @@ struct StreamingTranscoder {
     }
 
     /// Decodes base64 of exactly eight bytes (11 characters, optionally one `=`), little-endian.
-    private func decode8(_ start: Int, _ end: Int) throws(Bail) -> UInt64 {
-        var n = end &- start
-        if n == 12 && base[start &+ 11] == UInt8(ascii: "=") { n = 11 }
+    @inline(__always)
+    private static func decode8(_ p: UnsafePointer<UInt8>, _ count: Int, _ b64: UnsafePointer<UInt8>) throws(Bail)
+        -> UInt64
+    {
+        var n = count
+        if n == 12 && p[11] == UInt8(ascii: "=") { n = 11 }
         guard n == 11 else { throw Bail() }
-        let p = base + start
         @inline(__always) func v(_ i: Int) -> UInt64 { UInt64(b64[Int(p[i])]) }
         let v0 = v(0), v1 = v(1), v2 = v(2), v3 = v(3), v4 = v(4), v5 = v(5)
         let v6 = v(6), v7 = v(7), v8 = v(8), v9 = v(9), v10 = v(10)
@@ -646,7 +744,7 @@ struct StreamingTranscoder {
             out.put(UInt8(truncatingIfNeeded: magnitude) &+ 0x30)
             return
         }
-        let digits = Self.decimalDigits(magnitude)
+        let digits = decimalDigits(magnitude)
         // Written backwards: eight digits at a time in 32-bit arithmetic, two per step.
         var i = out.count &+ digits
         out.count = i
@@ -678,14 +776,12 @@ struct StreamingTranscoder {
     }
 
     /// Number of decimal digits of `v` (at least 1).
-    @inline(__always) private static func decimalDigits(_ v: UInt64) -> Int {
+    @inline(__always) private func decimalDigits(_ v: UInt64) -> Int {
         // Estimate from the bit length (log10(2) ≈ 1233/4096), then correct by one comparison.
         let bits = 64 &- v.leadingZeroBitCount
         let estimate = (bits &* 1233) >> 12
-        return estimate &+ (v >= powersOf10[estimate] ? 1 : 0)
+        return estimate &+ (v >= powers[estimate] ? 1 : 0)
     }
-
-    private static let powersOf10: [UInt64] = (0..<20).map { i in (0..<i).reduce(UInt64(1)) { p, _ in p &* 10 } }
 
     private mutating func writeSpecialFloat(_ d: Double) {
         if mode == .encoded {
@@ -781,15 +877,16 @@ struct StreamingTranscoder {
         let start = pos
         var p = pos &+ 1
         while true {
-            // Eight bytes at a time while none is a quote, backslash, control or non-ASCII byte.
+            // Eight bytes at a time up to the first quote, backslash, control or non-ASCII byte.
             while p &+ 8 <= end {
                 let w = UnsafeRawPointer(base + p).loadUnaligned(as: UInt64.self)
-                let high: UInt64 = 0x8080_8080_8080_8080
-                let ones: UInt64 = 0x0101_0101_0101_0101
-                let q = w ^ (ones &* 0x22)
-                let bs = w ^ (ones &* 0x5C)
-                let special = ((w &- ones &* 0x20) | (q &- ones) | (bs &- ones) | w) & high
-                if special != 0 { break }
+                let special =
+                    SWAR.zeroBytes(w ^ SWAR.quotes) | SWAR.zeroBytes(w ^ SWAR.backslashes)
+                    | SWAR.lessThanSpace(w) | (w & SWAR.high)
+                if special != 0 {
+                    p &+= special.trailingZeroBitCount >> 3
+                    break
+                }
                 p &+= 8
             }
             guard p < end else { throw Bail() }

@@ -128,11 +128,13 @@ private func decodeConvexInteger<T: ConvexIntegerValue>(_ type: T.Type, from dec
     do {
         container = try decoder.container(keyedBy: WrapperKey.self)
     } catch {
-        throw DecodingError.typeMismatch(T.self, .init(
-            codingPath: decoder.codingPath,
-            debugDescription: "Expected an int64 ({\"$integer\": …}); a plain JSON number is a float64 in Convex "
-                + "(at \(jsonPath(decoder.codingPath)))",
-            underlyingError: error))
+        throw DecodingError.typeMismatch(
+            T.self,
+            .init(
+                codingPath: decoder.codingPath,
+                debugDescription: "Expected an int64 ({\"$integer\": …}); a plain JSON number is a float64 in Convex "
+                    + "(at \(jsonPath(decoder.codingPath)))",
+                underlyingError: error))
     }
     let text = try container.decode(String.self, forKey: .integer)
     guard let bytes = Base64.decode(text), let v = Int64(littleEndianBytes: bytes) else {
@@ -142,9 +144,10 @@ private func decodeConvexInteger<T: ConvexIntegerValue>(_ type: T.Type, from dec
                 + "(at \(jsonPath(decoder.codingPath)))")
     }
     guard let exact = T(exactly: v) else {
-        throw DecodingError.dataCorrupted(.init(
-            codingPath: decoder.codingPath,
-            debugDescription: "Int64 \(v) is out of range for \(T.self) (at \(jsonPath(decoder.codingPath)))"))
+        throw DecodingError.dataCorrupted(
+            .init(
+                codingPath: decoder.codingPath,
+                debugDescription: "Int64 \(v) is out of range for \(T.self) (at \(jsonPath(decoder.codingPath)))"))
     }
     return exact
 }
@@ -171,10 +174,13 @@ private func decodeConvexFloat<T: ConvexFloatValue>(_ type: T.Type, from decoder
     do {
         container = try decoder.container(keyedBy: WrapperKey.self)
     } catch {
-        throw DecodingError.typeMismatch(T.self, .init(
-            codingPath: decoder.codingPath,
-            debugDescription: "Expected a float64 (a number or {\"$float\": …}) (at \(jsonPath(decoder.codingPath)))",
-            underlyingError: error))
+        throw DecodingError.typeMismatch(
+            T.self,
+            .init(
+                codingPath: decoder.codingPath,
+                debugDescription:
+                    "Expected a float64 (a number or {\"$float\": …}) (at \(jsonPath(decoder.codingPath)))",
+                underlyingError: error))
     }
     let text = try container.decode(String.self, forKey: .float)
     guard let bytes = Base64.decode(text), let d = Double(littleEndianBytes: bytes) else {
@@ -189,8 +195,9 @@ private func decodeConvexFloat<T: ConvexFloatValue>(_ type: T.Type, from decoder
 private func narrowed<T: ConvexFloatValue>(_ d: Double, _ type: T.Type, _ path: [any CodingKey]) throws -> T {
     let v = T(d)
     if d.isFinite && !v.isFinite {
-        throw DecodingError.dataCorrupted(.init(
-            codingPath: path, debugDescription: "Float64 \(d) does not fit in \(T.self) (at \(jsonPath(path)))"))
+        throw DecodingError.dataCorrupted(
+            .init(
+                codingPath: path, debugDescription: "Float64 \(d) does not fit in \(T.self) (at \(jsonPath(path)))"))
     }
     return v
 }

@@ -130,8 +130,9 @@ func describedPath(_ error: any Error) -> String? {
 
 @Suite struct CodableTests {
     @Test func wrappersRoundTripWithBothCoders() throws {
-        let full = AllWrappers(int: .min, int32: .max, int64: .max, double: -0.0, float: .infinity, maybeInt: 7,
-                               maybeInt32: -2, maybeDouble: .nan, maybeFloat: 1.5)
+        let full = AllWrappers(
+            int: .min, int32: .max, int64: .max, double: -0.0, float: .infinity, maybeInt: 7,
+            maybeInt32: -2, maybeDouble: .nan, maybeFloat: 1.5)
         let value = try ConvexValue(encoding: full)
         #expect(value["int"] == .int64(.min))
         #expect(value["int32"] == .int64(Int64(Int32.max)))
@@ -140,25 +141,31 @@ func describedPath(_ error: any Error) -> String? {
         #expect(value["maybeDouble"] == .float64(.nan))
         #expect(value["maybeFloat"] == .float64(1.5))
         let back = try ConvexDecoder().decode(AllWrappers.self, from: value)
-        #expect(back.int == .min && back.int32 == .max && back.int64 == .max && back.maybeInt == 7 && back.maybeInt32 == -2)
+        #expect(
+            back.int == .min && back.int32 == .max && back.int64 == .max && back.maybeInt == 7 && back.maybeInt32 == -2)
         #expect(back.double.bitPattern == (-0.0 as Double).bitPattern && back.float == .infinity)
         #expect(back.maybeDouble?.isNaN == true && back.maybeFloat == 1.5)
         // Foundation's coders: Convex JSON text out, and read back.
         let text = try JSONEncoder().encode(full)
         #expect(try ConvexValue(convexJSON: text) == value)
         let viaFoundation = try JSONDecoder().decode(AllWrappers.self, from: text)
-        #expect(viaFoundation.int == .min && viaFoundation.double.sign == .minus && viaFoundation.maybeDouble?.isNaN == true)
+        #expect(
+            viaFoundation.int == .min && viaFoundation.double.sign == .minus && viaFoundation.maybeDouble?.isNaN == true
+        )
     }
 
     @Test func optionalWrappersOmitNilAndReadMissingOrNullAsNil() throws {
-        let empty = AllWrappers(int: 1, int32: 2, int64: 3, double: 4, float: 5, maybeInt: nil, maybeInt32: nil,
-                                maybeDouble: nil, maybeFloat: nil)
+        let empty = AllWrappers(
+            int: 1, int32: 2, int64: 3, double: 4, float: 5, maybeInt: nil, maybeInt32: nil,
+            maybeDouble: nil, maybeFloat: nil)
         let value = try ConvexValue(encoding: empty)
         #expect(value == ["int": 1, "int32": 2, "int64": 3, "double": 4.0, "float": 5.0])
         #expect(try ConvexDecoder().decode(AllWrappers.self, from: value) == empty)
         #expect(try JSONDecoder().decode(AllWrappers.self, from: Data(value.convexJSON())) == empty)
-        let nulls = ConvexValue.object(["int": 1, "int32": 2, "int64": 3, "double": 4.0, "float": 5.0, "maybeInt": nil,
-                                        "maybeInt32": nil, "maybeDouble": nil, "maybeFloat": nil])
+        let nulls = ConvexValue.object([
+            "int": 1, "int32": 2, "int64": 3, "double": 4.0, "float": 5.0, "maybeInt": nil,
+            "maybeInt32": nil, "maybeDouble": nil, "maybeFloat": nil,
+        ])
         #expect(try ConvexDecoder().decode(AllWrappers.self, from: nulls) == empty)
         #expect(try JSONDecoder().decode(AllWrappers.self, from: Data(nulls.convexJSON())) == empty)
         #expect(String(decoding: try JSONEncoder().encode(empty), as: UTF8.self).contains("maybe") == false)
@@ -167,8 +174,10 @@ func describedPath(_ error: any Error) -> String? {
     @Test func rejectionsNameTheKeyPath() throws {
         // Out of Int32 range.
         let big: ConvexValue = ["n": .int64(Int64(Int32.max) + 1)]
-        for decode in [{ try ConvexDecoder().decode(Small.self, from: big) },
-                       { try JSONDecoder().decode(Small.self, from: Data(big.convexJSON())) }] {
+        for decode in [
+            { try ConvexDecoder().decode(Small.self, from: big) },
+            { try JSONDecoder().decode(Small.self, from: Data(big.convexJSON())) },
+        ] {
             #expect {
                 _ = try decode()
             } throws: { error in
@@ -219,12 +228,13 @@ func describedPath(_ error: any Error) -> String? {
             "nan": Double.nan, "negInf": -Double.infinity, "negZero": -0.0, "flag": true, "data": Data([0, 1, 0xFF]),
             "list": [1, 2], "dict": ["a": "b"], "none": nil, "team": guardians, "value": ConvexValue.int64(9),
         ])
-        #expect(args == [
-            "division": "AL Central", "n": .int64(5), "i32": .int64(-3), "i64": .int64(.min), "x": 1.5, "f": 0.25,
-            "nan": .float64(.nan), "negInf": .float64(-.infinity), "negZero": .float64(-0.0), "flag": true,
-            "data": .bytes(Data([0, 1, 0xFF])), "list": [.int64(1), .int64(2)], "dict": ["a": "b"], "none": nil,
-            "team": guardiansValue, "value": .int64(9),
-        ])
+        #expect(
+            args == [
+                "division": "AL Central", "n": .int64(5), "i32": .int64(-3), "i64": .int64(.min), "x": 1.5, "f": 0.25,
+                "nan": .float64(.nan), "negInf": .float64(-.infinity), "negZero": .float64(-0.0), "flag": true,
+                "data": .bytes(Data([0, 1, 0xFF])), "list": [.int64(1), .int64(2)], "dict": ["a": "b"], "none": nil,
+                "team": guardiansValue, "value": .int64(9),
+            ])
         #expect(String(decoding: args["n"]!.convexJSON(), as: UTF8.self) == #"{"$integer":"BQAAAAAAAAA="}"#)
         // Literal-only arguments as ConvexValue work too; integer literals are int64.
         let literal: ConvexValue = ["division": "AL Central", "n": 5]
@@ -232,8 +242,9 @@ func describedPath(_ error: any Error) -> String? {
     }
 
     @Test func nestedStructsArraysDictionariesOptionalsAndData() throws {
-        let roster = Roster(teams: [guardians, guardians], byCity: ["Cleveland": guardians], logo: Data([1, 2, 3]),
-                            note: nil, scores: [.max, .min, 0], ratio: 0.5, flags: [true, false])
+        let roster = Roster(
+            teams: [guardians, guardians], byCity: ["Cleveland": guardians], logo: Data([1, 2, 3]),
+            note: nil, scores: [.max, .min, 0], ratio: 0.5, flags: [true, false])
         let value = try ConvexValue(encoding: roster)
         #expect(value["logo"] == .bytes(Data([1, 2, 3])))
         #expect(value["note"] == nil)
@@ -248,7 +259,8 @@ func describedPath(_ error: any Error) -> String? {
             try ConvexValue(encoding: ["ok": ["$bad": 1]])
         } throws: { error in
             guard case .invalidValue(_, let c) = error as? EncodingError else { return false }
-            return c.debugDescription.contains("starts with a '$'") && c.debugDescription.hasSuffix(#"(at $.ok["$bad"])"#)
+            return c.debugDescription.contains("starts with a '$'")
+                && c.debugDescription.hasSuffix(#"(at $.ok["$bad"])"#)
         }
         #expect {
             try ConvexValue(encoding: ["n": UInt64.max])
@@ -293,8 +305,9 @@ func describedPath(_ error: any Error) -> String? {
 
     @Test func roundTripKeepsInt64AndSpecialFloats() throws {
         try withDefaults { defaults in
-            let settings = Settings(team: guardians, counter: .max, ratio: .nan, lastSeen: .min, missing: nil,
-                                    avatar: Data([0xFF, 0]))
+            let settings = Settings(
+                team: guardians, counter: .max, ratio: .nan, lastSeen: .min, missing: nil,
+                avatar: Data([0xFF, 0]))
             try defaults.setObject(settings, forKey: "settings")
             let back = try defaults.getObject(forKey: "settings", castTo: Settings.self)
             #expect(back.team == guardians && back.counter == .max && back.ratio.isNaN && back.lastSeen == .min)
@@ -307,9 +320,13 @@ func describedPath(_ error: any Error) -> String? {
 
     @Test func errorsCarryTheSeedDescriptions() throws {
         try withDefaults { defaults in
-            #expect(throws: ObjectSavableError.noValue) { try defaults.getObject(forKey: "nothing", castTo: Settings.self) }
+            #expect(throws: ObjectSavableError.noValue) {
+                try defaults.getObject(forKey: "nothing", castTo: Settings.self)
+            }
             try defaults.setObject(["just": "text"], forKey: "other")
-            #expect(throws: ObjectSavableError.unableToDecode) { try defaults.getObject(forKey: "other", castTo: Settings.self) }
+            #expect(throws: ObjectSavableError.unableToDecode) {
+                try defaults.getObject(forKey: "other", castTo: Settings.self)
+            }
             #expect(throws: ObjectSavableError.unableToEncode) { try defaults.setObject(["$bad": 1], forKey: "bad") }
             #expect(defaults.data(forKey: "bad") == nil)
         }

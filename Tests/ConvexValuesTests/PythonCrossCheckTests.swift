@@ -18,16 +18,18 @@ import Testing
     static func python() throws -> URL {
         if let path = ProcessInfo.processInfo.environment["CONVEX_TEST_PYTHON"], !path.isEmpty {
             guard FileManager.default.isExecutableFile(atPath: path) else {
-                throw PythonMissing(description: "CONVEX_TEST_PYTHON=\(path) is not an executable; run scripts/test, "
-                    + "which creates .venv with the official client (convex==0.8.1)")
+                throw PythonMissing(
+                    description: "CONVEX_TEST_PYTHON=\(path) is not an executable; run scripts/test, "
+                        + "which creates .venv with the official client (convex==0.8.1)")
             }
             return URL(fileURLWithPath: path)
         }
         let venv = packageRoot.appendingPathComponent(".venv/bin/python")
         guard FileManager.default.isExecutableFile(atPath: venv.path) else {
-            throw PythonMissing(description: "No Python with the official Convex client: run scripts/test (it creates "
-                + ".venv with convex==0.8.1), or `python3 -m venv .venv && .venv/bin/pip install -r "
-                + "scripts/requirements-test.txt`, or set CONVEX_TEST_PYTHON to such an interpreter")
+            throw PythonMissing(
+                description: "No Python with the official Convex client: run scripts/test (it creates "
+                    + ".venv with convex==0.8.1), or `python3 -m venv .venv && .venv/bin/pip install -r "
+                    + "scripts/requirements-test.txt`, or set CONVEX_TEST_PYTHON to such an interpreter")
         }
         return venv
     }
@@ -46,9 +48,11 @@ import Testing
         case ("string", .string(let s)): return .string(s)
         case ("bytes", .string(let hex)):
             let chars = Array(hex.utf8)
-            return .bytes(Data(try stride(from: 0, to: chars.count, by: 2).map {
-                try #require(UInt8(String(decoding: chars[$0..<$0 + 2], as: UTF8.self), radix: 16))
-            }))
+            return .bytes(
+                Data(
+                    try stride(from: 0, to: chars.count, by: 2).map {
+                        try #require(UInt8(String(decoding: chars[$0..<$0 + 2], as: UTF8.self), radix: 16))
+                    }))
         case ("array", .array(let items)): return .array(try items.map(build))
         case ("object", .object(let fields)): return .object(try fields.mapValues(build))
         case ("pairs", .array(let pairs)):

@@ -17,15 +17,21 @@ struct SplitMix: RandomNumberGenerator {
 }
 
 enum RandomValues {
-    static let interestingInts: [Int64] = [0, 1, -1, 2, -2, 5, 7, 255, 256, -256, 1 << 31, -(1 << 31), 1 << 53, (1 << 53) + 1,
-                                           -(1 << 53) - 1, .max, .min, .max - 1, .min + 1]
-    static let interestingFloats: [Double] = [0.0, -0.0, 1.0, -1.0, 1.5, 0.1, 0.001, 0.0001, 1e-5, 1e15, 1e16, 1e21, 1e300,
-                                              -1e-300, .leastNonzeroMagnitude, .greatestFiniteMagnitude, -.greatestFiniteMagnitude,
-                                              .leastNormalMagnitude, 9007199254740992.0, 123456789012345.6, 3.0,
-                                              100.0, .nan, -.nan, .infinity, -.infinity, .signalingNaN,
-                                              Double(bitPattern: 0x7FF0_0000_0000_0001), Double(bitPattern: 0xFFFF_FFFF_FFFF_FFFF)]
-    static let stringPieces: [String] = ["a", "Z", " ", "\"", "\\", "/", "\n", "\t", "\u{0}", "\u{1F}", "\u{7F}", "é", "ß", "中",
-                                         "日本", "😀", "👩‍👩‍👧", "\u{2028}", "\u{FFFD}", "\u{10FFFF}", "$", "_id", "0"]
+    static let interestingInts: [Int64] = [
+        0, 1, -1, 2, -2, 5, 7, 255, 256, -256, 1 << 31, -(1 << 31), 1 << 53, (1 << 53) + 1,
+        -(1 << 53) - 1, .max, .min, .max - 1, .min + 1,
+    ]
+    static let interestingFloats: [Double] = [
+        0.0, -0.0, 1.0, -1.0, 1.5, 0.1, 0.001, 0.0001, 1e-5, 1e15, 1e16, 1e21, 1e300,
+        -1e-300, .leastNonzeroMagnitude, .greatestFiniteMagnitude, -.greatestFiniteMagnitude,
+        .leastNormalMagnitude, 9007199254740992.0, 123456789012345.6, 3.0,
+        100.0, .nan, -.nan, .infinity, -.infinity, .signalingNaN,
+        Double(bitPattern: 0x7FF0_0000_0000_0001), Double(bitPattern: 0xFFFF_FFFF_FFFF_FFFF),
+    ]
+    static let stringPieces: [String] = [
+        "a", "Z", " ", "\"", "\\", "/", "\n", "\t", "\u{0}", "\u{1F}", "\u{7F}", "é", "ß", "中",
+        "日本", "😀", "👩‍👩‍👧", "\u{2028}", "\u{FFFD}", "\u{10FFFF}", "$", "_id", "0",
+    ]
 
     static func int64<R: RandomNumberGenerator>(_ r: inout R) -> Int64 {
         Bool.random(using: &r) ? interestingInts.randomElement(using: &r)! : Int64.random(in: .min ... .max, using: &r)
@@ -35,7 +41,8 @@ enum RandomValues {
         switch Int.random(in: 0..<6, using: &r) {
         case 0: return interestingFloats.randomElement(using: &r)!
         case 1: return Double(bitPattern: r.next())  // any bit pattern, NaN payloads included
-        case 2: return Double(bitPattern: 0x7FF0_0000_0000_0000 | (r.next() & 0x800F_FFFF_FFFF_FFFF) | 1)  // NaN payloads
+        // NaN payloads
+        case 2: return Double(bitPattern: 0x7FF0_0000_0000_0000 | (r.next() & 0x800F_FFFF_FFFF_FFFF) | 1)
         case 3: return Double(Int.random(in: -1_000_000...1_000_000, using: &r))
         case 4: return Double(Int.random(in: -1_000_000...1_000_000, using: &r)) / 1000
         default: return Double.random(in: -1e6...1e6, using: &r)
@@ -57,7 +64,9 @@ enum RandomValues {
     }
 
     static func fieldName<R: RandomNumberGenerator>(_ r: inout R) -> String {
-        let common = ["a", "b", "name", "wins", "_id", "_creationTime", "in", "out", "x y", "\"q\"", "back\\slash", "", "a$"]
+        let common = [
+            "a", "b", "name", "wins", "_id", "_creationTime", "in", "out", "x y", "\"q\"", "back\\slash", "", "a$",
+        ]
         if Bool.random(using: &r) { return common.randomElement(using: &r)! }
         var s = ""
         for _ in 0..<Int.random(in: 1...12, using: &r) {
@@ -76,7 +85,8 @@ enum RandomValues {
         case 3: return .boolean(Bool.random(using: &r))
         case 4: return .string(string(&r))
         case 5:
-            return .bytes(Data((0..<Int.random(in: 0...20, using: &r)).map { _ in UInt8.random(in: 0...255, using: &r) }))
+            return .bytes(
+                Data((0..<Int.random(in: 0...20, using: &r)).map { _ in UInt8.random(in: 0...255, using: &r) }))
         case 6: return .int64(int64(&r))
         case 7: return .array((0..<Int.random(in: 0...5, using: &r)).map { _ in value(&r, depth: depth - 1) })
         default:

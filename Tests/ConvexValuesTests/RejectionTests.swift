@@ -52,11 +52,14 @@ import Testing
         Case(bytes: [0x22, 0xED, 0xA0, 0x80, 0x22], .invalidUTF8, "$", "String is not valid UTF-8"),
         Case(bytes: [0x22, 0xC0, 0xAF, 0x22], .invalidUTF8, "$", "String is not valid UTF-8"),
         // $integer
-        Case(#"{"teams":[{},{},{},{"wins":{"$integer":"UAAAAAAA"}}]}"#, .invalidInt64, "$.teams[3].wins",
-             "Int64 must be exactly eight bytes"),
+        Case(
+            #"{"teams":[{},{},{},{"wins":{"$integer":"UAAAAAAA"}}]}"#, .invalidInt64, "$.teams[3].wins",
+            "Int64 must be exactly eight bytes"),
         Case(#"{"$integer":5}"#, .invalidInt64, "$", "Invalid $integer: expected a standard base64 string"),
-        Case(#"{"$integer":"BQAAAAAAAA-="}"#, .invalidInt64, "$", "Invalid $integer: expected a standard base64 string"),
-        Case(#"{"$integer":"BQAAAAAAAAB="}"#, .invalidInt64, "$", "Invalid $integer: expected a standard base64 string"),
+        Case(
+            #"{"$integer":"BQAAAAAAAA-="}"#, .invalidInt64, "$", "Invalid $integer: expected a standard base64 string"),
+        Case(
+            #"{"$integer":"BQAAAAAAAAB="}"#, .invalidInt64, "$", "Invalid $integer: expected a standard base64 string"),
         // $float
         Case(#"{"$float":"AAAAAAAA+D8="}"#, .invalidFloat64, "$", "Float64 1.5 should be encoded as a number"),
         Case(#"{"$float":"AAAAAAAAAAA="}"#, .invalidFloat64, "$", "Float64 0.0 should be encoded as a number"),
@@ -70,37 +73,55 @@ import Testing
         Case(#"{"$bytes":"AQ== "}"#, .invalidBytes, "$", "Invalid $bytes: expected a standard base64 string"),
         Case(#"{"$bytes":["AQ=="]}"#, .invalidBytes, "$", "Invalid $bytes: expected a standard base64 string"),
         // Retired types
-        Case(#"{"s":{"$set":[]}}"#, .retiredType, "$.s",
-             "Received a Set which is no longer supported as a Convex type, with values: []"),
-        Case(#"[{"$map":[[1,2]]}]"#, .retiredType, "$[0]",
-             "Received a Map which is no longer supported as a Convex type, with values: [[1.0,2.0]]"),
+        Case(
+            #"{"s":{"$set":[]}}"#, .retiredType, "$.s",
+            "Received a Set which is no longer supported as a Convex type, with values: []"),
+        Case(
+            #"[{"$map":[[1,2]]}]"#, .retiredType, "$[0]",
+            "Received a Map which is no longer supported as a Convex type, with values: [[1.0,2.0]]"),
         // Field names
-        Case(#"{"$foo":1}"#, .invalidFieldName, #"$["$foo"]"#, "Field name \"$foo\" starts with a '$', which is reserved"),
-        Case(#"{"a":1,"$integer":"BQAAAAAAAAA="}"#, .invalidFieldName, #"$["$integer"]"#,
-             "Field name \"$integer\" starts with a '$', which is reserved"),
-        Case(#"{"$integer":"BQAAAAAAAAA=","a":1}"#, .invalidFieldName, #"$["$integer"]"#,
-             "Field name \"$integer\" starts with a '$', which is reserved"),
-        Case(#"{"ok":{"tab\t":1}}"#, .invalidFieldName, #"$.ok["tab\t"]"#,
-             "Field name \"tab\\t\" has invalid character(s): field names may only contain non-control ASCII characters"),
-        Case(#"{"é":1}"#, .invalidFieldName, #"$["é"]"#,
-             "Field name \"é\" has invalid character(s): field names may only contain non-control ASCII characters"),
-        Case(#"{"\u007f":1}"#, .invalidFieldName, "$[\"\u{7F}\"]",
-             "Field name \"\u{7F}\" has invalid character(s): field names may only contain non-control ASCII characters"),
-        Case(#"{"\u0024x":1}"#, .invalidFieldName, #"$["$x"]"#, "Field name \"$x\" starts with a '$', which is reserved"),
-        Case("{\"\(longKey)\":1}", .invalidFieldName, "$.\(longKey)", "Field name is 1025 bytes long; the limit is 1024"),
+        Case(
+            #"{"$foo":1}"#, .invalidFieldName, #"$["$foo"]"#, "Field name \"$foo\" starts with a '$', which is reserved"
+        ),
+        Case(
+            #"{"a":1,"$integer":"BQAAAAAAAAA="}"#, .invalidFieldName, #"$["$integer"]"#,
+            "Field name \"$integer\" starts with a '$', which is reserved"),
+        Case(
+            #"{"$integer":"BQAAAAAAAAA=","a":1}"#, .invalidFieldName, #"$["$integer"]"#,
+            "Field name \"$integer\" starts with a '$', which is reserved"),
+        Case(
+            #"{"ok":{"tab\t":1}}"#, .invalidFieldName, #"$.ok["tab\t"]"#,
+            "Field name \"tab\\t\" has invalid character(s): field names may only contain non-control ASCII characters"),
+        Case(
+            #"{"é":1}"#, .invalidFieldName, #"$["é"]"#,
+            "Field name \"é\" has invalid character(s): field names may only contain non-control ASCII characters"),
+        Case(
+            #"{"\u007f":1}"#, .invalidFieldName, "$[\"\u{7F}\"]",
+            "Field name \"\u{7F}\" has invalid character(s): field names may only contain non-control ASCII characters"),
+        Case(
+            #"{"\u0024x":1}"#, .invalidFieldName, #"$["$x"]"#, "Field name \"$x\" starts with a '$', which is reserved"),
+        Case(
+            "{\"\(longKey)\":1}", .invalidFieldName, "$.\(longKey)", "Field name is 1025 bytes long; the limit is 1024"),
         Case(#"{"a":1,"a":2}"#, .duplicateField, "$.a", "Duplicate field name \"a\" in an object"),
         Case(#"{"a":1,"\u0061":2}"#, .duplicateField, "$.a", "Duplicate field name \"a\" in an object"),
         // Limits
-        Case(String(repeating: "[", count: 65) + String(repeating: "]", count: 65), .tooNested,
-             "$" + String(repeating: "[0]", count: 64), "Value is too nested (nested 65 levels deep > maximum 64)"),
-        Case(String(repeating: "{\"a\":", count: 70) + "1" + String(repeating: "}", count: 70), .tooNested,
-             "$" + String(repeating: ".a", count: 64), "Value is too nested (nested 65 levels deep > maximum 64)"),
-        Case("[" + Array(repeating: "1", count: 8193).joined(separator: ",") + "]", .arrayTooLong, "$",
-             "Array length is too long (more than maximum length 8192)"),
-        Case("{\"o\":{" + (0...1024).map { "\"k\($0)\":1" }.joined(separator: ",") + "}}", .tooManyFields, "$.o",
-             "Object has too many fields (more than maximum number 1024)"),
-        Case("[" + Array(repeating: "\"" + String(repeating: "x", count: 1 << 20) + "\"", count: 32).joined(separator: ",")
-             + "]", .valueTooLarge, "$", "Value is too large (33554498 bytes > maximum size 33554432 bytes)"),
+        Case(
+            String(repeating: "[", count: 65) + String(repeating: "]", count: 65), .tooNested,
+            "$" + String(repeating: "[0]", count: 64), "Value is too nested (nested 65 levels deep > maximum 64)"),
+        Case(
+            String(repeating: "{\"a\":", count: 70) + "1" + String(repeating: "}", count: 70), .tooNested,
+            "$" + String(repeating: ".a", count: 64), "Value is too nested (nested 65 levels deep > maximum 64)"),
+        Case(
+            "[" + Array(repeating: "1", count: 8193).joined(separator: ",") + "]", .arrayTooLong, "$",
+            "Array length is too long (more than maximum length 8192)"),
+        Case(
+            "{\"o\":{" + (0...1024).map { "\"k\($0)\":1" }.joined(separator: ",") + "}}", .tooManyFields, "$.o",
+            "Object has too many fields (more than maximum number 1024)"),
+        Case(
+            "["
+                + Array(repeating: "\"" + String(repeating: "x", count: 1 << 20) + "\"", count: 32).joined(
+                    separator: ",")
+                + "]", .valueTooLarge, "$", "Value is too large (33554498 bytes > maximum size 33554432 bytes)"),
     ]
 
     @Test(arguments: cases)
@@ -118,7 +139,8 @@ import Testing
             let rendered = Result { () throws(ConvexValueError) in try ConvexJSONTranscoder.render(c.json, mode: mode) }
             #expect(rendered.map { _ in 0 } == .failure(e))
             var out: [UInt8] = []
-            #expect(!c.json.withUnsafeBufferPointer { ConvexJSONTranscoder.fastRender(buffer: $0, mode: mode, into: &out) })
+            #expect(
+                !c.json.withUnsafeBufferPointer { ConvexJSONTranscoder.fastRender(buffer: $0, mode: mode, into: &out) })
         }
     }
 

@@ -10,8 +10,14 @@ import Testing
         (#"{"$integer":"BQAAAAAAAAA="}"#, "5", #""5""#, #"{"$integer":"BQAAAAAAAAA="}"#),
         (#"{"$integer":"BQAAAAAAAAA"}"#, "5", #""5""#, #"{"$integer":"BQAAAAAAAAA="}"#),
         (#"{"$integer":"//////////8="}"#, "-1", #""-1""#, #"{"$integer":"//////////8="}"#),
-        (#"{"$integer":"AAAAAAAAAIA="}"#, "-9223372036854775808", #""-9223372036854775808""#, #"{"$integer":"AAAAAAAAAIA="}"#),
-        (#"{"$integer":"/////////38="}"#, "9223372036854775807", #""9223372036854775807""#, #"{"$integer":"/////////38="}"#),
+        (
+            #"{"$integer":"AAAAAAAAAIA="}"#, "-9223372036854775808", #""-9223372036854775808""#,
+            #"{"$integer":"AAAAAAAAAIA="}"#
+        ),
+        (
+            #"{"$integer":"/////////38="}"#, "9223372036854775807", #""9223372036854775807""#,
+            #"{"$integer":"/////////38="}"#
+        ),
         (#"{"$float":"AAAAAAAA+H8="}"#, #""NaN""#, #""NaN""#, #"{"$float":"AAAAAAAA+H8="}"#),
         (#"{"$float":"AAAAAAAA8H8="}"#, #""Infinity""#, #""Infinity""#, #"{"$float":"AAAAAAAA8H8="}"#),
         (#"{"$float":"AAAAAAAA8P8="}"#, #""-Infinity""#, #""-Infinity""#, #"{"$float":"AAAAAAAA8P8="}"#),
@@ -29,18 +35,27 @@ import Testing
         ("0.1", "0.1", "0.1", "0.1"),
         (" [ true , false , null ] ", "[true,false,null]", "[true,false,null]", "[true,false,null]"),
         (#""a\u00e9\/\n\u0001""#, #""aé/\n\u0001""#, #""aé/\n\u0001""#, #""aé/\n\u0001""#),
-        (#"{"b":{"$integer":"UAAAAAAAAAA="},"a":[{"$bytes":"aGk="}]}"#, #"{"b":80,"a":["aGk="]}"#,
-         #"{"b":"80","a":["aGk="]}"#, #"{"b":{"$integer":"UAAAAAAAAAA="},"a":[{"$bytes":"aGk="}]}"#),
+        (
+            #"{"b":{"$integer":"UAAAAAAAAAA="},"a":[{"$bytes":"aGk="}]}"#, #"{"b":80,"a":["aGk="]}"#,
+            #"{"b":"80","a":["aGk="]}"#, #"{"b":{"$integer":"UAAAAAAAAAA="},"a":[{"$bytes":"aGk="}]}"#
+        ),
         (#"{"k\u0041":1}"#, #"{"kA":1.0}"#, #"{"kA":1.0}"#, #"{"kA":1.0}"#),
     ])
     func rendersEachMode(input: String, plain: String, clean: String, encoded: String) throws {
-        #expect(String(decoding: try ConvexJSONTranscoder.render(Array(input.utf8), mode: .plain), as: UTF8.self) == plain)
-        #expect(String(decoding: try ConvexJSONTranscoder.render(Array(input.utf8), mode: .clean), as: UTF8.self) == clean)
-        #expect(String(decoding: try ConvexJSONTranscoder.render(Array(input.utf8), mode: .encoded), as: UTF8.self) == encoded)
+        #expect(
+            String(decoding: try ConvexJSONTranscoder.render(Array(input.utf8), mode: .plain), as: UTF8.self) == plain)
+        #expect(
+            String(decoding: try ConvexJSONTranscoder.render(Array(input.utf8), mode: .clean), as: UTF8.self) == clean)
+        #expect(
+            String(decoding: try ConvexJSONTranscoder.render(Array(input.utf8), mode: .encoded), as: UTF8.self)
+                == encoded)
         // The streaming path handled it (no detour through the value parser).
         for mode in ConvexOutputMode.allCases {
             var out: [UInt8] = []
-            #expect(Array(input.utf8).withUnsafeBufferPointer { ConvexJSONTranscoder.fastRender(buffer: $0, mode: mode, into: &out) })
+            #expect(
+                Array(input.utf8).withUnsafeBufferPointer {
+                    ConvexJSONTranscoder.fastRender(buffer: $0, mode: mode, into: &out)
+                })
         }
     }
 
@@ -49,10 +64,14 @@ import Testing
             "name": "Guardians", "uniformColors": ["blue", "white", "red"], "wins": 80, "losses": .int64(60),
             "ratio": 0.5, "raw": .bytes(Data([0, 1, 0xFF])), "nan": .float64(.nan), "negZero": .float64(-0.0),
         ]
-        #expect(value.jsonString(mode: .clean) ==
-            #"{"losses":"60","name":"Guardians","nan":"NaN","negZero":-0.0,"ratio":0.5,"raw":"AAH/","uniformColors":["blue","white","red"],"wins":"80"}"#)
-        #expect(value.jsonString(mode: .plain) ==
-            #"{"losses":60,"name":"Guardians","nan":"NaN","negZero":-0.0,"ratio":0.5,"raw":"AAH/","uniformColors":["blue","white","red"],"wins":80}"#)
+        #expect(
+            value.jsonString(mode: .clean)
+                == #"{"losses":"60","name":"Guardians","nan":"NaN","negZero":-0.0,"ratio":0.5,"raw":"AAH/","uniformColors":["blue","white","red"],"wins":"80"}"#
+        )
+        #expect(
+            value.jsonString(mode: .plain)
+                == #"{"losses":60,"name":"Guardians","nan":"NaN","negZero":-0.0,"ratio":0.5,"raw":"AAH/","uniformColors":["blue","white","red"],"wins":80}"#
+        )
         #expect(value.json(mode: .encoded) == value.convexJSON())
         for mode in ConvexOutputMode.allCases {
             #expect(try ConvexJSONTranscoder.render(value.convexJSON(), mode: mode) == value.json(mode: mode))
@@ -61,7 +80,8 @@ import Testing
 
     @Test func wrappedInputDirection() throws {
         // Plain JSON from an HTTP client: numbers are float64, wrappers still give exact int64 and bytes.
-        let v = try ConvexValue(plainJSON: Array(#"{"n":5,"big":{"$integer":"/////////38="},"b":{"$bytes":"AQ"}}"#.utf8))
+        let v = try ConvexValue(
+            plainJSON: Array(#"{"n":5,"big":{"$integer":"/////////38="},"b":{"$bytes":"AQ"}}"#.utf8))
         #expect(v == ["n": 5.0, "big": .int64(.max), "b": .bytes(Data([1]))])
     }
 
@@ -81,9 +101,11 @@ import Testing
     }
 
     @Test func limitsAtTheEdge() throws {
-        let deepOK = String(repeating: "[", count: 64) + #"{"$integer":"AQAAAAAAAAA="}"# + String(repeating: "]", count: 64)
-        #expect(String(decoding: try ConvexJSONTranscoder.render(Array(deepOK.utf8)), as: UTF8.self)
-            == String(repeating: "[", count: 64) + "1" + String(repeating: "]", count: 64))
+        let deepOK =
+            String(repeating: "[", count: 64) + #"{"$integer":"AQAAAAAAAAA="}"# + String(repeating: "]", count: 64)
+        #expect(
+            String(decoding: try ConvexJSONTranscoder.render(Array(deepOK.utf8)), as: UTF8.self)
+                == String(repeating: "[", count: 64) + "1" + String(repeating: "]", count: 64))
         let long = "[" + Array(repeating: "0", count: ConvexLimits.maxArrayLength).joined(separator: ",") + "]"
         #expect(try ConvexJSONTranscoder.render(Array(long.utf8)).count == long.count + 2 * ConvexLimits.maxArrayLength)
         let longer = "[" + Array(repeating: "0", count: ConvexLimits.maxArrayLength + 1).joined(separator: ",") + "]"
@@ -94,6 +116,27 @@ import Testing
         #expect(throws: ConvexValueError.self) { try ConvexJSONTranscoder.render(Array(wider.utf8)) }
         let dupLate = "{" + (0..<100).map { "\"f\($0)\":null" }.joined(separator: ",") + #","f7":1}"#
         #expect(throws: ConvexValueError.self) { try ConvexJSONTranscoder.render(Array(dupLate.utf8)) }
+    }
+
+    @Test func wrapperKeyWords() {
+        func word(_ s: String) -> UInt64 {
+            s.utf8.enumerated().reduce(0) { $0 | UInt64($1.element) << (8 * UInt64($1.offset)) }
+        }
+        #expect(StreamingTranscoder.integerKey == word("$integer"))
+        #expect(StreamingTranscoder.floatKey == word("$float\""))
+        #expect(StreamingTranscoder.bytesKey == word("$bytes\""))
+    }
+
+    @Test func outputLargerThanTheInputEstimate() throws {
+        // `-0` grows to a 28-byte wrapper in `encoded`, `1e15` to `1000000000000000.0` in `plain`.
+        for (item, mode) in [("-0", ConvexOutputMode.encoded), ("1e15", .plain), ("0", .clean)] {
+            let json = Array(("[" + Array(repeating: item, count: 5000).joined(separator: ",") + "]").utf8)
+            var out: [UInt8] = []
+            #expect(
+                json.withUnsafeBufferPointer { ConvexJSONTranscoder.fastRender(buffer: $0, mode: mode, into: &out) })
+            #expect(out == (try ConvexValue(convexJSON: json)).json(mode: mode))
+            #expect(out.count > json.count * 5 / 4)
+        }
     }
 
     @Test func sizeLimit() throws {
@@ -131,8 +174,9 @@ import Testing
         await propertyCheck(count: 200, input: RandomValues.generator) { value in
             for mode in [ConvexOutputMode.plain, .clean] {
                 let out = (try? ConvexJSONTranscoder.render(value.convexJSON(), mode: mode)) ?? []
-                #expect((try? JSONSerialization.jsonObject(with: Data(out), options: [.fragmentsAllowed])) != nil,
-                        "\(String(decoding: out, as: UTF8.self))")
+                #expect(
+                    (try? JSONSerialization.jsonObject(with: Data(out), options: [.fragmentsAllowed])) != nil,
+                    "\(String(decoding: out, as: UTF8.self))")
             }
         }
     }
@@ -182,13 +226,17 @@ import Testing
             }
             return bytes
         }
-        await propertyCheck(count: 2000, input: damaged) { bytes in
+        // CONVEX_FUZZ_COUNT raises the number of cases for a longer local run.
+        let count = ProcessInfo.processInfo.environment["CONVEX_FUZZ_COUNT"].flatMap { Int($0) } ?? 2000
+        await propertyCheck(count: count, input: damaged) { bytes in
             let parsed = Result { () throws(ConvexValueError) in try ConvexValue(convexJSON: bytes) }
             var fastOut: [UInt8] = []
             let streamed = bytes.withUnsafeBufferPointer {
                 ConvexJSONTranscoder.fastRender(buffer: $0, mode: .encoded, into: &fastOut)
             }
-            let rendered = Result { () throws(ConvexValueError) in try ConvexJSONTranscoder.render(bytes, mode: .encoded) }
+            let rendered = Result { () throws(ConvexValueError) in
+                try ConvexJSONTranscoder.render(bytes, mode: .encoded)
+            }
             let text = String(decoding: bytes, as: UTF8.self)
             switch (parsed, rendered) {
             case (.failure(let a), .failure(let b)):
@@ -197,7 +245,8 @@ import Testing
             case (.success(let value), .success(let out)):
                 #expect((try? ConvexValue(convexJSON: out)) == value, "\(text)")
                 let plain = try? ConvexJSONTranscoder.render(bytes, mode: .plain)
-                #expect(plain.flatMap { try? ConvexValue(plainJSON: $0) }
+                #expect(
+                    plain.flatMap { try? ConvexValue(plainJSON: $0) }
                         == (try? ConvexValue(plainJSON: value.json(mode: .plain))), "\(text)")
             case (.success, .failure(let e)):
                 Issue.record("transcoder rejected valid input \(text): \(e)")
