@@ -84,7 +84,6 @@ let package = Package(
             name: "convex-client-bench",
             dependencies: [
                 "Convex",
-                "ConvexLocal",
                 "ConvexValues",
                 .product(name: "Logging", package: "swift-log"),
             ],

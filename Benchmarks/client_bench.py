@@ -1,9 +1,9 @@
 """Python side of Benchmarks/ConvexClientBench: the official client (convex 0.8.1) against the same deployment.
 
     python client_bench.py mutation URL ROUNDS   # sequential mutation round trips
-    python client_bench.py subscribe URL ROUNDS  # prints "ready", then records update latency of bench:latest
+    python client_bench.py subscribe URL ROUNDS  # prints "ready", then records arrivals of conformance:counter
 
-Prints one JSON line {"us": [samples in microseconds]}.
+Prints one JSON line: {"us": [round trips in microseconds]} or {"arrivals": [[counter value, arrival µs], ...]}.
 """
 import json
 import sys
@@ -23,18 +23,20 @@ if mode == "mutation":
         client.mutation("conformance:increment", {"name": "py-rtt"})
         samples.append((time.perf_counter_ns() - start) / 1000)
 elif mode == "subscribe":
-    subscription = client.subscribe("bench:latest", {})
+    subscription = client.subscribe("conformance:counter", {"name": "py-sub"})
     iterator = iter(subscription)
     last = next(iterator)
     print("ready", flush=True)
-    samples = []
-    while len(samples) < rounds:
+    arrivals = []
+    while len(arrivals) < rounds:
         value = next(iterator)
         received = time.time_ns() / 1000
         if value != last:
-            samples.append(received - float(value))
+            arrivals.append([float(getattr(value, "value", value)), received])
             last = value
     subscription.unsubscribe()
+    print(json.dumps({"arrivals": arrivals}), flush=True)
+    raise SystemExit(0)
 else:
     raise SystemExit(f"unknown mode {mode!r}: expected 'mutation' or 'subscribe'")
 

@@ -1,15 +1,16 @@
 // Client latency benchmark: our ConvexClient against the official Python client (convex 0.8.1), both talking to the
-// same embedded local deployment in the same run.
+// same local deployment (a `convex-local` process) in the same run.
 //
+//   swift build -c release --scratch-path .build-release --product convex-local
 //   swift build -c release --scratch-path .build-release --product convex-client-bench
 //   .build-release/release/convex-client-bench [rounds]      # needs .venv (scripts/prereqs.sh) or CONVEX_TEST_PYTHON
 //
 // Mutation round trip: sequential `conformance:increment` calls, each timed from the call until it returns (which,
 // for both clients, is after the Transition that includes the commit).
-// Subscription update: a subscriber of `bench:latest`; the benchmark commits `bench:stamp` in the deployment every
-// 20 ms with the wall-clock time in microseconds, and the subscriber records (receipt time − stamp).
+// Subscription update: a subscriber of `conformance:counter`; a driver client (ours, in this process) increments the
+// counter every 20 ms and notes the wall-clock time just before each call; the subscriber notes when each value
+// arrives. Latency = arrival − send time of that value (mutation transit + commit + Transition to the subscriber).
 import Convex
-import ConvexLocal
 import ConvexValues
 import Foundation
 import Logging
@@ -55,20 +56,41 @@ let quiet: Logger = {
     logger.logLevel = .error
     return logger
 }()
-let functions = FunctionRegistry()
-functions.mutation("bench:stamp", args: ["t": .float64]) { ctx, args in
-    if let doc = ctx.query("stamps").first(), case .string(let id)? = doc["_id"] {
-        try ctx.patch(id, ["t": args["t"] ?? 0.0])
-    } else {
-        _ = try ctx.insert("stamps", ["t": args["t"] ?? 0.0])
+
+/// Starts `convex-local` on a free port and returns the process and its URL (read from its log line).
+func startDeployment() throws -> (Process, String) {
+    let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        .appendingPathComponent("convex-local").path
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: binary)
+    process.arguments = ["--port", "0", "--log-level", "notice"]
+    let log = Pipe()
+    process.standardError = log
+    process.standardOutput = FileHandle.nullDevice
+    try process.run()
+    var buffer = ""
+    while true {
+        let chunk = log.fileHandleForReading.availableData
+        if chunk.isEmpty { break }
+        buffer += String(decoding: chunk, as: UTF8.self)
+        if let range = buffer.range(of: #"url=http://[0-9.]+:[0-9]+"#, options: .regularExpression) {
+            return (process, String(buffer[range].dropFirst(4)))
+        }
     }
-    return .null
+    throw NSError(domain: "bench", code: 3, userInfo: [NSLocalizedDescriptionKey: "convex-local did not start: \(buffer)"])
 }
-functions.query("bench:latest") { ctx, _ in
-    ctx.query("stamps").first()?["t"] ?? 0.0
+
+let (server, url) = try startDeployment()
+let driverClient = try ConvexClient(deploymentUrl: url, logger: quiet)
+/// Send time (wall clock, µs) of each counter value.
+let sendTimes = SendTimes()
+
+final class SendTimes: @unchecked Sendable {
+    private let lock = NSLock()
+    private var times: [String: Double] = [:]
+    func record(_ counter: String, _ value: Int64, _ time: Double) { lock.withLock { times["\(counter)#\(value)"] = time } }
+    func time(_ counter: String, _ value: Int64) -> Double? { lock.withLock { times["\(counter)#\(value)"] } }
 }
-let deployment = try await LocalDeployment.start(port: 0, functions: functions, logger: quiet)
-let url = deployment.url
 
 /// Runs the Python side; `whenReady` runs once the script prints `ready`.
 func runPython(_ mode: String, whenReady: (@Sendable () async throws -> Void)? = nil) async throws -> [Double] {
@@ -97,26 +119,31 @@ func runPython(_ mode: String, whenReady: (@Sendable () async throws -> Void)? =
     driver?.cancel()
     try await driver?.value
     guard let json = lines.last(where: { $0.hasPrefix("{") }),
-          let object = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: [Double]],
-          let samples = object["us"]
+          let object = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
     else {
         throw NSError(domain: "bench", code: 1, userInfo: [NSLocalizedDescriptionKey: "python \(mode) printed no results"])
     }
-    return samples
+    if let samples = object["us"] as? [Double] { return samples }
+    // Subscription: (value, arrival) pairs, matched with the driver's send times.
+    let pairs = object["arrivals"] as? [[Double]] ?? []
+    return pairs.compactMap { pair in sendTimes.time("py-sub", Int64(pair[0])).map { pair[1] - $0 } }
 }
 
-/// Commits a stamp every 20 ms until cancelled (a subscriber may skip a superseded value, so the count of stamps
-/// is not fixed).
-@Sendable func stampLoop() async throws {
+/// Increments `counter` every 20 ms until cancelled, noting each value's send time (a subscriber may skip a
+/// superseded value, so the number of increments is not fixed).
+@Sendable func incrementLoop(_ counter: String) async throws {
+    var next = try await driverClient.query("conformance:counter", with: ["name": .string(counter)], yielding: Int64.self) + 1
     while !Task.isCancelled {
-        _ = try deployment.mutation("bench:stamp", ["t": .float64(wallMicros())])
+        sendTimes.record(counter, next, wallMicros())
+        next = try await driverClient.mutation("conformance:increment", with: ["name": .string(counter)],
+                                               yielding: Int64.self) + 1
         try? await Task.sleep(for: .milliseconds(20))
     }
 }
 
 /// Measures both clients; returns (Swift mutation, Python mutation, Swift update, Python update) samples.
 func measure() async throws -> [[Double]] {
-    let client = try ConvexClient(deploymentUrl: url, configuration: .init(callTimeout: ProcessInfo.processInfo.environment["BENCH_NO_TIMEOUT"] == nil ? .seconds(60) : nil), logger: quiet)
+    let client = try ConvexClient(deploymentUrl: url, logger: quiet)
 
     // Mutation round trip.
     for _ in 0..<50 { try await client.mutation("conformance:increment", with: ["name": "swift-warm"]) }
@@ -131,24 +158,34 @@ func measure() async throws -> [[Double]] {
     let pythonMutation = try await runPython("mutation")
 
     // Subscription update latency.
-    var updates = client.subscribe(to: "bench:latest").makeAsyncIterator()
+    var updates = client.subscribe(to: "conformance:counter", with: ["name": "swift-sub"]).makeAsyncIterator()
     _ = try await updates.next()
-    let driver = Task { try await stampLoop() }
+    let driver = Task { try await incrementLoop("swift-sub") }
     var swiftUpdate: [Double] = []
     while swiftUpdate.count < rounds {
-        guard case .float64(let stamp)? = try await updates.next() else { continue }
-        swiftUpdate.append(wallMicros() - stamp)
+        guard case .int64(let value)? = try await updates.next() else { continue }
+        let arrival = wallMicros()
+        if let sent = sendTimes.time("swift-sub", value) { swiftUpdate.append(arrival - sent) }
     }
     driver.cancel()
     try await driver.value
-    let pythonUpdate = try await runPython("subscribe", whenReady: stampLoop)
+    let pythonUpdate = try await runPython("subscribe", whenReady: { try await incrementLoop("py-sub") })
 
     await client.close()
-    await deployment.shutdown()
+    await driverClient.close()
+    server.terminate()
+    server.waitUntilExit()
     return [swiftMutation, pythonMutation, swiftUpdate, pythonUpdate]
 }
 
-let samples = try await measure()
+let samples: [[Double]]
+do {
+    samples = try await measure()
+} catch {
+    server.terminate()
+    FileHandle.standardError.write(Data("benchmark failed: \(error)\n".utf8))
+    exit(1)
+}
 let (swiftMutation, pythonMutation, swiftUpdate, pythonUpdate) = (samples[0], samples[1], samples[2], samples[3])
 
 var uts = utsname()
