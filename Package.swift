@@ -6,9 +6,11 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "ConvexValues", targets: ["ConvexValues"]),
+        .library(name: "MicroHTTPD", targets: ["MicroHTTPD"]),
     ],
     dependencies: [
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
     ],
     targets: [
         .target(name: "ConvexValues"),
@@ -18,6 +20,26 @@ let package = Package(
                 "ConvexValues",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
+        ),
+        .systemLibrary(
+            name: "CMicroHTTPD",
+            pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]
+        ),
+        .target(name: "CMicroHTTPDShim", dependencies: ["CMicroHTTPD"]),
+        .target(
+            name: "MicroHTTPD",
+            dependencies: [
+                "CMicroHTTPD",
+                "CMicroHTTPDShim",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "MicroHTTPDTests", dependencies: ["MicroHTTPD"]),
+        .executableTarget(
+            name: "mhd-hello",
+            dependencies: ["MicroHTTPD"],
+            path: "Benchmarks/mhd-hello/Swift"
         ),
     ]
 )
