@@ -42,19 +42,29 @@ run_one() { # name binary port run
     "$binary" "$port" "$THREADS" >"$OUT/$name-server.log" 2>&1 &
     SERVER_PID=$!
     wait_for_port "$port"
+    local ticks_before ticks_after
+    ticks_before=$(cpu_ticks "$SERVER_PID")
     wrk -t2 -c"$CONNECTIONS" -d"$DURATION" --latency "http://127.0.0.1:$port/" >"$OUT/$name-$run.txt"
+    ticks_after=$(cpu_ticks "$SERVER_PID")
     kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=
-    local rps p50 p99
+    local rps p50 p99 requests cpu
     rps=$(awk '/^Requests\/sec/ {print $2}' "$OUT/$name-$run.txt")
     p50=$(awk '$1 == "50%" {print $2}' "$OUT/$name-$run.txt")
     p99=$(awk '$1 == "99%" {print $2}' "$OUT/$name-$run.txt")
-    printf '%-6s run %d: %12s req/s  p50 %-9s p99 %s\n' "$name" "$run" "$rps" "$p50" "$p99"
+    requests=$(awk '/requests in/ {print $1}' "$OUT/$name-$run.txt")
+    # Server CPU time (user+system) per request: less sensitive to other load than req/s.
+    cpu=$(awk -v t=$((ticks_after - ticks_before)) -v hz="$(getconf CLK_TCK)" -v r="$requests" \
+        'BEGIN { printf "%.2f", t * 1000000 / hz / r }')
+    printf '%-6s run %d: %12s req/s  p50 %-9s p99 %-9s server CPU %s us/req\n' "$name" "$run" "$rps" "$p50" "$p99" "$cpu"
     echo "$rps" >>"$OUT/$name.rps"
+    echo "$cpu" >>"$OUT/$name.cpu"
 }
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 median() { sort -n "$1" | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
-rm -f "$OUT/c.rps" "$OUT/swift.rps"
+rm -f "$OUT"/*.rps "$OUT"/*.cpu
 echo "== wrk -t2 -c$CONNECTIONS -d$DURATION --latency, $THREADS server threads, $RUNS runs each"
 for run in $(seq 1 "$RUNS"); do
     run_one c .build-release/mhd-hello-c "$C_PORT" "$run"
@@ -66,3 +76,5 @@ echo "== medians"
 echo "C libmicrohttpd hello:     $C_MEDIAN req/s"
 echo "Swift MicroHTTPD hello:    $SWIFT_MEDIAN req/s"
 awk -v s="$SWIFT_MEDIAN" -v c="$C_MEDIAN" 'BEGIN { printf "ratio Swift/C:             %.2f\n", s / c }'
+echo "C server CPU per request:     $(median "$OUT/c.cpu") us (median)"
+echo "Swift server CPU per request: $(median "$OUT/swift.cpu") us (median)"

@@ -144,6 +144,8 @@ final class Exchange: @unchecked Sendable {
             return MHD_Result.NO
         case .queue(.response(let response), _):
             return queue(response)
+        case .queue(.prepared(let prepared), _):
+            return prepared.queue(on: connection)
         case .queue(.rejection(let rejection), _):
             return queue(server.configuration.rejectionResponse(rejection))
         case .queue(.stream(let status, let headers, let writer), let endStream):

@@ -1,6 +1,7 @@
 /// What a request ends up as.
 enum ExchangeOutcome: Sendable {
     case response(HTTPResponse)
+    case prepared(HTTPPreparedResponse)
     case rejection(HTTPServerRejection)
     case stream(status: Int, headers: HTTPHeaders, writer: HTTPStreamWriter)
 

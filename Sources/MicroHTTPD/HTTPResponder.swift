@@ -24,6 +24,13 @@ public final class HTTPResponder: Sendable {
         exchange.provide(.response(response))
     }
 
+    /// Sends a prepared (shared, pre-built) response: no per-request copy of headers or body.
+    /// - Returns: `false` if the request was already answered or is over.
+    @discardableResult
+    public func respond(_ response: HTTPPreparedResponse) -> Bool {
+        exchange.provide(.prepared(response))
+    }
+
     /// Sends a response built from its parts.
     /// - Returns: `false` if the request was already answered or is over.
     @discardableResult

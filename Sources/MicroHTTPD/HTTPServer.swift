@@ -117,8 +117,8 @@ public final class HTTPServer: Sendable {
         case .wait:
             await waitUntilStopped()
         case .stop(let daemon):
-            // Run detached so that a cancelled caller still drains and stops properly.
-            await Task.detached { self.stopDaemon(daemon) }.value
+            // Detached so that a cancelled caller still drains and stops properly.
+            await Task.detached { await self.stopDaemon(daemon) }.value
         }
     }
 
@@ -148,7 +148,7 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    private func stopDaemon(_ daemon: DaemonResources) {
+    private func stopDaemon(_ daemon: DaemonResources) async {
         let listenSocket = MHD_quiesce_daemon(daemon.daemon.raw)
         let parked = registry.withLock { registry in
             registry.shuttingDown = true
@@ -160,7 +160,7 @@ public final class HTTPServer: Sendable {
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: configuration.shutdownGracePeriod)
         while registry.withLock({ !$0.exchanges.isEmpty }) && clock.now < deadline {
-            usleep(2_000)
+            try? await Task.sleep(for: .milliseconds(2))
         }
         let remaining = registry.withLock { $0.exchanges.count }
         if remaining > 0 {

@@ -1,9 +1,10 @@
-/// An error starting an ``HTTPServer``.
+/// An error starting an ``HTTPServer`` or preparing a response.
 public struct HTTPServerError: Error, Sendable, Hashable, CustomStringConvertible {
     private enum Code: Sendable, Hashable {
         case invalidConfiguration
         case startFailed
         case alreadyStarted
+        case invalidResponse
     }
 
     private let code: Code
@@ -30,6 +31,11 @@ public struct HTTPServerError: Error, Sendable, Hashable, CustomStringConvertibl
     /// ``HTTPServer/start()`` was called on a server that was already started (or stopped).
     public static func alreadyStarted(_ message: String) -> Self {
         Self(code: .alreadyStarted, message: message)
+    }
+
+    /// A prepared response has an invalid status or a header libmicrohttpd refuses.
+    public static func invalidResponse(_ message: String) -> Self {
+        Self(code: .invalidResponse, message: message)
     }
 
     /// Whether two errors have the same kind (ignoring the message).

@@ -64,6 +64,49 @@ struct RequestResponseTests {
         }
     }
 
+    @Test("a prepared response is shared across requests and threads")
+    func preparedResponse() async throws {
+        let prepared = try HTTPPreparedResponse(
+            HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: #"{"v":1}"#)
+        )
+        let handler: HTTPHandler = { request, responder in
+            if request.path == "/later" {
+                Task { responder.respond(prepared) }
+            } else {
+                responder.respond(prepared)
+            }
+        }
+        try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: handler) { server in
+            let port = try #require(server.port)
+            let responses = try await blocking {
+                let connection = try RawConnection(port: port)
+                return try ["/a", "/later", "/b"].map { path in
+                    try connection.send("GET \(path) HTTP/1.1\r\nHost: x\r\n\r\n")
+                    return try connection.readResponse()
+                }
+            }
+            #expect(responses.map(\.text) == [#"{"v":1}"#, #"{"v":1}"#, #"{"v":1}"#])
+            #expect(responses.allSatisfy { $0.header("Content-Type") == "application/json" })
+        }
+        #expect(throws: HTTPServerError.self) { try HTTPPreparedResponse(HTTPResponse(status: 42)) }
+        #expect(throws: HTTPServerError.self) {
+            try HTTPPreparedResponse(HTTPResponse(headers: ["X-Bad": "a\r\nInjected: yes"]))
+        }
+    }
+
+    @Test("a header with CR/LF is refused and the client gets 500, not a split response")
+    func headerInjection() async throws {
+        let handler: HTTPHandler = { _, responder in
+            responder.respond(HTTPResponse(headers: ["X-Bad": "a\r\nInjected: yes"], body: "x"))
+        }
+        try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: handler) { server in
+            let port = try #require(server.port)
+            let response = try await blocking { try RawConnection.get("/", port: port) }
+            #expect(response.status == 500)
+            #expect(response.header("Injected") == nil)
+        }
+    }
+
     @Test("a released responder without an answer gives 500")
     func droppedResponder() async throws {
         try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: { _, _ in }) { server in

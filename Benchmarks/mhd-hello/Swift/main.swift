@@ -1,7 +1,8 @@
 // Hello-world on the MicroHTTPD wrapper, answering synchronously on the libmicrohttpd thread.
 // The baseline the gateway's hot-GET benchmark is compared with; see Benchmarks/run-mhd-hello.sh.
 // `GET /events` opens an idle Server-Sent Events stream (for Benchmarks/run-mhd-sse-memory.sh).
-// Usage: mhd-hello [port] [threads] [connection-memory-limit-bytes]
+// Usage: mhd-hello [port] [threads] [connection-memory-limit-bytes] [plain|prepared]
+//   plain (default): a new HTTPResponse per request; prepared: one shared HTTPPreparedResponse.
 import Glibc
 import MicroHTTPD
 
@@ -20,12 +21,16 @@ let headers: HTTPHeaders = ["Content-Type": "application/json"]
 let streamHeaders: HTTPHeaders = [
     "Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no",
 ]
+let prepared = try HTTPPreparedResponse(HTTPResponse(status: 200, headers: headers, body: body))
+let usePrepared = arguments.count > 4 && arguments[4] == "prepared"
 let server = HTTPServer(configuration: configuration) { request, responder in
     if request.path == "/events" {
         responder.startStream(headers: streamHeaders)?.write(": connected\n\n")
-        return
+    } else if usePrepared {
+        responder.respond(prepared)
+    } else {
+        responder.respond(HTTPResponse(status: 200, headers: headers, body: body))
     }
-    responder.respond(HTTPResponse(status: 200, headers: headers, body: body))
 }
 do {
     try server.start()
