@@ -55,6 +55,39 @@ struct LifecycleTests {
         }
     }
 
+    @Test("idle keep-alive connections time out; suspended streams are exempt")
+    func idleTimeout() async throws {
+        let collector = WriterCollector()
+        let handler: HTTPHandler = { request, responder in
+            if request.path == "/events" {
+                collector.handler(request, responder)
+            } else {
+                responder.respond(HTTPResponse(body: "ok"))
+            }
+        }
+        let configuration = testConfiguration { $0.idleTimeoutSeconds = 1 }
+        try await withHTTPServer(configuration: configuration, logger: quietLogger, handler: handler) { server in
+            let port = try #require(server.port)
+            let idle = try RawConnection(port: port)
+            let stream = try RawConnection(port: port)
+            try await blocking {
+                try idle.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                _ = try idle.readResponse()
+                try stream.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+                _ = try stream.readHead()
+                _ = try stream.readChunk()
+            }
+            let clock = ContinuousClock()
+            let start = clock.now
+            #expect(try await blocking { idle.waitForClose() }, "the idle connection is closed by the timeout")
+            #expect(clock.now - start < .seconds(5))
+            try await Task.sleep(for: .milliseconds(1500))
+            let writer = try #require(collector.writers.value.first)
+            #expect(writer.write("data: still here\n\n"))
+            #expect(try await blocking { try stream.readChunk() } == Array("data: still here\n\n".utf8))
+        }
+    }
+
     @Test("shutdown ends open streams with the terminating chunk")
     func shutdownEndsStreams() async throws {
         let collector = WriterCollector()
@@ -140,7 +173,7 @@ struct LifecycleTests {
     }
 }
 
-@Suite("Exchange state machine")
+@Suite("Exchange state machine", .timeLimit(.minutes(1)))
 struct ExchangeStateMachineTests {
     @Test func answerDuringHandlerIsQueuedOnReturn() {
         var machine = ExchangeStateMachine()

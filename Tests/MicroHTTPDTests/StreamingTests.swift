@@ -171,7 +171,7 @@ struct StreamingTests {
     }
 }
 
-@Suite("Stream buffer state machine")
+@Suite("Stream buffer state machine", .timeLimit(.minutes(1)))
 struct StreamBufferTests {
     @Test func suspendsWhenEmptyAndResumesOnWrite() {
         var buffer = StreamBuffer()
