@@ -37,9 +37,10 @@ wait_for_port() {
     return 1
 }
 
-run_one() { # name binary port run
+run_one() { # name binary port run [extra server args]
     local name=$1 binary=$2 port=$3 run=$4
-    "$binary" "$port" "$THREADS" >"$OUT/$name-server.log" 2>&1 &
+    shift 4
+    "$binary" "$port" "$THREADS" "$@" >"$OUT/$name-server.log" 2>&1 &
     SERVER_PID=$!
     wait_for_port "$port"
     local ticks_before ticks_after
@@ -68,13 +69,15 @@ rm -f "$OUT"/*.rps "$OUT"/*.cpu
 echo "== wrk -t2 -c$CONNECTIONS -d$DURATION --latency, $THREADS server threads, $RUNS runs each"
 for run in $(seq 1 "$RUNS"); do
     run_one c .build-release/mhd-hello-c "$C_PORT" "$run"
-    run_one swift .build-release/release/mhd-hello "$SWIFT_PORT" "$run"
+    run_one swift .build-release/release/mhd-hello "$SWIFT_PORT" "$run" 16384 plain
+    run_one swiftp .build-release/release/mhd-hello "$SWIFT_PORT" "$run" 16384 prepared
 done
 C_MEDIAN=$(median "$OUT/c.rps")
 SWIFT_MEDIAN=$(median "$OUT/swift.rps")
+PREPARED_MEDIAN=$(median "$OUT/swiftp.rps")
 echo "== medians"
-echo "C libmicrohttpd hello:     $C_MEDIAN req/s"
-echo "Swift MicroHTTPD hello:    $SWIFT_MEDIAN req/s"
-awk -v s="$SWIFT_MEDIAN" -v c="$C_MEDIAN" 'BEGIN { printf "ratio Swift/C:             %.2f\n", s / c }'
-echo "C server CPU per request:     $(median "$OUT/c.cpu") us (median)"
-echo "Swift server CPU per request: $(median "$OUT/swift.cpu") us (median)"
+echo "C libmicrohttpd hello (shared response):      $C_MEDIAN req/s, server CPU $(median "$OUT/c.cpu") us/req"
+echo "Swift MicroHTTPD hello (HTTPResponse/request): $SWIFT_MEDIAN req/s, server CPU $(median "$OUT/swift.cpu") us/req"
+echo "Swift MicroHTTPD hello (HTTPPreparedResponse): $PREPARED_MEDIAN req/s, server CPU $(median "$OUT/swiftp.cpu") us/req"
+awk -v s="$SWIFT_MEDIAN" -v p="$PREPARED_MEDIAN" -v c="$C_MEDIAN" \
+    'BEGIN { printf "ratio Swift/C: %.2f (per-request response), %.2f (prepared)\n", s / c, p / c }'

@@ -18,7 +18,10 @@ public struct HTTPQueryItem: Sendable, Hashable {
 public struct HTTPRequest: Sendable {
     /// The method as sent, e.g. `GET`.
     public var method: String
-    /// The path, percent-decoded by libmicrohttpd (so `%2F` has already become `/`), without the query.
+    /// The path without the query, percent-decoded by libmicrohttpd: `%2F` has already become `/`
+    /// (indistinguishable from a real `/`), `+` is kept, invalid escapes like `%zz` are kept, and a
+    /// `%00` ends the path (libmicrohttpd hands it over as a C string). Route on ``rawPath`` when
+    /// encoded slashes matter.
     public var path: String
     /// The request-target exactly as the client sent it (path and query, not decoded),
     /// e.g. `/query/dir%2Ffile:fn?x=1`; `nil` only if libmicrohttpd did not report it.

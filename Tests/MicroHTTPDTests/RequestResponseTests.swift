@@ -228,10 +228,12 @@ struct RequestResponseTests {
                 try connection.send("GET /query/dir%2Ffile%3Afn?x=%2F HTTP/1.1\r\nHost: x\r\n\r\n")
                 _ = try connection.readResponse()
                 try connection.send("GET /query/dir/file:fn+a%20b HTTP/1.1\r\nHost: x\r\n\r\n")
+                _ = try connection.readResponse()
+                try connection.send("GET /nul%00cut/%zz?k=x%00y HTTP/1.1\r\nHost: x\r\n\r\n")
                 return try connection.readResponse()
             }
             let requests = captured.value
-            try #require(requests.count == 2)
+            try #require(requests.count == 3)
             #expect(requests[0].path == "/query/dir/file:fn")
             #expect(requests[0].target == "/query/dir%2Ffile%3Afn?x=%2F")
             #expect(requests[0].rawPath == "/query/dir%2Ffile%3Afn")
@@ -240,6 +242,11 @@ struct RequestResponseTests {
             #expect(requests[1].path == "/query/dir/file:fn+a b")
             #expect(requests[1].target == "/query/dir/file:fn+a%20b")
             #expect(requests[1].rawQuery == nil)
+            // %00 ends libmicrohttpd's decoded (C string) path; only the raw target keeps the rest.
+            #expect(requests[2].path == "/nul")
+            #expect(requests[2].target == "/nul%00cut/%zz?k=x%00y")
+            // Query values keep an embedded NUL (they are read with lengths).
+            #expect(requests[2].queryItems == [HTTPQueryItem(name: "k", value: "x\u{0}y")])
         }
     }
 
