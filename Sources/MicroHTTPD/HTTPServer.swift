@@ -72,7 +72,8 @@ public final class HTTPServer: Sendable {
             lifecycle.state = .starting
             return true
         }
-        guard claimed else { throw .alreadyStarted("the server was already started") }
+        guard claimed else { throw .alreadyStarted("the server was already started or stopped") }
+        warnIfFileLimitTooLow()
         do {
             let (daemon, port) = try startDaemon()
             lifecycle.withLock {
@@ -214,6 +215,20 @@ public final class HTTPServer: Sendable {
     }
 
     // MARK: Start internals
+
+    /// Past `RLIMIT_NOFILE`, accept() fails and libmicrohttpd stops accepting until a connection
+    /// closes: clients would wait in the backlog instead of getting the 503.
+    private func warnIfFileLimitTooLow() {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
+        let needed = configuration.connectionLimit + configuration.connectionLimitHeadroom + 64
+        if limit.rlim_cur != rlim_t.max && Int(clamping: limit.rlim_cur) < needed {
+            logger.warning(
+                "The open-file limit is below the connection limit; raise ulimit -n",
+                metadata: ["process.rlimit_nofile": "\(limit.rlim_cur)", "http.server.needed_fds": "\(needed)"]
+            )
+        }
+    }
 
     private func validateConfiguration() throws(HTTPServerError) {
         let c = configuration

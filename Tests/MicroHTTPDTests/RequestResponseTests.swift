@@ -291,6 +291,29 @@ struct RequestResponseTests {
         }
     }
 
+    @Test("binds IPv6 loopback (::1); curl as the client")
+    func ipv6Loopback() async throws {
+        let handler: HTTPHandler = { request, responder in
+            responder.respond(HTTPResponse(body: "from \(request.remoteAddress ?? "?")"))
+        }
+        let configuration = testConfiguration { $0.host = "::1" }
+        try await withHTTPServer(configuration: configuration, logger: quietLogger, handler: handler) { server in
+            let port = try #require(server.port)
+            let output = try await blocking {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+                process.arguments = ["-sS", "-g", "--max-time", "10", "http://[::1]:\(port)/"]
+                let pipe = Pipe()
+                process.standardOutput = pipe
+                try process.run()
+                let data = pipe.fileHandleForReading.readDataToEndOfFile()
+                process.waitUntilExit()
+                return String(decoding: data, as: UTF8.self)
+            }
+            #expect(output == "from ::1")
+        }
+    }
+
     @Test("start fails clearly for a bad host or a port in use")
     func startErrors() async throws {
         let bad = HTTPServer(configuration: HTTPServerConfiguration(host: "localhost"), logger: quietLogger, handler: staticHandler(""))
