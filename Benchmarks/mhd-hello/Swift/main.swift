@@ -1,8 +1,11 @@
 // Hello-world on the MicroHTTPD wrapper, answering synchronously on the libmicrohttpd thread.
 // The baseline the gateway's hot-GET benchmark is compared with; see Benchmarks/run-mhd-hello.sh.
-// `GET /events` opens an idle Server-Sent Events stream (for Benchmarks/run-mhd-sse-memory.sh).
+//   GET /          50-byte JSON, answered synchronously
+//   GET /deferred  the same body, answered from a Task (suspend/resume path)
+//   GET /events    an idle Server-Sent Events stream (Benchmarks/run-mhd-sse-memory.sh)
 // Usage: mhd-hello [port] [threads] [connection-memory-limit-bytes] [plain|prepared]
 //   plain (default): a new HTTPResponse per request; prepared: one shared HTTPPreparedResponse.
+// SIGINT/SIGTERM shut down gracefully.
 import Glibc
 import MicroHTTPD
 
@@ -24,12 +27,17 @@ let streamHeaders: HTTPHeaders = [
 let prepared = try HTTPPreparedResponse(HTTPResponse(status: 200, headers: headers, body: body))
 let usePrepared = arguments.count > 4 && arguments[4] == "prepared"
 let server = HTTPServer(configuration: configuration) { request, responder in
-    if request.path == "/events" {
+    switch request.path {
+    case "/events":
         responder.startStream(headers: streamHeaders)?.write(": connected\n\n")
-    } else if usePrepared {
-        responder.respond(prepared)
-    } else {
-        responder.respond(HTTPResponse(status: 200, headers: headers, body: body))
+    case "/deferred":
+        Task { responder.respond(HTTPResponse(status: 200, headers: headers, body: body)) }
+    default:
+        if usePrepared {
+            responder.respond(prepared)
+        } else {
+            responder.respond(HTTPResponse(status: 200, headers: headers, body: body))
+        }
     }
 }
 do {
@@ -39,4 +47,7 @@ do {
     exit(1)
 }
 print("mhd-hello listening on 127.0.0.1:\(server.port ?? 0) with \(configuration.threadPoolSize) threads")
+
+let signalSources = shutDownOnSignals(server)
 try await server.run()
+print("mhd-hello stopped")
