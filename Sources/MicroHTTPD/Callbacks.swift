@@ -46,9 +46,10 @@ let connectionNotifyThunk: MHD_NotifyConnectionCallback = { serverPointer, _, so
     }
 }
 
-typealias URILogCallback = @convention(c) (
-    UnsafeMutableRawPointer?, UnsafePointer<CChar>?, OpaquePointer?
-) -> UnsafeMutableRawPointer?
+typealias URILogCallback =
+    @convention(c) (
+        UnsafeMutableRawPointer?, UnsafePointer<CChar>?, OpaquePointer?
+    ) -> UnsafeMutableRawPointer?
 
 /// Records the raw request-target (before libmicrohttpd percent-decodes the path) in the
 /// connection's context; returns NULL so the first access-handler call still sees `*con_cls == NULL`.

@@ -257,7 +257,8 @@ final class Exchange: @unchecked Sendable {
         }
         var query: [HTTPQueryItem] = []
         withUnsafeMutablePointer(to: &query) { pointer in
-            _ = MHD_get_connection_values_n(connection.raw, MHD_ValueKind.GET_ARGUMENT_KIND, queryIteratorThunk, pointer)
+            _ = MHD_get_connection_values_n(
+                connection.raw, MHD_ValueKind.GET_ARGUMENT_KIND, queryIteratorThunk, pointer)
         }
         var remote: (host: String, port: UInt16)?
         if let context = cmhd_connection_socket_context(connection.raw) {

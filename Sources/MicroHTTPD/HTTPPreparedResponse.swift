@@ -28,7 +28,8 @@ public final class HTTPPreparedResponse: Sendable {
             )
         }
         guard let created else { throw .invalidResponse("libmicrohttpd could not create the response") }
-        for field in response.headers where MHD_add_response_header(created, field.name, field.value) != MHD_Result.YES {
+        for field in response.headers where MHD_add_response_header(created, field.name, field.value) != MHD_Result.YES
+        {
             MHD_destroy_response(created)
             throw .invalidResponse("libmicrohttpd refused the header \"\(field.name)\"")
         }

@@ -4,7 +4,7 @@ import Logging
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An HTTP/1.1 server on libmicrohttpd: an epoll thread pool with suspend/resume, for short
@@ -269,7 +269,8 @@ public final class HTTPServer: Sendable {
         loggerBox.initialize(to: cmhd_logger(function: logThunk, context: self_.toOpaque()))
         let resources = DaemonResources(address: address, logger: loggerBox)
 
-        var flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
+        var flags =
+            MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
             | MHD_USE_ERROR_LOG.rawValue
         if family == 6 { flags |= MHD_USE_IPv6.rawValue }
         if c.turbo { flags |= MHD_USE_TURBO.rawValue }

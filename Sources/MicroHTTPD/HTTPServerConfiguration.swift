@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Settings of an ``HTTPServer``. Every property has a documented default.

@@ -11,7 +11,8 @@ struct LifecycleTests {
             $0.connectionLimit = 2
             $0.connectionLimitHeadroom = 8
         }
-        try await withHTTPServer(configuration: configuration, logger: quietLogger, handler: staticHandler("ok")) { server in
+        try await withHTTPServer(configuration: configuration, logger: quietLogger, handler: staticHandler("ok")) {
+            server in
             let port = try #require(server.port)
             let (held, over) = try await blocking {
                 var held: [RawConnection] = []
@@ -39,7 +40,8 @@ struct LifecycleTests {
     @Test("oversized header and URL get 431 and 414 from libmicrohttpd")
     func headerAndURLLimits() async throws {
         let configuration = testConfiguration { $0.connectionMemoryLimit = 8192 }
-        try await withHTTPServer(configuration: configuration, logger: quietLogger, handler: staticHandler("ok")) { server in
+        try await withHTTPServer(configuration: configuration, logger: quietLogger, handler: staticHandler("ok")) {
+            server in
             let port = try #require(server.port)
             let (bigHeader, bigURL, fine) = try await blocking {
                 let big = String(repeating: "h", count: 9000)

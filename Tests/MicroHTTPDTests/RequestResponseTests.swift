@@ -109,7 +109,8 @@ struct RequestResponseTests {
 
     @Test("a released responder without an answer gives 500")
     func droppedResponder() async throws {
-        try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: { _, _ in }) { server in
+        try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: { _, _ in }) {
+            server in
             let port = try #require(server.port)
             let response = try await blocking { try RawConnection.get("/", port: port) }
             #expect(response.status == 500)
@@ -119,7 +120,8 @@ struct RequestResponseTests {
     @Test("POST bodies arrive complete, with Content-Length and chunked")
     func postBody() async throws {
         let handler: HTTPHandler = { request, responder in
-            responder.respond(HTTPResponse(status: 200, body: "\(request.method) \(request.body.count) \(request.body.last ?? 0)"))
+            responder.respond(
+                HTTPResponse(status: 200, body: "\(request.method) \(request.body.count) \(request.body.last ?? 0)"))
         }
         let payload = [UInt8]((0..<5000).map { UInt8($0 % 251) })
         try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: handler) { server in
@@ -260,7 +262,8 @@ struct RequestResponseTests {
         try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: handler) { server in
             let port = try #require(server.port)
             _ = try await blocking {
-                try RawConnection.get("/h", port: port, headers: "X-Custom: one\r\nx-custom: two\r\nLast-Event-ID: 41\r\n")
+                try RawConnection.get(
+                    "/h", port: port, headers: "X-Custom: one\r\nx-custom: two\r\nLast-Event-ID: 41\r\n")
             }
             let request = try #require(captured.value)
             #expect(request.headers["X-CUSTOM"] == "one")
@@ -276,7 +279,9 @@ struct RequestResponseTests {
 
     @Test("HEAD gets the headers without a body")
     func head() async throws {
-        try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: staticHandler("twelve bytes")) { server in
+        try await withHTTPServer(
+            configuration: testConfiguration(), logger: quietLogger, handler: staticHandler("twelve bytes")
+        ) { server in
             let port = try #require(server.port)
             let (headResponse, next) = try await blocking {
                 let connection = try RawConnection(port: port)
@@ -316,11 +321,15 @@ struct RequestResponseTests {
 
     @Test("start fails clearly for a bad host or a port in use")
     func startErrors() async throws {
-        let bad = HTTPServer(configuration: HTTPServerConfiguration(host: "localhost"), logger: quietLogger, handler: staticHandler(""))
+        let bad = HTTPServer(
+            configuration: HTTPServerConfiguration(host: "localhost"), logger: quietLogger, handler: staticHandler(""))
         #expect(throws: HTTPServerError.self) { try bad.start() }
-        try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: staticHandler("")) { server in
+        try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: staticHandler("")) {
+            server in
             let port = try #require(server.port)
-            let clash = HTTPServer(configuration: testConfiguration { $0.port = UInt16(port) }, logger: quietLogger, handler: staticHandler(""))
+            let clash = HTTPServer(
+                configuration: testConfiguration { $0.port = UInt16(port) }, logger: quietLogger,
+                handler: staticHandler(""))
             do throws(HTTPServerError) {
                 try clash.start()
                 Issue.record("second server on the same port started")

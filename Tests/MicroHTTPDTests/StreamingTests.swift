@@ -27,7 +27,8 @@ struct StreamingTests {
     @Test("events arrive one at a time, then the terminating chunk")
     func incrementalDelivery() async throws {
         let collector = WriterCollector()
-        try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: collector.handler) { server in
+        try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: collector.handler) {
+            server in
             let port = try #require(server.port)
             let connection = try RawConnection(port: port)
             let head = try await blocking {
@@ -63,7 +64,8 @@ struct StreamingTests {
     @Test("an idle stream is suspended: the content reader is not called again")
     func idleStreamIsNotPolled() async throws {
         let collector = WriterCollector()
-        try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: collector.handler) { server in
+        try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: collector.handler) {
+            server in
             let port = try #require(server.port)
             let connection = try RawConnection(port: port)
             _ = try await blocking {
@@ -87,7 +89,8 @@ struct StreamingTests {
     func broadcastToManyStreams() async throws {
         let collector = WriterCollector()
         let count = 500
-        try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: collector.handler) { server in
+        try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: collector.handler) {
+            server in
             let port = try #require(server.port)
             let connections = try await blocking {
                 var connections: [RawConnection] = []
@@ -118,7 +121,8 @@ struct StreamingTests {
     @Test("a client that went away is detected after writes")
     func clientDisconnect() async throws {
         let collector = WriterCollector()
-        try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: collector.handler) { server in
+        try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: collector.handler) {
+            server in
             let port = try #require(server.port)
             try await blocking {
                 let connection = try RawConnection(port: port)

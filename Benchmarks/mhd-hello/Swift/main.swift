@@ -10,7 +10,8 @@ import Glibc
 import MicroHTTPD
 
 let arguments = CommandLine.arguments
-var configuration = HTTPServerConfiguration(host: "127.0.0.1", port: arguments.count > 1 ? UInt16(arguments[1]) ?? 18082 : 18082)
+var configuration = HTTPServerConfiguration(
+    host: "127.0.0.1", port: arguments.count > 1 ? UInt16(arguments[1]) ?? 18082 : 18082)
 if arguments.count > 2, let threads = Int(arguments[2]) {
     configuration.threadPoolSize = threads
 }
