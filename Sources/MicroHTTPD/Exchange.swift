@@ -79,7 +79,8 @@ final class Exchange: @unchecked Sendable {
                 return queueEarly(.payloadTooLarge)
             }
             if let declared, declared > 0 {
-                body.reserveCapacity(Int(declared))
+                // Bounded: a client may declare a large body and never send it.
+                body.reserveCapacity(Int(min(declared, 64 * 1024)))
             }
         }
         return MHD_Result.YES
