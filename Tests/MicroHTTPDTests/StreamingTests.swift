@@ -118,6 +118,46 @@ struct StreamingTests {
         }
     }
 
+    @Test("concurrent writers on one stream lose no bytes and no wake-ups")
+    func concurrentWriters() async throws {
+        let collector = WriterCollector()
+        try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: collector.handler) {
+            server in
+            let port = try #require(server.port)
+            let connection = try RawConnection(port: port)
+            _ = try await blocking {
+                try connection.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+                _ = try connection.readHead()
+                return try connection.readChunk()
+            }
+            let writer = try #require(collector.writers.value.first)
+            let writers = 8
+            let messages = 300
+            let message = Array("data: 0123456789\n\n".utf8)
+            async let received: Int = blocking {
+                var total = 0
+                while total < writers * messages * message.count {
+                    guard let chunk = try connection.readChunk() else { break }
+                    total += chunk.count
+                }
+                return total
+            }
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<writers {
+                    group.addTask {
+                        for index in 0..<messages {
+                            writer.write(message)
+                            if index % 50 == 0 { try? await Task.sleep(for: .milliseconds(1)) }
+                        }
+                    }
+                }
+            }
+            #expect(try await received == writers * messages * message.count)
+            writer.finish()
+            #expect(try await blocking { try connection.readChunk() } == nil)
+        }
+    }
+
     @Test("a client that went away is detected after writes")
     func clientDisconnect() async throws {
         let collector = WriterCollector()
