@@ -14,12 +14,18 @@ let package = Package(
     ],
     targets: [
         .target(name: "ConvexValues"),
+        .executableTarget(
+            name: "convex-values-bench",
+            dependencies: ["ConvexValues"],
+            path: "Benchmarks/ConvexValuesBench"
+        ),
         .testTarget(
             name: "ConvexValuesTests",
             dependencies: [
                 "ConvexValues",
                 .product(name: "PropertyBased", package: "swift-property-based"),
-            ]
+            ],
+            exclude: ["Python"]
         ),
         .systemLibrary(
             name: "CMicroHTTPD",

@@ -1,7 +1,8 @@
 /// Standard base64 (RFC 4648 §4, alphabet `+` `/`): padded on output; on input padding is optional,
 /// as Convex's own decoder accepts, while URL-safe characters and stray bytes are rejected.
 package enum Base64 {
-    private static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+    private static let alphabet: [UInt8] = Array(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
     private static let reverse: [UInt8] = {
         var table = [UInt8](repeating: 0xFF, count: 256)
         for (i, c) in alphabet.enumerated() { table[Int(c)] = UInt8(i) }
@@ -72,6 +73,25 @@ package enum Base64 {
     }
 
     package static func decode(_ text: String) -> [UInt8]? { decode(text.utf8) }
+
+    /// Decodes base64 of exactly eight bytes (eleven characters and optionally one `=`) as a little-endian integer.
+    package static func decodeEight(_ text: UnsafeBufferPointer<UInt8>) -> UInt64? {
+        var n = text.count
+        if n == 12 && text[11] == UInt8(ascii: "=") { n = 11 }
+        guard n == 11 else { return nil }
+        return reverse.withUnsafeBufferPointer { r -> UInt64? in
+            var acc: UInt64 = 0
+            for i in 0..<10 {
+                let v = r[Int(text[i])]
+                if v == 0xFF { return nil }
+                acc = acc << 6 | UInt64(v)
+            }
+            let last = r[Int(text[10])]
+            // The final character's two low bits are padding and must be zero.
+            if last == 0xFF || last & 0x03 != 0 { return nil }
+            return (acc << 4 | UInt64(last >> 2)).byteSwapped
+        }
+    }
 }
 
 extension Int64 {

@@ -10,6 +10,9 @@ struct ConvexJSONParser {
     /// Whether Convex's value limits (nesting, lengths, size) apply. Protocol envelopes, which carry values a few
     /// levels down, are read without them; the values inside are checked on their own.
     private let enforceLimits: Bool
+    /// Convex's nesting limit, or for envelopes a generous cap that still bounds recursion on hostile input.
+    private var maxDepth: Int { enforceLimits ? ConvexLimits.maxNesting : ConvexJSONParser.maxEnvelopeNesting }
+    static let maxEnvelopeNesting = 256
 
     private init(_ buf: UnsafeBufferPointer<UInt8>, enforceLimits: Bool) {
         self.buf = buf
@@ -29,7 +32,9 @@ struct ConvexJSONParser {
                 throw parser.fail(.invalidJSON, "Unexpected data after the JSON value at byte \(parser.pos)")
             }
             if enforceLimits, case let size = value.convexSize, size > ConvexLimits.maxValueSize {
-                throw parser.fail(.valueTooLarge, "Value is too large (\(size) bytes > maximum size \(ConvexLimits.maxValueSize) bytes)")
+                throw parser.fail(
+                    .valueTooLarge,
+                    "Value is too large (\(size) bytes > maximum size \(ConvexLimits.maxValueSize) bytes)")
             }
             return .success(value)
         } catch {
@@ -83,8 +88,8 @@ struct ConvexJSONParser {
     private mutating func parseArray() throws(ConvexValueError) -> ConvexValue {
         depth += 1
         defer { depth -= 1 }
-        if enforceLimits && depth > ConvexLimits.maxNesting {
-            throw fail(.tooNested, "Value is too nested (nested \(depth) levels deep > maximum \(ConvexLimits.maxNesting))")
+        if depth > maxDepth {
+            throw fail(.tooNested, "Value is too nested (nested \(depth) levels deep > maximum \(maxDepth))")
         }
         pos += 1
         var items: [ConvexValue] = []
@@ -95,7 +100,8 @@ struct ConvexJSONParser {
         }
         while true {
             if enforceLimits && items.count == ConvexLimits.maxArrayLength {
-                throw fail(.arrayTooLong, "Array length is too long (more than maximum length \(ConvexLimits.maxArrayLength))")
+                throw fail(
+                    .arrayTooLong, "Array length is too long (more than maximum length \(ConvexLimits.maxArrayLength))")
             }
             path.append(.index(items.count))
             skipWhitespace()
@@ -117,13 +123,19 @@ struct ConvexJSONParser {
     private mutating func parseObject() throws(ConvexValueError) -> ConvexValue {
         depth += 1
         defer { depth -= 1 }
-        // A one-key wrapper object is a scalar, so one level of slack is allowed until the keys are known.
-        if enforceLimits && depth > ConvexLimits.maxNesting + 1 {
-            throw fail(.tooNested, "Value is too nested (nested \(depth) levels deep > maximum \(ConvexLimits.maxNesting))")
+        if depth > maxDepth {
+            // A one-key `$` wrapper is a scalar and may sit one level deeper than a container.
+            if depth > maxDepth + 1 || !nextKeyStartsWithDollar() {
+                throw fail(.tooNested, "Value is too nested (nested \(depth) levels deep > maximum \(maxDepth))")
+            }
         }
+        if let wrapped = fastWrapper() { return wrapped }
         pos += 1
         var fields: [String: ConvexValue] = [:]
         var firstKey: String?
+        // A first key starting with `$` may name a wrapper; it is only checked as a field name once a second
+        // key shows that the object is not one.
+        var firstKeyChecked = false
         skipWhitespace()
         if pos < buf.count && buf[pos] == UInt8(ascii: "}") {
             pos += 1
@@ -135,6 +147,21 @@ struct ConvexJSONParser {
                 throw fail(.invalidJSON, "Expected a field name in an object, found \(describeByte())")
             }
             let key = try parseString()
+            if let first = firstKey {
+                if !firstKeyChecked {
+                    firstKeyChecked = true
+                    try checkFieldName(first)
+                }
+                try checkFieldName(key)
+                if enforceLimits && fields.count == ConvexLimits.maxObjectFields {
+                    throw fail(
+                        .tooManyFields,
+                        "Object has too many fields (more than maximum number \(ConvexLimits.maxObjectFields))")
+                }
+            } else if key.utf8.first != UInt8(ascii: "$") {
+                firstKeyChecked = true
+                try checkFieldName(key)
+            }
             skipWhitespace()
             guard pos < buf.count, buf[pos] == UInt8(ascii: ":") else {
                 throw fail(.invalidJSON, "Expected ':' after a field name, found \(describeByte())")
@@ -144,7 +171,9 @@ struct ConvexJSONParser {
             path.append(.key(key))
             let value = try parseValue()
             if fields.updateValue(value, forKey: key) != nil {
-                throw fail(.duplicateField, "Duplicate field name \(String(decoding: jsonQuoted(key), as: UTF8.self)) in an object")
+                throw fail(
+                    .duplicateField,
+                    "Duplicate field name \(String(decoding: jsonQuoted(key), as: UTF8.self)) in an object")
             }
             path.removeLast()
             if firstKey == nil { firstKey = key }
@@ -154,17 +183,80 @@ struct ConvexJSONParser {
                 pos += 1
             } else if buf[pos] == UInt8(ascii: "}") {
                 pos += 1
-                return try finishObject(fields, firstKey: firstKey)
+                return try finishObject(fields, firstKey: firstKeyChecked ? nil : firstKey)
             } else {
                 throw fail(.invalidJSON, "Expected ',' or '}' in an object, found \(describeByte())")
             }
         }
     }
 
-    /// Decodes `$integer`/`$float`/`$bytes` wrappers, rejects retired types and checks field names and limits.
-    private func finishObject(_ fields: [String: ConvexValue], firstKey: String?) throws(ConvexValueError) -> ConvexValue {
-        if fields.count == 1, let key = firstKey, key.utf8.first == UInt8(ascii: "$") {
-            let inner = fields[key]!
+    /// Reads a well-formed `{"$integer"|"$float"|"$bytes": "<base64>"}` at `pos` without building an object; nil, with
+    /// `pos` unchanged, for anything else (including every invalid wrapper, which the general path then reports).
+    private mutating func fastWrapper() -> ConvexValue? {
+        var p = pos + 1
+        func ws() {
+            while p < buf.count, buf[p] == 0x20 || buf[p] == 0x09 || buf[p] == 0x0A || buf[p] == 0x0D { p += 1 }
+        }
+        ws()
+        guard p + 1 < buf.count, buf[p] == UInt8(ascii: "\""), buf[p + 1] == UInt8(ascii: "$") else { return nil }
+        let keyStart = p + 1
+        p = keyStart
+        while p < buf.count, buf[p] != UInt8(ascii: "\""), buf[p] != UInt8(ascii: "\\") { p += 1 }
+        guard p < buf.count, buf[p] == UInt8(ascii: "\"") else { return nil }
+        let key = UnsafeBufferPointer(rebasing: buf[keyStart..<p])
+        p += 1
+        ws()
+        guard p < buf.count, buf[p] == UInt8(ascii: ":") else { return nil }
+        p += 1
+        ws()
+        guard p < buf.count, buf[p] == UInt8(ascii: "\"") else { return nil }
+        let textStart = p + 1
+        p = textStart
+        while p < buf.count, buf[p] != UInt8(ascii: "\""), buf[p] != UInt8(ascii: "\\") { p += 1 }
+        guard p < buf.count, buf[p] == UInt8(ascii: "\"") else { return nil }
+        let text = UnsafeBufferPointer(rebasing: buf[textStart..<p])
+        p += 1
+        ws()
+        guard p < buf.count, buf[p] == UInt8(ascii: "}") else { return nil }
+        func keyIs(_ name: StaticString) -> Bool {
+            key.count == name.utf8CodeUnitCount && memcmp(key.baseAddress!, name.utf8Start, key.count) == 0
+        }
+        let value: ConvexValue
+        if keyIs("$integer") {
+            guard let bits = Base64.decodeEight(text) else { return nil }
+            value = .int64(Int64(bitPattern: bits))
+        } else if keyIs("$float") {
+            guard let bits = Base64.decodeEight(text), Double(bitPattern: bits).needsFloatWrapper else { return nil }
+            value = .float64(Double(bitPattern: bits))
+        } else if keyIs("$bytes") {
+            guard let bytes = Base64.decode(text) else { return nil }
+            value = .bytes(Data(bytes))
+        } else {
+            return nil
+        }
+        pos = p + 1
+        return value
+    }
+
+    /// Whether the object starting at `pos` has a first key whose raw text starts with `$`.
+    private func nextKeyStartsWithDollar() -> Bool {
+        var p = pos + 1
+        while p < buf.count, buf[p] == 0x20 || buf[p] == 0x09 || buf[p] == 0x0A || buf[p] == 0x0D { p += 1 }
+        return p + 1 < buf.count && buf[p] == UInt8(ascii: "\"") && buf[p + 1] == UInt8(ascii: "$")
+    }
+
+    private func checkFieldName(_ key: String) throws(ConvexValueError) {
+        if let problem = fieldNameProblem(key) {
+            throw ConvexValueError(.invalidFieldName, path: renderPath(path + [.key(key)]), message: problem)
+        }
+    }
+
+    /// Decodes `$integer`/`$float`/`$bytes` wrappers and rejects retired types. `firstKey` is the single key of
+    /// an object whose only key starts with `$` (all other keys were checked while reading).
+    private func finishObject(_ fields: [String: ConvexValue], firstKey: String?) throws(ConvexValueError)
+        -> ConvexValue
+    {
+        if fields.count == 1, let key = firstKey, let inner = fields[key] {
             switch key {
             case "$integer":
                 guard case .string(let text) = inner, let bytes = Base64.decode(text) else {
@@ -191,23 +283,17 @@ struct ConvexJSONParser {
                 }
                 return .bytes(Data(bytes))
             case "$set":
-                throw fail(.retiredType, "Received a Set which is no longer supported as a Convex type, with values: \(inner)")
+                throw fail(
+                    .retiredType, "Received a Set which is no longer supported as a Convex type, with values: \(inner)")
             case "$map":
-                throw fail(.retiredType, "Received a Map which is no longer supported as a Convex type, with values: \(inner)")
+                throw fail(
+                    .retiredType, "Received a Map which is no longer supported as a Convex type, with values: \(inner)")
             default:
-                break
+                try checkFieldName(key)
             }
         }
-        if enforceLimits && depth > ConvexLimits.maxNesting {
-            throw fail(.tooNested, "Value is too nested (nested \(depth) levels deep > maximum \(ConvexLimits.maxNesting))")
-        }
-        if enforceLimits && fields.count > ConvexLimits.maxObjectFields {
-            throw fail(.tooManyFields, "Object has too many fields (\(fields.count) > maximum number \(ConvexLimits.maxObjectFields))")
-        }
-        for key in fields.keys {
-            if let problem = fieldNameProblem(key) {
-                throw ConvexValueError(.invalidFieldName, path: renderPath(path + [.key(key)]), message: problem)
-            }
+        if depth > maxDepth {
+            throw fail(.tooNested, "Value is too nested (nested \(depth) levels deep > maximum \(maxDepth))")
         }
         return .object(fields)
     }
@@ -317,7 +403,9 @@ struct ConvexJSONParser {
         var digits = 0
         if buf[pos] == UInt8(ascii: "0") {
             pos += 1
-            if pos < buf.count && isDigit(buf[pos]) { throw fail(.invalidJSON, "Invalid number (leading zero) at byte \(start)") }
+            if pos < buf.count && isDigit(buf[pos]) {
+                throw fail(.invalidJSON, "Invalid number (leading zero) at byte \(start)")
+            }
         } else {
             while pos < buf.count && isDigit(buf[pos]) {
                 if digits < 19 { mantissa = mantissa &* 10 &+ UInt64(buf[pos] - 0x30) }
@@ -329,14 +417,18 @@ struct ConvexJSONParser {
         if pos < buf.count && buf[pos] == UInt8(ascii: ".") {
             simple = false
             pos += 1
-            guard pos < buf.count, isDigit(buf[pos]) else { throw fail(.invalidJSON, "Invalid number at byte \(start)") }
+            guard pos < buf.count, isDigit(buf[pos]) else {
+                throw fail(.invalidJSON, "Invalid number at byte \(start)")
+            }
             while pos < buf.count && isDigit(buf[pos]) { pos += 1 }
         }
         if pos < buf.count && (buf[pos] == UInt8(ascii: "e") || buf[pos] == UInt8(ascii: "E")) {
             simple = false
             pos += 1
             if pos < buf.count && (buf[pos] == UInt8(ascii: "+") || buf[pos] == UInt8(ascii: "-")) { pos += 1 }
-            guard pos < buf.count, isDigit(buf[pos]) else { throw fail(.invalidJSON, "Invalid number at byte \(start)") }
+            guard pos < buf.count, isDigit(buf[pos]) else {
+                throw fail(.invalidJSON, "Invalid number at byte \(start)")
+            }
             while pos < buf.count && isDigit(buf[pos]) { pos += 1 }
         }
         if simple && digits <= 15 {

@@ -34,7 +34,8 @@ extension ConvexValue {
     /// so check the values taken out of it with ``checkLimits()``.
     package init<Bytes: Collection>(envelopeJSON bytes: Bytes) throws(ConvexValueError) where Bytes.Element == UInt8 {
         let result: Result<ConvexValue, ConvexValueError>
-        if let contiguous = bytes.withContiguousStorageIfAvailable({ ConvexJSONParser.parse($0, enforceLimits: false) }) {
+        if let contiguous = bytes.withContiguousStorageIfAvailable({ ConvexJSONParser.parse($0, enforceLimits: false) })
+        {
             result = contiguous
         } else {
             result = Array(bytes).withUnsafeBufferPointer { ConvexJSONParser.parse($0, enforceLimits: false) }
@@ -49,7 +50,9 @@ extension ConvexValue {
         try checkLimits(depth: 0, path: &path)
         let size = convexSize
         if size > ConvexLimits.maxValueSize {
-            throw ConvexValueError(.valueTooLarge, path: "$", message: "Value is too large (\(size) bytes > maximum size \(ConvexLimits.maxValueSize) bytes)")
+            throw ConvexValueError(
+                .valueTooLarge, path: "$",
+                message: "Value is too large (\(size) bytes > maximum size \(ConvexLimits.maxValueSize) bytes)")
         }
     }
 
@@ -57,10 +60,16 @@ extension ConvexValue {
         switch self {
         case .array(let items):
             if depth + 1 > ConvexLimits.maxNesting {
-                throw ConvexValueError(.tooNested, path: renderPath(path), message: "Value is too nested (nested \(depth + 1) levels deep > maximum \(ConvexLimits.maxNesting))")
+                throw ConvexValueError(
+                    .tooNested, path: renderPath(path),
+                    message:
+                        "Value is too nested (nested \(depth + 1) levels deep > maximum \(ConvexLimits.maxNesting))")
             }
             if items.count > ConvexLimits.maxArrayLength {
-                throw ConvexValueError(.arrayTooLong, path: renderPath(path), message: "Array length is too long (\(items.count) > maximum length \(ConvexLimits.maxArrayLength))")
+                throw ConvexValueError(
+                    .arrayTooLong, path: renderPath(path),
+                    message: "Array length is too long (\(items.count) > maximum length \(ConvexLimits.maxArrayLength))"
+                )
             }
             for (i, item) in items.enumerated() {
                 path.append(.index(i))
@@ -69,10 +78,16 @@ extension ConvexValue {
             }
         case .object(let fields):
             if depth + 1 > ConvexLimits.maxNesting {
-                throw ConvexValueError(.tooNested, path: renderPath(path), message: "Value is too nested (nested \(depth + 1) levels deep > maximum \(ConvexLimits.maxNesting))")
+                throw ConvexValueError(
+                    .tooNested, path: renderPath(path),
+                    message:
+                        "Value is too nested (nested \(depth + 1) levels deep > maximum \(ConvexLimits.maxNesting))")
             }
             if fields.count > ConvexLimits.maxObjectFields {
-                throw ConvexValueError(.tooManyFields, path: renderPath(path), message: "Object has too many fields (\(fields.count) > maximum number \(ConvexLimits.maxObjectFields))")
+                throw ConvexValueError(
+                    .tooManyFields, path: renderPath(path),
+                    message:
+                        "Object has too many fields (\(fields.count) > maximum number \(ConvexLimits.maxObjectFields))")
             }
             for (key, value) in fields {
                 if let problem = fieldNameProblem(key) {

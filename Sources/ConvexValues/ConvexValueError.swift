@@ -81,7 +81,8 @@ func fieldNameProblem(_ name: String) -> String? {
         return "Field name is \(utf8.count) bytes long; the limit is \(ConvexLimits.maxFieldNameLength)"
     }
     for b in utf8 where b < 0x20 || b > 0x7E {
-        return "Field name \(String(decoding: jsonQuoted(name), as: UTF8.self)) has invalid character(s): field names may only contain non-control ASCII characters"
+        return
+            "Field name \(String(decoding: jsonQuoted(name), as: UTF8.self)) has invalid character(s): field names may only contain non-control ASCII characters"
     }
     return nil
 }

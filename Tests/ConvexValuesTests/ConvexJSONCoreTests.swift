@@ -35,10 +35,16 @@ import Testing
     }
 
     @Test(arguments: [
-        (#"{"$float":"AAAAAAAA+D8="}"#, ConvexValueError.Code.invalidFloat64, "$", "Float64 1.5 should be encoded as a number"),
+        (
+            #"{"$float":"AAAAAAAA+D8="}"#, ConvexValueError.Code.invalidFloat64, "$",
+            "Float64 1.5 should be encoded as a number"
+        ),
         (#"{"a":[{"$integer":"AQ=="}]}"#, .invalidInt64, "$.a[0]", "Int64 must be exactly eight bytes"),
         (#"{"x":{"$bytes":"-_8="}}"#, .invalidBytes, "$.x", "Invalid $bytes: expected a standard base64 string"),
-        (#"{"s":{"$set":[]}}"#, .retiredType, "$.s", "Received a Set which is no longer supported as a Convex type, with values: []"),
+        (
+            #"{"s":{"$set":[]}}"#, .retiredType, "$.s",
+            "Received a Set which is no longer supported as a Convex type, with values: []"
+        ),
         (#"{"$foo":1}"#, .invalidFieldName, "$[\"$foo\"]", "Field name \"$foo\" starts with a '$', which is reserved"),
         (#"{"a":1,"a":2}"#, .duplicateField, "$.a", "Duplicate field name \"a\" in an object"),
         ("[1,]", .invalidJSON, "$[1]", "Unexpected ']' at byte 3 in JSON"),
@@ -55,7 +61,8 @@ import Testing
     @Test func nestingLimit() throws {
         let ok = String(repeating: "[", count: 64) + String(repeating: "]", count: 64)
         #expect(try ConvexValue(convexJSON: ok).nestingDepth == 64)
-        let wrapped = String(repeating: "[", count: 64) + #"{"$integer":"AQAAAAAAAAA="}"# + String(repeating: "]", count: 64)
+        let wrapped =
+            String(repeating: "[", count: 64) + #"{"$integer":"AQAAAAAAAAA="}"# + String(repeating: "]", count: 64)
         #expect(try ConvexValue(convexJSON: wrapped).nestingDepth == 64)
         let deep = String(repeating: "[", count: 65) + String(repeating: "]", count: 65)
         #expect(throws: ConvexValueError.self) { try ConvexValue(convexJSON: deep) }
@@ -67,7 +74,8 @@ import Testing
 @Suite struct EnvelopeTests {
     @Test func envelopeSkipsLimitsButCheckLimitsFindsThem() throws {
         let deep = String(repeating: "[", count: 65) + String(repeating: "]", count: 65)
-        let envelope = try ConvexValue(envelopeJSON: Array(#"{"type":"QueryUpdated","value":"#.utf8) + Array(deep.utf8) + Array("}".utf8))
+        let envelope = try ConvexValue(
+            envelopeJSON: Array(#"{"type":"QueryUpdated","value":"#.utf8) + Array(deep.utf8) + Array("}".utf8))
         let value = try #require(envelope["value"])
         #expect(value.nestingDepth == 65)
         #expect(throws: ConvexValueError.self) { try value.checkLimits() }
