@@ -10,10 +10,19 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
     ],
     targets: [
         .target(name: "ConvexValues"),
-        .target(name: "ConvexGateway", dependencies: ["ConvexValues"]),
+        .target(
+            name: "ConvexGateway",
+            dependencies: [
+                "ConvexValues",
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(name: "ConvexGatewayTests", dependencies: ["ConvexGateway"]),
         .testTarget(
             name: "ConvexValuesTests",
