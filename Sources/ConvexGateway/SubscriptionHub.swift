@@ -213,6 +213,11 @@ public final class SubscriptionHub: Sendable {
         }
     }
 
+    /// Whether any subscription still belongs to the identity with this opaque id.
+    public func holdsSubscriptions(forIdentity id: String) -> Bool {
+        state.withLock { state in state.entries.keys.contains { $0.identity == id } }
+    }
+
     /// Sinks currently attached, for heartbeats.
     public func allSinks() -> [any EventSink] {
         state.withLock { state in state.entries.values.flatMap { $0.attachments.values.map(\.sink) } }

@@ -199,3 +199,26 @@ func waitUntil(_ condition: () -> Bool) async {
         }
     }
 }
+
+@Suite(.timeLimit(.minutes(1))) struct UpstreamPoolTests {
+    @Test func oneConnectionPerIdentityAndIdleUserConnectionsClose() async {
+        let made = Mutex<[CallerIdentity]>([])
+        let pool = UpstreamPool(idleTimeout: .milliseconds(20), logger: Logger(label: "test")) { identity in
+            made.withLock { $0.append(identity) }
+            return ScriptedUpstream()
+        }
+        let anon = pool.upstream(for: .anonymous)
+        let alice = pool.upstream(for: .bearer("alice.jwt"))
+        let alice2 = pool.upstream(for: .bearer("alice.jwt"))
+        let bob = pool.upstream(for: .bearer("bob.jwt"))
+        #expect(anon.id == "")
+        #expect(alice.id == alice2.id)
+        #expect(alice.id != bob.id)
+        #expect(!alice.id.contains("alice"))
+        #expect(made.withLock { $0.count } == 3)
+        try? await Task.sleep(for: .milliseconds(40))
+        await pool.closeIdle { $0 == bob.id }
+        #expect(pool.connectionCount == 2)  // anonymous stays; bob is claimed as in use
+        #expect(pool.upstream(for: .bearer("alice.jwt")).id != alice.id)
+    }
+}
