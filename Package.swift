@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "ConvexValues", targets: ["ConvexValues"]),
+        .library(name: "MicroHTTPD", targets: ["MicroHTTPD"]),
         .library(name: "ConvexGateway", targets: ["ConvexGateway"]),
     ],
     dependencies: [
@@ -19,6 +20,7 @@ let package = Package(
             name: "ConvexGateway",
             dependencies: [
                 "ConvexValues",
+                "MicroHTTPD",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -30,6 +32,26 @@ let package = Package(
                 "ConvexValues",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
+        ),
+        .systemLibrary(
+            name: "CMicroHTTPD",
+            pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]
+        ),
+        .target(name: "CMicroHTTPDShim", dependencies: ["CMicroHTTPD"]),
+        .target(
+            name: "MicroHTTPD",
+            dependencies: [
+                "CMicroHTTPD",
+                "CMicroHTTPDShim",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "MicroHTTPDTests", dependencies: ["MicroHTTPD"]),
+        .executableTarget(
+            name: "mhd-hello",
+            dependencies: ["MicroHTTPD"],
+            path: "Benchmarks/mhd-hello/Swift"
         ),
     ]
 )
