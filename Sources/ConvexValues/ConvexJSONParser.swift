@@ -10,6 +10,9 @@ struct ConvexJSONParser {
     /// Whether Convex's value limits (nesting, lengths, size) apply. Protocol envelopes, which carry values a few
     /// levels down, are read without them; the values inside are checked on their own.
     private let enforceLimits: Bool
+    /// Convex's nesting limit, or for envelopes a generous cap that still bounds recursion on hostile input.
+    private var maxDepth: Int { enforceLimits ? ConvexLimits.maxNesting : ConvexJSONParser.maxEnvelopeNesting }
+    static let maxEnvelopeNesting = 256
 
     private init(_ buf: UnsafeBufferPointer<UInt8>, enforceLimits: Bool) {
         self.buf = buf
@@ -83,8 +86,8 @@ struct ConvexJSONParser {
     private mutating func parseArray() throws(ConvexValueError) -> ConvexValue {
         depth += 1
         defer { depth -= 1 }
-        if enforceLimits && depth > ConvexLimits.maxNesting {
-            throw fail(.tooNested, "Value is too nested (nested \(depth) levels deep > maximum \(ConvexLimits.maxNesting))")
+        if depth > maxDepth {
+            throw fail(.tooNested, "Value is too nested (nested \(depth) levels deep > maximum \(maxDepth))")
         }
         pos += 1
         var items: [ConvexValue] = []
@@ -117,13 +120,18 @@ struct ConvexJSONParser {
     private mutating func parseObject() throws(ConvexValueError) -> ConvexValue {
         depth += 1
         defer { depth -= 1 }
-        // A one-key wrapper object is a scalar, so one level of slack is allowed until the keys are known.
-        if enforceLimits && depth > ConvexLimits.maxNesting + 1 {
-            throw fail(.tooNested, "Value is too nested (nested \(depth) levels deep > maximum \(ConvexLimits.maxNesting))")
+        if depth > maxDepth {
+            // A one-key `$` wrapper is a scalar and may sit one level deeper than a container.
+            if depth > maxDepth + 1 || !nextKeyStartsWithDollar() {
+                throw fail(.tooNested, "Value is too nested (nested \(depth) levels deep > maximum \(maxDepth))")
+            }
         }
         pos += 1
         var fields: [String: ConvexValue] = [:]
         var firstKey: String?
+        // A first key starting with `$` may name a wrapper; it is only checked as a field name once a second
+        // key shows that the object is not one.
+        var firstKeyChecked = false
         skipWhitespace()
         if pos < buf.count && buf[pos] == UInt8(ascii: "}") {
             pos += 1
@@ -135,6 +143,19 @@ struct ConvexJSONParser {
                 throw fail(.invalidJSON, "Expected a field name in an object, found \(describeByte())")
             }
             let key = try parseString()
+            if let first = firstKey {
+                if !firstKeyChecked {
+                    firstKeyChecked = true
+                    try checkFieldName(first)
+                }
+                try checkFieldName(key)
+                if enforceLimits && fields.count == ConvexLimits.maxObjectFields {
+                    throw fail(.tooManyFields, "Object has too many fields (more than maximum number \(ConvexLimits.maxObjectFields))")
+                }
+            } else if key.utf8.first != UInt8(ascii: "$") {
+                firstKeyChecked = true
+                try checkFieldName(key)
+            }
             skipWhitespace()
             guard pos < buf.count, buf[pos] == UInt8(ascii: ":") else {
                 throw fail(.invalidJSON, "Expected ':' after a field name, found \(describeByte())")
@@ -154,17 +175,30 @@ struct ConvexJSONParser {
                 pos += 1
             } else if buf[pos] == UInt8(ascii: "}") {
                 pos += 1
-                return try finishObject(fields, firstKey: firstKey)
+                return try finishObject(fields, firstKey: firstKeyChecked ? nil : firstKey)
             } else {
                 throw fail(.invalidJSON, "Expected ',' or '}' in an object, found \(describeByte())")
             }
         }
     }
 
-    /// Decodes `$integer`/`$float`/`$bytes` wrappers, rejects retired types and checks field names and limits.
+    /// Whether the object starting at `pos` has a first key whose raw text starts with `$`.
+    private func nextKeyStartsWithDollar() -> Bool {
+        var p = pos + 1
+        while p < buf.count, buf[p] == 0x20 || buf[p] == 0x09 || buf[p] == 0x0A || buf[p] == 0x0D { p += 1 }
+        return p + 1 < buf.count && buf[p] == UInt8(ascii: "\"") && buf[p + 1] == UInt8(ascii: "$")
+    }
+
+    private func checkFieldName(_ key: String) throws(ConvexValueError) {
+        if let problem = fieldNameProblem(key) {
+            throw ConvexValueError(.invalidFieldName, path: renderPath(path + [.key(key)]), message: problem)
+        }
+    }
+
+    /// Decodes `$integer`/`$float`/`$bytes` wrappers and rejects retired types. `firstKey` is the single key of
+    /// an object whose only key starts with `$` (all other keys were checked while reading).
     private func finishObject(_ fields: [String: ConvexValue], firstKey: String?) throws(ConvexValueError) -> ConvexValue {
-        if fields.count == 1, let key = firstKey, key.utf8.first == UInt8(ascii: "$") {
-            let inner = fields[key]!
+        if fields.count == 1, let key = firstKey, let inner = fields[key] {
             switch key {
             case "$integer":
                 guard case .string(let text) = inner, let bytes = Base64.decode(text) else {
@@ -195,19 +229,11 @@ struct ConvexJSONParser {
             case "$map":
                 throw fail(.retiredType, "Received a Map which is no longer supported as a Convex type, with values: \(inner)")
             default:
-                break
+                try checkFieldName(key)
             }
         }
-        if enforceLimits && depth > ConvexLimits.maxNesting {
-            throw fail(.tooNested, "Value is too nested (nested \(depth) levels deep > maximum \(ConvexLimits.maxNesting))")
-        }
-        if enforceLimits && fields.count > ConvexLimits.maxObjectFields {
-            throw fail(.tooManyFields, "Object has too many fields (\(fields.count) > maximum number \(ConvexLimits.maxObjectFields))")
-        }
-        for key in fields.keys {
-            if let problem = fieldNameProblem(key) {
-                throw ConvexValueError(.invalidFieldName, path: renderPath(path + [.key(key)]), message: problem)
-            }
+        if depth > maxDepth {
+            throw fail(.tooNested, "Value is too nested (nested \(depth) levels deep > maximum \(maxDepth))")
         }
         return .object(fields)
     }

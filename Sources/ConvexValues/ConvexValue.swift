@@ -92,10 +92,14 @@ extension ConvexValue {
     }
 }
 
+/// Literals: `nil`, `true`, `"text"`, `1.5` (float64), `[…]`, `["key": …]`, and integer literals, which are
+/// int64 as Swift `Int` arguments are in the official Swift client (`["n": 5]` sends `{"$integer":…}`);
+/// write `5.0` for a float64.
 extension ConvexValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByStringLiteral,
-    ExpressibleByFloatLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral
+    ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral
 {
     public init(nilLiteral: ()) { self = .null }
+    public init(integerLiteral value: Int64) { self = .int64(value) }
     public init(booleanLiteral value: Bool) { self = .boolean(value) }
     public init(stringLiteral value: String) { self = .string(value) }
     public init(floatLiteral value: Double) { self = .float64(value) }
