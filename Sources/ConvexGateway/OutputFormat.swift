@@ -1,14 +1,13 @@
-/// How the gateway renders Convex values in responses, chosen per request with `?format=`.
-public enum OutputFormat: String, Sendable, Hashable, CaseIterable {
-    /// Plain JSON: int64 as an exact JSON integer, special floats as strings, bytes as base64.
-    case plain
-    /// Exactly Convex's own `format=json`: int64 as a decimal string.
-    case clean
-    /// Convex JSON unchanged (`$integer`, `$float`, `$bytes` wrappers).
-    case encoded
+import ConvexValues
 
+/// How the gateway renders Convex values in responses, chosen per request with `?format=`: the value layer's
+/// output modes (`plain`, `clean`, `encoded`).
+public typealias OutputFormat = ConvexOutputMode
+
+extension ConvexOutputMode {
+    /// Reads a `format` query parameter.
     public init(parameter: String) throws(GatewayError) {
-        guard let format = OutputFormat(rawValue: parameter) else {
+        guard let format = ConvexOutputMode(rawValue: parameter) else {
             throw GatewayError.badRequest(
                 "Unknown format '\(printable(parameter))'; use one of plain, clean, encoded", code: .invalidFormat)
         }
