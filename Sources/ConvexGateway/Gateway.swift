@@ -21,7 +21,8 @@ public final class Gateway: Sendable {
     static let streamBufferLimit = 32 * 1024
 
     public init(
-        configuration: GatewayConfiguration, logger: Logger, upstreamFactory: @escaping UpstreamPool.Factory
+        configuration: GatewayConfiguration, logger: Logger,
+        upstreamFactory: @escaping @Sendable (CallerIdentity, GatewayMetrics) -> any ConvexUpstream
     ) {
         let core = GatewayCore(
             configuration: configuration, logger: logger, render: { value, format in value.json(mode: format) },

@@ -17,7 +17,7 @@ public final class GatewayCore: Sendable {
         configuration: GatewayConfiguration,
         logger: Logger,
         render: @escaping @Sendable (ConvexValue, OutputFormat) -> [UInt8],
-        upstreamFactory: @escaping UpstreamPool.Factory
+        upstreamFactory: @escaping @Sendable (CallerIdentity, GatewayMetrics) -> any ConvexUpstream
     ) {
         self.configuration = configuration
         self.logger = logger
@@ -27,7 +27,9 @@ public final class GatewayCore: Sendable {
         self.hub = SubscriptionHub(
             keepWarm: configuration.keepWarm, maxSubscriptions: configuration.maxSubscriptions, metrics: metrics,
             logger: logger, render: render)
-        self.pool = UpstreamPool(idleTimeout: configuration.identityIdleTimeout, logger: logger, factory: upstreamFactory)
+        self.pool = UpstreamPool(idleTimeout: configuration.identityIdleTimeout, logger: logger) { identity in
+            upstreamFactory(identity, metrics)
+        }
         self.openAPIDocument = configuration.openAPIFile.flatMap { FileManager.default.contents(atPath: $0) }.map { Array($0) }
     }
 

@@ -28,6 +28,7 @@ public struct GatewayError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let payloadTooLarge = Code(rawValue: "PayloadTooLarge")
         public static let upstreamUnavailable = Code(rawValue: "UpstreamUnavailable")
         public static let upstreamTimeout = Code(rawValue: "UpstreamTimeout")
+        public static let upstreamConnectionLost = Code(rawValue: "UpstreamConnectionLost")
         public static let overloaded = Code(rawValue: "Overloaded")
         public static let shuttingDown = Code(rawValue: "ShuttingDown")
         public static let internalError = Code(rawValue: "InternalError")

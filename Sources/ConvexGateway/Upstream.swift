@@ -1,5 +1,4 @@
 import ConvexValues
-import Foundation
 
 /// What the gateway needs from a Convex deployment for one identity. `ConvexClient` provides it in production; the
 /// gateway keeps one per distinct caller identity.
@@ -28,10 +27,16 @@ public enum UpstreamResult: Sendable, Hashable {
 public enum UpstreamFailure: Error, Sendable, Hashable {
     /// The function threw a `ConvexError`; `data` is what it carried.
     case convexError(message: String, data: ConvexValue)
+    /// The deployment has no public function of that name.
+    case unknownFunction(message: String)
+    /// The arguments did not match the function's validators.
+    case invalidArguments(message: String)
     /// The function failed some other way; `message` is the deployment's message.
     case functionFailed(message: String)
-    /// The deployment could not be reached (or the connection was lost while an action ran).
+    /// The deployment could not be reached.
     case unavailable(String)
+    /// The connection dropped while an action ran; it may or may not have taken effect.
+    case connectionLost(String)
     /// The deployment did not answer in time.
     case timeout(seconds: Double)
     /// The deployment refused the caller's credentials.
@@ -40,40 +45,25 @@ public enum UpstreamFailure: Error, Sendable, Hashable {
 
 extension UpstreamFailure {
     /// The one mapping from upstream failures to HTTP statuses (see README "Errors").
-    ///
-    /// Convex reports an unknown function and an argument validation failure as ordinary function errors, so they
-    /// are told apart by the deployment's own message prefixes.
     public var gatewayError: GatewayError {
         switch self {
         case .convexError(let message, let data):
             return GatewayError(status: 422, code: .convexError, message: message, data: data)
+        case .unknownFunction(let message):
+            return GatewayError(status: 404, code: .functionNotFound, message: message)
+        case .invalidArguments(let message):
+            return GatewayError(status: 400, code: .argumentValidation, message: message)
         case .functionFailed(let message):
-            let detail = Self.stripRequestID(message)
-            if detail.hasPrefix("Could not find public function") || detail.hasPrefix("Could not find function") {
-                return GatewayError(status: 404, code: .functionNotFound, message: detail)
-            }
-            if detail.hasPrefix("ArgumentValidationError") {
-                return GatewayError(status: 400, code: .argumentValidation, message: detail)
-            }
-            return GatewayError(status: 500, code: .functionFailed, message: detail)
+            return GatewayError(status: 500, code: .functionFailed, message: message)
         case .unavailable(let detail):
             return .upstreamUnavailable(detail)
+        case .connectionLost(let detail):
+            return GatewayError(status: 502, code: .upstreamConnectionLost, message: detail)
         case .timeout(let seconds):
             return .upstreamTimeout(seconds: seconds)
         case .unauthenticated(let detail):
-            return GatewayError(status: 401, code: .unauthenticated, message: detail)
+            return GatewayError(
+                status: 401, code: .unauthenticated, message: detail, headers: [("WWW-Authenticate", "Bearer")])
         }
-    }
-
-    /// Convex prefixes server errors with `[Request ID: …] Server Error` and a newline; the useful text follows.
-    static func stripRequestID(_ message: String) -> String {
-        guard message.hasPrefix("[Request ID:") else { return message }
-        if let newline = message.firstIndex(of: "\n") {
-            return String(message[message.index(after: newline)...])
-        }
-        if let close = message.firstIndex(of: "]") {
-            return message[message.index(after: close)...].trimmingCharacters(in: .whitespaces)
-        }
-        return message
     }
 }
