@@ -63,7 +63,7 @@ public enum ConvexJSONTranscoder {
     static func fastRender(buffer: UnsafeBufferPointer<UInt8>, mode: ConvexOutputMode, into out: inout [UInt8]) -> Bool {
         guard let base = buffer.baseAddress, buffer.count > 0 else { return false }
         var t = StreamingTranscoder(base: base, end: buffer.count, mode: mode)
-        defer { t.out.deallocate() }
+        defer { t.deallocate() }
         do throws(Bail) {
             try t.run()
         } catch {
@@ -121,7 +121,51 @@ struct OutputBuffer {
     }
 
     mutating func append(_ s: StaticString) {
-        append(s.utf8Start, count: s.utf8CodeUnitCount)
+        appendSmall(s.utf8Start, count: s.utf8CodeUnitCount)
+    }
+
+    /// For the short runs that dominate JSON (keys, numbers, short strings): word copies beat a call to `memmove`.
+    @inline(__always) mutating func appendSmall(_ src: UnsafePointer<UInt8>, count n: Int) {
+        if n > 64 {
+            append(src, count: n)
+            return
+        }
+        reserve(n)
+        let dst = UnsafeMutableRawPointer(ptr + count)
+        let from = UnsafeRawPointer(src)
+        var i = 0
+        while i &+ 8 <= n {
+            dst.storeBytes(of: from.loadUnaligned(fromByteOffset: i, as: UInt64.self), toByteOffset: i, as: UInt64.self)
+            i &+= 8
+        }
+        while i < n {
+            dst.storeBytes(of: from.load(fromByteOffset: i, as: UInt8.self), toByteOffset: i, as: UInt8.self)
+            i &+= 1
+        }
+        count &+= n
+    }
+}
+
+/// The field names of the objects being read, innermost last.
+struct KeyStack {
+    var ptr = UnsafeMutablePointer<StreamingTranscoder.KeyEntry>.allocate(capacity: 64)
+    var count = 0
+    var capacity = 64
+
+    func deallocate() { ptr.deallocate() }
+
+    subscript(i: Int) -> StreamingTranscoder.KeyEntry { ptr[i] }
+
+    @inline(__always) mutating func push(_ e: StreamingTranscoder.KeyEntry) {
+        if count == capacity {
+            let bigger = UnsafeMutablePointer<StreamingTranscoder.KeyEntry>.allocate(capacity: capacity * 2)
+            bigger.moveInitialize(from: ptr, count: count)
+            ptr.deallocate()
+            ptr = bigger
+            capacity *= 2
+        }
+        (ptr + count).initialize(to: e)
+        count &+= 1
     }
 }
 
@@ -161,8 +205,8 @@ private let quote = UInt8(ascii: "\"")
 private let backslash = UInt8(ascii: "\\")
 
 struct StreamingTranscoder {
-    private struct KeyEntry {
-        var hash: UInt64
+    struct KeyEntry {
+        /// Offset of the name in the input, or in `keyStore` when it was escaped.
         var start: Int
         var length: Int
         var escaped: Bool
@@ -175,7 +219,8 @@ struct StreamingTranscoder {
     var out: OutputBuffer
     private var depth = 0
     private var size = 0
-    private var keys: [KeyEntry] = []
+    private var keys = KeyStack()
+    private var keyStore: OutputBuffer
     private var scratch: [UInt8] = []
     private let b64: UnsafePointer<UInt8>
     private let cls: UnsafePointer<UInt8>
@@ -189,7 +234,13 @@ struct StreamingTranscoder {
         b64 = TranscoderTables.base64Reverse
         cls = TranscoderTables.stringClass
         pairs = TranscoderTables.digitPairs
-        keys.reserveCapacity(64)
+        keyStore = OutputBuffer(capacity: 64)
+    }
+
+    func deallocate() {
+        out.deallocate()
+        keyStore.deallocate()
+        keys.deallocate()
     }
 
     mutating func run() throws(Bail) {
@@ -200,8 +251,10 @@ struct StreamingTranscoder {
     }
 
     @inline(__always) private mutating func skipWhitespace() {
+        // Compact JSON has none: one comparison settles the common case.
         while pos < end {
             let b = base[pos]
+            if b > 0x20 { return }
             if b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 { pos &+= 1 } else { return }
         }
     }
@@ -225,7 +278,7 @@ struct StreamingTranscoder {
     private mutating func literal(_ word: StaticString) throws(Bail) {
         let n = word.utf8CodeUnitCount
         guard end &- pos >= n, memcmp(base + pos, word.utf8Start, n) == 0 else { throw Bail() }
-        out.append(base + pos, count: n)
+        out.appendSmall(base + pos, count: n)
         pos &+= n
         size &+= 1
     }
@@ -287,27 +340,34 @@ struct StreamingTranscoder {
             return
         }
         let frame = keys.count
-        var hashSet: Set<UInt64>? = nil
+        // Keys in strictly increasing byte order (as Convex sends them) cannot repeat; otherwise hash them.
+        var hashes: Set<UInt64>? = nil
         var count = 0
         while true {
             guard pos < end, base[pos] == quote else { throw Bail() }
             count &+= 1
             if count > ConvexLimits.maxObjectFields { throw Bail() }
             let entry = try key()
-            // Duplicate check: linear for small objects, hashed beyond.
-            var collides = false
-            if count <= 32 {
+            if hashes == nil && count > 1 && !keyLess(keys[keys.count &- 1], entry) {
+                var set = Set<UInt64>(minimumCapacity: count &* 2)
                 var i = frame
                 while i < keys.count {
-                    if keys[i].hash == entry.hash { collides = true; break }
+                    set.insert(keyHash(keys[i]))
                     i &+= 1
                 }
-            } else {
-                if hashSet == nil { hashSet = Set(keys[frame...].map(\.hash)) }
-                collides = !(hashSet!.insert(entry.hash).inserted)
+                hashes = set
             }
-            if collides { try checkDistinct(entry, frame: frame) }
-            keys.append(entry)
+            if hashes != nil {
+                let h = keyHash(entry)
+                if !hashes!.insert(h).inserted {
+                    var i = frame
+                    while i < keys.count {
+                        if keyEqual(keys[i], entry) { throw Bail() }
+                        i &+= 1
+                    }
+                }
+            }
+            keys.push(entry)
             skipWhitespace()
             guard pos < end, base[pos] == UInt8(ascii: ":") else { throw Bail() }
             pos &+= 1
@@ -323,7 +383,7 @@ struct StreamingTranscoder {
                 skipWhitespace()
             } else if b == UInt8(ascii: "}") {
                 out.append(UInt8(ascii: "}"))
-                keys.removeSubrange(frame...)
+                keys.count = frame
                 depth &-= 1
                 return
             } else {
@@ -332,39 +392,49 @@ struct StreamingTranscoder {
         }
     }
 
-    /// Same hash as an earlier key of this object: a duplicate (bail) unless the bytes differ.
-    private func checkDistinct(_ entry: KeyEntry, frame: Int) throws(Bail) {
-        for other in keys[frame...] where other.hash == entry.hash {
-            if other.escaped || entry.escaped { throw Bail() }
-            if other.length == entry.length && memcmp(base + other.start, base + entry.start, entry.length) == 0 {
-                throw Bail()
+    @inline(__always) private func keyBytes(_ k: KeyEntry) -> UnsafePointer<UInt8> {
+        k.escaped ? UnsafePointer(keyStore.ptr + k.start) : base + k.start
+    }
+
+    /// Bytewise order of two keys, eight bytes at a time where the input allows the loads.
+    @inline(__always) private func keyLess(_ a: KeyEntry, _ b: KeyEntry) -> Bool {
+        let n = min(a.length, b.length)
+        if !a.escaped && !b.escaped && a.start &+ 8 <= end && b.start &+ 8 <= end {
+            let wa = UInt64(bigEndian: UnsafeRawPointer(base + a.start).loadUnaligned(as: UInt64.self))
+            let wb = UInt64(bigEndian: UnsafeRawPointer(base + b.start).loadUnaligned(as: UInt64.self))
+            if n < 8 {
+                let mask: UInt64 = n == 0 ? 0 : ~0 << (64 &- 8 &* UInt64(n))
+                let ma = wa & mask
+                let mb = wb & mask
+                return ma != mb ? ma < mb : a.length < b.length
             }
+            if wa != wb { return wa < wb }
         }
-    }
-
-    @inline(__always) private static func mix(_ h: UInt64, _ w: UInt64) -> UInt64 {
-        let x = (h ^ w) &* 0x9E37_79B9_7F4A_7C15
-        return x ^ (x >> 29)
-    }
-
-    private static func hash(_ p: UnsafePointer<UInt8>, _ n: Int) -> UInt64 {
-        var h = UInt64(truncatingIfNeeded: n) &* 0xC2B2_AE3D_27D4_EB4F
+        let pa = keyBytes(a)
+        let pb = keyBytes(b)
         var i = 0
-        while i &+ 8 <= n {
-            h = mix(h, UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self))
-            i &+= 8
+        while i < n {
+            let x = pa[i]
+            let y = pb[i]
+            if x != y { return x < y }
+            i &+= 1
         }
-        if i < n {
-            var w: UInt64 = 0
-            var shift: UInt64 = 0
-            while i < n {
-                w |= UInt64(p[i]) << shift
-                shift &+= 8
-                i &+= 1
-            }
-            h = mix(h, w)
+        return a.length < b.length
+    }
+
+    private func keyEqual(_ a: KeyEntry, _ b: KeyEntry) -> Bool {
+        a.length == b.length && memcmp(keyBytes(a), keyBytes(b), a.length) == 0
+    }
+
+    private func keyHash(_ k: KeyEntry) -> UInt64 {
+        let p = keyBytes(k)
+        var h = UInt64(truncatingIfNeeded: k.length) &* 0xC2B2_AE3D_27D4_EB4F
+        var i = 0
+        while i < k.length {
+            h = (h ^ UInt64(p[i])) &* 0x100_0000_01B3
+            i &+= 1
         }
-        return h
+        return h ^ (h >> 29)
     }
 
     /// Reads a field name at `pos` (on its opening quote), checks Convex's field-name rule and writes it quoted.
@@ -377,17 +447,17 @@ struct StreamingTranscoder {
             if b == quote { break }
             // Field names are printable ASCII only; a backslash starts an escape.
             if b == backslash { return try escapedKey() }
-            if b < 0x20 || b > 0x7E { throw Bail() }
+            if b &- 0x20 > 0x5E { throw Bail() }
             p &+= 1
         }
         let length = p &- start
         if length > ConvexLimits.maxFieldNameLength || (length > 0 && base[start] == UInt8(ascii: "$")) {
             throw Bail()
         }
-        out.append(base + pos, count: length &+ 2)
+        out.appendSmall(base + pos, count: length &+ 2)
         pos = p &+ 1
         size &+= length &+ 1
-        return KeyEntry(hash: Self.hash(base + start, length), start: start, length: length, escaped: false)
+        return KeyEntry(start: start, length: length, escaped: false)
     }
 
     private mutating func escapedKey() throws(Bail) -> KeyEntry {
@@ -401,26 +471,40 @@ struct StreamingTranscoder {
         for b in decoded where b < 0x20 || b > 0x7E { throw Bail() }
         writeQuoted(decoded)
         size &+= length &+ 1
-        let h = decoded.withUnsafeBufferPointer { Self.hash($0.baseAddress!, $0.count) }
-        return KeyEntry(hash: h, start: start, length: length, escaped: true)
+        // Decoded names live in `keyStore` for the duplicate check.
+        let stored = keyStore.count
+        decoded.withUnsafeBufferPointer { keyStore.append($0.baseAddress!, count: $0.count) }
+        return KeyEntry(start: stored, length: length, escaped: true)
     }
 
     // MARK: Wrappers
 
     private enum WrapperKind { case integer, float, bytes }
 
+    private static func littleEndianWord(_ text: StaticString) -> UInt64 {
+        var w: UInt64 = 0
+        for i in 0..<text.utf8CodeUnitCount { w |= UInt64(text.utf8Start[i]) << (8 * UInt64(i)) }
+        return w
+    }
+    private static let integerKey = littleEndianWord("$integer")
+    private static let floatKey = littleEndianWord("$float\"")
+    private static let bytesKey = littleEndianWord("$bytes\"")
+
     /// Reads `{"$integer"|"$float"|"$bytes": "<base64>"}` with `pos` on the key's opening quote.
     private mutating func wrapper() throws(Bail) {
-        let k = base + (pos &+ 1)
-        let avail = end &- pos &- 1
+        let k = UnsafeRawPointer(base + (pos &+ 1))
+        // `$integer"`, `$float"` or `$bytes"`, compared eight bytes at a time; a valid wrapper has at least
+        // `:""}` after its key, so the loads stay inside the input.
+        guard end &- pos &- 1 >= 11 else { throw Bail() }
+        let word = UInt64(littleEndian: k.loadUnaligned(as: UInt64.self))
         let kind: WrapperKind
-        if avail >= 9 && memcmp(k, ("$integer\"" as StaticString).utf8Start, 9) == 0 {
+        if word == Self.integerKey && k.load(fromByteOffset: 8, as: UInt8.self) == quote {
             kind = .integer
             pos &+= 10
-        } else if avail >= 7 && memcmp(k, ("$float\"" as StaticString).utf8Start, 7) == 0 {
+        } else if word & 0x00FF_FFFF_FFFF_FFFF == Self.floatKey {
             kind = .float
             pos &+= 8
-        } else if avail >= 7 && memcmp(k, ("$bytes\"" as StaticString).utf8Start, 7) == 0 {
+        } else if word & 0x00FF_FFFF_FFFF_FFFF == Self.bytesKey {
             kind = .bytes
             pos &+= 8
         } else {
@@ -433,11 +517,16 @@ struct StreamingTranscoder {
         guard pos < end, base[pos] == quote else { throw Bail() }
         let textStart = pos &+ 1
         var p = textStart
-        while p < end && base[p] != quote {
-            if base[p] == backslash { throw Bail() }
-            p &+= 1
+        if kind != .bytes && textStart &+ 12 < end && base[textStart &+ 12] == quote {
+            // The usual padded eight-byte text; a quote or backslash inside fails the base64 check.
+            p = textStart &+ 12
+        } else {
+            while p < end && base[p] != quote {
+                if base[p] == backslash { throw Bail() }
+                p &+= 1
+            }
+            guard p < end else { throw Bail() }
         }
-        guard p < end else { throw Bail() }
         let textEnd = p
         pos = p &+ 1
         skipWhitespace()
@@ -463,19 +552,18 @@ struct StreamingTranscoder {
         var n = end &- start
         if n == 12 && base[start &+ 11] == UInt8(ascii: "=") { n = 11 }
         guard n == 11 else { throw Bail() }
-        var acc: UInt64 = 0  // the first 64 of 66 bits, big-endian
-        var invalid: UInt8 = 0
-        for i in 0..<10 {
-            let v = b64[Int(base[start &+ i])]
-            invalid |= v
-            acc = acc << 6 | UInt64(v & 0x3F)
-        }
-        let last = b64[Int(base[start &+ 10])]
-        invalid |= last
+        let p = base + start
+        @inline(__always) func v(_ i: Int) -> UInt64 { UInt64(b64[Int(p[i])]) }
+        let v0 = v(0), v1 = v(1), v2 = v(2), v3 = v(3), v4 = v(4), v5 = v(5)
+        let v6 = v(6), v7 = v(7), v8 = v(8), v9 = v(9), v10 = v(10)
         // 0xFF marks a non-alphabet byte; the final sextet's two low bits must be zero (canonical).
-        guard invalid & 0x80 == 0, last & 0x03 == 0 else { throw Bail() }
-        acc = acc << 4 | UInt64(last >> 2)
-        return acc.byteSwapped
+        let invalid = v0 | v1 | v2 | v3 | v4 | v5 | v6 | v7 | v8 | v9 | v10
+        guard invalid & 0x80 == 0, v10 & 0x03 == 0 else { throw Bail() }
+        // The 64 bits, big-endian, combined in independent groups.
+        let a = v0 << 58 | v1 << 52 | v2 << 46 | v3 << 40
+        let b = v4 << 34 | v5 << 28 | v6 << 22 | v7 << 16
+        let c = v8 << 10 | v9 << 4 | v10 >> 2
+        return (a | b | c).byteSwapped
     }
 
     private mutating func bytesWrapper(_ start: Int, _ end: Int) throws(Bail) {
@@ -554,29 +642,50 @@ struct StreamingTranscoder {
         out.reserve(20)
         var magnitude = v.magnitude
         if v < 0 { out.put(UInt8(ascii: "-")) }
-        // Digits are produced backwards into a small stack buffer, two at a time.
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { tmp in
-            var i = 20
-            while magnitude >= 100 {
-                let r = Int(magnitude % 100)
-                magnitude /= 100
-                i &-= 2
-                tmp[i] = pairs[2 &* r]
-                tmp[i &+ 1] = pairs[2 &* r &+ 1]
+        if magnitude < 10 {
+            out.put(UInt8(truncatingIfNeeded: magnitude) &+ 0x30)
+            return
+        }
+        let digits = Self.decimalDigits(magnitude)
+        // Written backwards: eight digits at a time in 32-bit arithmetic, two per step.
+        var i = out.count &+ digits
+        out.count = i
+        let dst = out.ptr
+        @inline(__always) func pair(_ r: UInt32) {
+            i &-= 2
+            let t = pairs + Int(r &* 2)
+            dst[i] = t[0]
+            dst[i &+ 1] = t[1]
+        }
+        while magnitude >= 100_000_000 {
+            var chunk = UInt32(truncatingIfNeeded: magnitude % 100_000_000)
+            magnitude /= 100_000_000
+            for _ in 0..<4 {
+                pair(chunk % 100)
+                chunk /= 100
             }
-            if magnitude >= 10 {
-                let r = Int(magnitude)
-                i &-= 2
-                tmp[i] = pairs[2 &* r]
-                tmp[i &+ 1] = pairs[2 &* r &+ 1]
-            } else {
-                i &-= 1
-                tmp[i] = UInt8(truncatingIfNeeded: magnitude) &+ 0x30
-            }
-            (out.ptr + out.count).update(from: tmp.baseAddress! + i, count: 20 &- i)
-            out.count &+= 20 &- i
+        }
+        var small = UInt32(truncatingIfNeeded: magnitude)
+        while small >= 100 {
+            pair(small % 100)
+            small /= 100
+        }
+        if small >= 10 {
+            pair(small)
+        } else {
+            dst[i &- 1] = UInt8(truncatingIfNeeded: small) &+ 0x30
         }
     }
+
+    /// Number of decimal digits of `v` (at least 1).
+    @inline(__always) private static func decimalDigits(_ v: UInt64) -> Int {
+        // Estimate from the bit length (log10(2) ≈ 1233/4096), then correct by one comparison.
+        let bits = 64 &- v.leadingZeroBitCount
+        let estimate = (bits &* 1233) >> 12
+        return estimate &+ (v >= powersOf10[estimate] ? 1 : 0)
+    }
+
+    private static let powersOf10: [UInt64] = (0..<20).map { i in (0..<i).reduce(UInt64(1)) { p, _ in p &* 10 } }
 
     private mutating func writeSpecialFloat(_ d: Double) {
         if mode == .encoded {
@@ -641,18 +750,18 @@ struct StreamingTranscoder {
                     if negative { out.put(UInt8(ascii: "-")) }
                     out.put(UInt8(ascii: "0"))
                     out.put(UInt8(ascii: "."))
-                    out.append(base + fracStart, count: fracLength)
+                    out.appendSmall(base + fracStart, count: fracLength)
                     return
                 }
             } else if intLength &+ fracLength <= 15 {
                 out.reserve(intLength &+ fracLength &+ 3)
                 if negative { out.put(UInt8(ascii: "-")) }
-                out.append(base + intStart, count: intLength)
+                out.appendSmall(base + intStart, count: intLength)
                 out.put(UInt8(ascii: "."))
                 if fracLength == 0 {
                     out.put(UInt8(ascii: "0"))
                 } else {
-                    out.append(base + fracStart, count: fracLength)
+                    out.appendSmall(base + fracStart, count: fracLength)
                 }
                 return
             }
@@ -690,7 +799,7 @@ struct StreamingTranscoder {
                 p &+= 1
             case 1:
                 let length = p &- start &- 1
-                out.append(base + start, count: length &+ 2)
+                out.appendSmall(base + start, count: length &+ 2)
                 size &+= length &+ 2
                 pos = p &+ 1
                 return
