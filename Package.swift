@@ -111,7 +111,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "MicroHTTPDTests", dependencies: ["MicroHTTPD"]),
+        .testTarget(name: "MicroHTTPDTests", dependencies: ["MicroHTTPD", "TestSupport"]),
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
 
         // MARK: Gateway
         .target(
@@ -140,6 +141,7 @@ let package = Package(
             name: "ConvexGatewayTests",
             dependencies: [
                 "ConvexGateway",
+                "TestSupport",
                 "Convex",
                 "ConvexLocal",
                 "ConvexValues",

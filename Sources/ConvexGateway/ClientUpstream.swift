@@ -10,7 +10,7 @@ public final class ClientUpstream: ConvexUpstream {
 
     /// Opens (lazily) a connection to `deploymentUrl` acting as `identity`; reconnects are counted in `metrics`.
     public init(
-        deploymentUrl: String, identity: CallerIdentity, metrics: GatewayMetrics,
+        deploymentUrl: String, identity: UpstreamIdentity, metrics: GatewayMetrics,
         configuration: ConvexClientConfiguration = .init(), logger: Logger
     ) throws(ConvexClientError) {
         let client = try ConvexClient(deploymentUrl: deploymentUrl, configuration: configuration, logger: logger)
@@ -116,7 +116,7 @@ extension ClientUpstream {
     /// - Throws: ``ConvexClientError`` when the URL is not a deployment URL (checked once, here).
     public static func factory(
         deploymentUrl: String, configuration: ConvexClientConfiguration = .init(), logger: Logger
-    ) throws(ConvexClientError) -> @Sendable (CallerIdentity, GatewayMetrics) -> any ConvexUpstream {
+    ) throws(ConvexClientError) -> @Sendable (UpstreamIdentity, GatewayMetrics) -> any ConvexUpstream {
         _ = try ConvexClient(deploymentUrl: deploymentUrl, configuration: configuration, logger: logger)
         return { identity, metrics in
             do {

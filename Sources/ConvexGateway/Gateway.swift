@@ -22,7 +22,7 @@ public final class Gateway: Sendable {
 
     public init(
         configuration: GatewayConfiguration, logger: Logger,
-        upstreamFactory: @escaping @Sendable (CallerIdentity, GatewayMetrics) -> any ConvexUpstream
+        upstreamFactory: @escaping @Sendable (UpstreamIdentity, GatewayMetrics) -> any ConvexUpstream
     ) {
         let core = GatewayCore(
             configuration: configuration, logger: logger, render: { value, format in value.json(mode: format) },

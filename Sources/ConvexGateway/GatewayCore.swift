@@ -17,7 +17,7 @@ public final class GatewayCore: Sendable {
         configuration: GatewayConfiguration,
         logger: Logger,
         render: @escaping @Sendable (ConvexValue, OutputFormat) -> [UInt8],
-        upstreamFactory: @escaping @Sendable (CallerIdentity, GatewayMetrics) -> any ConvexUpstream
+        upstreamFactory: @escaping @Sendable (UpstreamIdentity, GatewayMetrics) -> any ConvexUpstream
     ) {
         self.configuration = configuration
         self.logger = logger
@@ -214,7 +214,7 @@ public final class GatewayCore: Sendable {
         request.header("accept")?.lowercased().contains("text/event-stream") == true
     }
 
-    func callerIdentity(_ request: GatewayRequest) throws(GatewayError) -> CallerIdentity {
+    func callerIdentity(_ request: GatewayRequest) throws(GatewayError) -> UpstreamIdentity {
         guard let authorization = request.header("authorization") else { return .anonymous }
         let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else {
@@ -254,7 +254,7 @@ public final class GatewayCore: Sendable {
 
     private func hotOrColdQuery(
         _ request: GatewayRequest, _ template: String, _ function: FunctionPath, _ args: ConvexValue,
-        _ identity: CallerIdentity, _ format: OutputFormat
+        _ identity: UpstreamIdentity, _ format: OutputFormat
     ) -> GatewayHandling {
         let (identityID, upstream) = pool.upstream(for: identity)
         let key = SubscriptionHub.Key(identity: identityID, function: function, args: args)
@@ -290,7 +290,7 @@ public final class GatewayCore: Sendable {
     }
 
     private func queryResponse(
-        _ function: FunctionPath, _ args: ConvexValue, _ identity: CallerIdentity, _ format: OutputFormat
+        _ function: FunctionPath, _ args: ConvexValue, _ identity: UpstreamIdentity, _ format: OutputFormat
     ) async -> GatewayResponse {
         await pool.withUpstream(for: identity) { _, upstream in
             await call(upstream, format: format) { upstream in try await upstream.query(function.description, args: args) }
@@ -298,7 +298,7 @@ public final class GatewayCore: Sendable {
     }
 
     private func callResponse(
-        isMutation: Bool, _ function: FunctionPath, _ args: ConvexValue, _ identity: CallerIdentity,
+        isMutation: Bool, _ function: FunctionPath, _ args: ConvexValue, _ identity: UpstreamIdentity,
         _ format: OutputFormat
     ) async -> GatewayResponse {
         await pool.withUpstream(for: identity) { _, upstream in
@@ -361,7 +361,7 @@ public final class GatewayCore: Sendable {
 
     private func startStream(
         _ request: GatewayRequest, _ template: String, _ function: FunctionPath, _ args: ConvexValue,
-        _ identity: CallerIdentity, _ format: OutputFormat
+        _ identity: UpstreamIdentity, _ format: OutputFormat
     ) async -> GatewayOutcome {
         let (identityID, upstream) = pool.upstream(for: identity)
         let key = SubscriptionHub.Key(identity: identityID, function: function, args: args)

@@ -2,7 +2,7 @@ import Logging
 import Synchronization
 
 /// Who a request acts as upstream.
-public enum CallerIdentity: Hashable, Sendable {
+public enum UpstreamIdentity: Hashable, Sendable {
     case anonymous
     /// A user's JWT from `Authorization: Bearer …`, forwarded to Convex as is.
     case bearer(String)
@@ -14,7 +14,7 @@ public enum CallerIdentity: Hashable, Sendable {
 /// Tokens are held only in memory as dictionary keys: subscriptions and logs refer to an identity by an opaque
 /// per-process id (`u1`, `u2`, …), never by the token or a hash of it.
 public final class UpstreamPool: Sendable {
-    public typealias Factory = @Sendable (CallerIdentity) -> any ConvexUpstream
+    public typealias Factory = @Sendable (UpstreamIdentity) -> any ConvexUpstream
 
     private struct Member {
         var id: String
@@ -24,7 +24,7 @@ public final class UpstreamPool: Sendable {
     }
 
     private struct State {
-        var members: [CallerIdentity: Member] = [:]
+        var members: [UpstreamIdentity: Member] = [:]
         var nextID = 1
         var closed = false
     }
@@ -41,7 +41,7 @@ public final class UpstreamPool: Sendable {
     }
 
     /// The connection for `identity`, opened on first use; `id` is its opaque identity key.
-    public func upstream(for identity: CallerIdentity) -> (id: String, upstream: any ConvexUpstream) {
+    public func upstream(for identity: UpstreamIdentity) -> (id: String, upstream: any ConvexUpstream) {
         state.withLock { state in
             if var member = state.members[identity] {
                 member.lastUsed = .now
@@ -63,7 +63,7 @@ public final class UpstreamPool: Sendable {
 
     /// Runs a one-shot call with the identity's connection, keeping it from being closed as idle meanwhile.
     public func withUpstream<T: Sendable>(
-        for identity: CallerIdentity, _ body: (_ id: String, _ upstream: any ConvexUpstream) async throws -> T
+        for identity: UpstreamIdentity, _ body: (_ id: String, _ upstream: any ConvexUpstream) async throws -> T
     ) async rethrows -> T {
         let (id, upstream) = upstream(for: identity)
         state.withLock { $0.members[identity]?.leases += 1 }

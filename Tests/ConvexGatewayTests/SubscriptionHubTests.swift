@@ -202,7 +202,7 @@ func waitUntil(_ condition: () -> Bool) async {
 
 @Suite(.timeLimit(.minutes(1))) struct UpstreamPoolTests {
     @Test func oneConnectionPerIdentityAndIdleUserConnectionsClose() async {
-        let made = Mutex<[CallerIdentity]>([])
+        let made = Mutex<[UpstreamIdentity]>([])
         let pool = UpstreamPool(idleTimeout: .milliseconds(20), logger: Logger(label: "test")) { identity in
             made.withLock { $0.append(identity) }
             return ScriptedUpstream()
