@@ -106,7 +106,8 @@ extension ConvexClientError {
     /// MutationResponse/ActionResponse).
     ///
     /// The sync protocol carries only a message, so unknown functions and validator failures are recognised by
-    /// the deployment's message texts (`Could not find public function for '…'`, `ArgumentValidationError: …`).
+    /// the deployment's message texts (`Could not find public function for '…'`, `Trying to execute … but it is
+    /// defined as …`, `ArgumentValidationError: …`), after the `[Request ID: …] Server Error` line if present.
     static func functionFailure(
         message: String, errorData: ConvexValue?, logLines: [String], functionPath: String
     ) -> ConvexClientError {
@@ -114,10 +115,17 @@ extension ConvexClientError {
             return ConvexClientError(.convexError, message: message, data: errorData, logLines: logLines,
                                      functionPath: functionPath)
         }
+        // Deployments prefix the detail with a `[Request ID: …] Server Error` line.
+        var detail = Substring(message)
+        if detail.hasPrefix("[Request ID:"), let newline = detail.firstIndex(of: "\n") {
+            detail = detail[detail.index(after: newline)...]
+        }
         let code: Code
-        if message.hasPrefix("Could not find public function") || message.hasPrefix("Could not find function") {
+        if detail.hasPrefix("Could not find public function") || detail.hasPrefix("Could not find function")
+            || (detail.hasPrefix("Trying to execute") && detail.contains("but it is defined as"))
+        {
             code = .unknownFunction
-        } else if message.hasPrefix("ArgumentValidationError") || message.contains("ArgumentValidationError:") {
+        } else if detail.hasPrefix("ArgumentValidationError") {
             code = .invalidArguments
         } else {
             code = .functionFailed

@@ -33,6 +33,8 @@ public final class Gateway: Sendable {
         if configuration.threads > 0 { http.threadPoolSize = configuration.threads }
         http.connectionLimit = configuration.maxConnections
         http.maxBodySize = configuration.maxBodyBytes
+        http.connectionMemoryLimit = configuration.access.connectionMemoryLimit
+        http.idleTimeoutSeconds = configuration.access.idleTimeoutSeconds
         http.rejectionResponse = { rejection in
             let error: GatewayError =
                 switch rejection {
@@ -98,12 +100,13 @@ public final class Gateway: Sendable {
         for field in request.headers where headers[field.name.lowercased()] == nil {
             headers[field.name.lowercased()] = field.value
         }
-        let gatewayRequest = GatewayRequest(
+        var gatewayRequest = GatewayRequest(
             method: request.method,
             rawPath: request.rawPath.map(String.init) ?? request.path,
             query: request.queryItems.map { (name: $0.name, value: $0.value) },
             headers: headers,
             body: request.body)
+        gatewayRequest.remoteAddress = request.remoteAddress
         switch core.handle(gatewayRequest) {
         case .respond(let response):
             responder.respond(HTTPResponse(response))

@@ -27,6 +27,8 @@ public struct GatewayConfiguration: Sendable {
     public var threads = 0
     /// Path of the OpenAPI document served at `/openapi.yaml`.
     public var openAPIFile: String?
+    /// API key, function allow/deny lists, CORS, rate limit and connection limits (Access/AccessConfiguration.swift).
+    public var access = AccessConfiguration()
 
     public init() {}
 }

@@ -9,6 +9,8 @@ public final class GatewayCore: Sendable {
     public let metrics: GatewayMetrics
     public let hub: SubscriptionHub
     public let pool: UpstreamPool
+    /// API key, CORS, rate limit and function allow/deny lists (Access/).
+    public let access: AccessControl
     let logger: Logger
     private let render: @Sendable (ConvexValue, OutputFormat) -> [UInt8]
     private let openAPIDocument: [UInt8]?
@@ -27,8 +29,10 @@ public final class GatewayCore: Sendable {
         self.hub = SubscriptionHub(
             keepWarm: configuration.keepWarm, maxSubscriptions: configuration.maxSubscriptions, metrics: metrics,
             logger: logger, render: render)
+        let access = AccessControl(configuration: configuration.access)
+        self.access = access
         self.pool = UpstreamPool(idleTimeout: configuration.identityIdleTimeout, logger: logger) { identity in
-            upstreamFactory(identity, metrics)
+            access.filter(upstreamFactory(identity, metrics))
         }
         self.openAPIDocument = configuration.openAPIFile.flatMap { FileManager.default.contents(atPath: $0) }.map { Array($0) }
     }
@@ -118,6 +122,11 @@ public final class GatewayCore: Sendable {
     /// Decides what to do with a request. Runs on the HTTP server's thread: it never blocks, and answers a `GET` of a
     /// live subscription's result at once.
     public func handle(_ request: GatewayRequest) -> GatewayHandling {
+        // Access controls (Access/AccessControl.swift): CORS origin and preflight, API key, rate limit.
+        if let screened = access.screen(request) {
+            let template = (try? Self.route(rawPath: request.rawPath))?.template ?? "unmatched"
+            return .respond(finish(request, template: template, screened))
+        }
         let route: Route
         do {
             route = try Self.route(rawPath: request.rawPath)
@@ -182,6 +191,8 @@ public final class GatewayCore: Sendable {
 
     /// Records metrics for a finished request and passes the response through.
     func finish(_ request: GatewayRequest, template: String, _ response: GatewayResponse) -> GatewayResponse {
+        var response = response
+        response.headers += access.responseHeaders(for: request)  // CORS (Access/)
         metrics.recordRequest(route: template, status: response.status, duration: .now - request.startedAt)
         if response.status >= 500 {
             logger.debug("request failed", metadata: ["http.route": "\(template)", "http.status": "\(response.status)"])
@@ -387,7 +398,7 @@ public final class GatewayCore: Sendable {
         return .stream(EventStreamStart(
             headers: [
                 ("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"), ("X-Accel-Buffering", "no"),
-            ],
+            ] + access.responseHeaders(for: request),
             preamble: Array("retry: 3000\n: connected\n\n".utf8),
             format: format,
             attach: { sink in

@@ -8,6 +8,8 @@ public struct GatewayRequest: Sendable {
     public var headers: [String: String]
     public var body: [UInt8]
     public var startedAt: ContinuousClock.Instant
+    /// The client's numeric IP address, for the per-client rate limit.
+    public var remoteAddress: String? = nil
 
     public init(
         method: String, rawPath: String, query: [(name: String, value: String?)], headers: [String: String],

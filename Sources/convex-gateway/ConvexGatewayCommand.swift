@@ -68,6 +68,10 @@ struct ConvexGatewayCommand: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical. Env LOG_LEVEL. Default info.")
     var logLevel: String?
 
+    /// API key, function allow/deny lists, CORS, rate limit and connection limits (AccessOptions.swift).
+    @OptionGroup(title: "Access controls and limits")
+    var access: AccessOptions
+
     func run() async throws {
         let settings = try Settings(self)
         LoggingSystem.bootstrap(StreamLogHandler.standardError)
@@ -169,6 +173,7 @@ struct Settings {
             gateway.openAPIFile = "openapi/openapi.yaml"
         }
         if let port = try int(command.localPort, "CONVEX_LOCAL_PORT", range: 0...65535) { localPort = port }
+        try command.access.apply(to: &gateway.access, environment: environment)
         if let level = value(command.logLevel, "LOG_LEVEL") {
             guard let parsed = Logger.Level(rawValue: level) else {
                 throw ValidationError("LOG_LEVEL must be one of trace, debug, info, notice, warning, error, critical")
