@@ -119,7 +119,7 @@ extension ClientUpstream {
     ) throws(ConvexClientError) -> @Sendable (UpstreamIdentity, GatewayMetrics) -> any ConvexUpstream {
         _ = try ConvexClient(deploymentUrl: deploymentUrl, configuration: configuration, logger: logger)
         return { identity, metrics in
-            do {
+            do throws(ConvexClientError) {
                 return try ClientUpstream(
                     deploymentUrl: deploymentUrl, identity: identity, metrics: metrics, configuration: configuration,
                     logger: logger)

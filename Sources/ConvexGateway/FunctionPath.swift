@@ -35,6 +35,10 @@ public struct FunctionPath: Hashable, Sendable, CustomStringConvertible {
             module.removeLast(3)
             guard !module.isEmpty, !module.hasSuffix("/") else { throw Self.invalid(text, "the module name is empty") }
         }
+        // As in Convex, a module file may have no extension other than `.js` (`a.b:f` names no module).
+        if let file = module.split(separator: "/").last, file.contains(".") {
+            throw Self.invalid(text, "a module file name may not have an extension other than '.js'")
+        }
         guard Self.isIdentifier(function) else {
             throw Self.invalid(text, "'\(function)' is not a valid function name (letters, digits and '_', not starting with a digit, at most 64)")
         }

@@ -86,7 +86,7 @@ import Testing
     }
 }
 
-@Suite struct GatewayErrorTests {
+@Suite struct GatewayErrorBodyTests {
     @Test func oneBodyShape() {
         let error = GatewayError(status: 409, code: .convexError, message: "Team full", data: .object(["max": .int64(3)]))
         let body = String(decoding: error.body { $0.convexJSON() }, as: UTF8.self)
