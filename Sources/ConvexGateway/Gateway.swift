@@ -107,6 +107,7 @@ public final class Gateway: Sendable {
             headers: headers,
             body: request.body)
         gatewayRequest.remoteAddress = request.remoteAddress
+        gatewayRequest.rawQuery = request.rawQuery.map(String.init)
         switch core.handle(gatewayRequest) {
         case .respond(let response):
             responder.respond(HTTPResponse(response))

@@ -10,6 +10,8 @@ public struct GatewayRequest: Sendable {
     public var startedAt: ContinuousClock.Instant
     /// The client's numeric IP address, for the per-client rate limit.
     public var remoteAddress: String? = nil
+    /// The query string as sent (after `?`, still percent-encoded), to check that it decodes to UTF-8.
+    public var rawQuery: String? = nil
 
     public init(
         method: String, rawPath: String, query: [(name: String, value: String?)], headers: [String: String],

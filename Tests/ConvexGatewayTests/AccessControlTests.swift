@@ -248,3 +248,20 @@ struct AccessScreenTests {
         #expect(access.screen(Self.request("/query/a:b", remote: "127.0.0.2")).map(\.status) == nil)
     }
 }
+
+struct QueryTextTests {
+    @Test(arguments: [
+        ("a=1&b=%C3%A9", true), ("args=%7B%22a%22%3A1%7D", true), ("x=%zz&y=%", true), ("p=a+b", true), ("", true),
+        ("a=%FF", false), ("%C0%AF=1", false), ("t=%E2%82", false), ("ok=1&bad=%ED%A0%80", false),
+    ])
+    func acceptsOnlyUTF8(query: String, valid: Bool) {
+        #expect((QueryText.validate(query) == nil) == valid, "\(query)")
+    }
+
+    @Test func namesTheParameter() throws {
+        let error = try #require(QueryText.validate("good=1&bad=%FF"))
+        #expect(error.status == 400)
+        #expect(error.code == .invalidArguments)
+        #expect(error.message.contains("'bad'"))
+    }
+}

@@ -142,13 +142,14 @@ struct HostileInputTests {
             let cases: [(String, [UInt8], Set<Int>)] = [
                 ("raw bytes in path", raw(Array("GET /query/".utf8), [0xFF, 0xFE], Array(":x HTTP/1.1\r\nHost: x\r\n\r\n".utf8)), [400]),
                 ("encoded bytes in path", Array("GET /query/%FF%FE:x HTTP/1.1\r\nHost: x\r\n\r\n".utf8), [400]),
-                // Query parameters reach the gateway already decoded as text (invalid bytes become U+FFFD).
-                ("encoded bytes in args JSON", Array("GET /query/echo:echo?args=%7B%22a%22%3A%22%FF%22%7D HTTP/1.1\r\nHost: x\r\n\r\n".utf8), [200, 400]),
+                ("encoded bytes in args JSON", Array("GET /query/echo:echo?args=%7B%22a%22%3A%22%FF%22%7D HTTP/1.1\r\nHost: x\r\n\r\n".utf8), [400]),
+                ("encoded bytes in a parameter name", Array("GET /query/echo:echo?%C0%AF=1 HTTP/1.1\r\nHost: x\r\n\r\n".utf8), [400]),
+                ("truncated sequence in a stream's arguments", Array("GET /subscribe/echo:echo?t=%E2%82 HTTP/1.1\r\nHost: x\r\n\r\n".utf8), [400]),
                 ("raw bytes in body", raw(Array("POST /mutation/echo:echoMutation HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n{\"a\":\"".utf8), [0xFF, 0xC0], Array("\"}".utf8)), [400]),
                 ("overlong encoding in body", raw(Array("POST /mutation/echo:echoMutation HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n{\"a\":\"".utf8), [0xC0, 0xAF], Array("\"}".utf8)), [400]),
                 ("raw bytes in bearer token", raw(Array("GET /query/echo:echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ".utf8), [0xFF, 0xFE], Array("\r\n\r\n".utf8)), [401]),
-                // A key=value argument is text: invalid bytes are either refused or replaced, never passed raw.
-                ("encoded bytes in a key=value argument", Array("GET /query/echo:echo?name=%FF%FE HTTP/1.1\r\nHost: x\r\n\r\n".utf8), [200, 400]),
+                ("encoded bytes in a key=value argument", Array("GET /query/echo:echo?name=%FF%FE HTTP/1.1\r\nHost: x\r\n\r\n".utf8), [400]),
+                ("valid encoded UTF-8 still works", Array("GET /query/echo:echo?name=%C3%A9%E2%82%AC+x HTTP/1.1\r\nHost: x\r\n\r\n".utf8), [200]),
             ]
             for (name, bytes, expected) in cases {
                 let (outcome, response) = try await blocking { try Self.exchange(port, bytes) }

@@ -32,7 +32,7 @@ extension GatewayError {
 }
 
 /// The access controls in the order a request meets them: CORS origin and preflight, API key, per-client rate
-/// limit. The function allowlist and denylist act at the upstream boundary (``FilteredUpstream``), so a refused
+/// limit, then a check that the query string decodes to UTF-8 (see ``QueryText``). The function allowlist and denylist act at the upstream boundary (``FilteredUpstream``), so a refused
 /// function is indistinguishable from an unknown one.
 public final class AccessControl: Sendable {
     public let configuration: AccessConfiguration
@@ -68,6 +68,9 @@ public final class AccessControl: Sendable {
             let retryAfter = rateLimiter.admit(request.remoteAddress)
         {
             return refusal(.rateLimited(retryAfter: retryAfter))
+        }
+        if let invalid = QueryText.validate(request.rawQuery) {
+            return refusal(invalid)
         }
         return nil
     }
