@@ -1,7 +1,8 @@
-@testable import ConvexGateway
 import ConvexValues
 import Foundation
 import Testing
+
+@testable import ConvexGateway
 
 /// The access-control components on their own: no server, no clock, no I/O.
 struct SecretTests {
@@ -38,9 +39,13 @@ struct SecretTests {
     }
 
     @Test func refusesAmbiguousEmptyOrUnreadableSecretsWithoutQuotingThem() {
-        #expect(throws: SecretError.self) { try Secret.load(value: "x", valueName: "A", file: "/etc/hostname", fileName: "B") }
+        #expect(throws: SecretError.self) {
+            try Secret.load(value: "x", valueName: "A", file: "/etc/hostname", fileName: "B")
+        }
         #expect(throws: SecretError.self) { try Secret.load(value: "  \n", valueName: "A", file: nil, fileName: "B") }
-        #expect(throws: SecretError.self) { try Secret.load(value: "two words", valueName: "A", file: nil, fileName: "B") }
+        #expect(throws: SecretError.self) {
+            try Secret.load(value: "two words", valueName: "A", file: nil, fileName: "B")
+        }
         do throws(SecretError) {
             _ = try Secret.load(value: nil, valueName: "A", file: "/nonexistent/key", fileName: "GATEWAY_API_KEY_FILE")
             Issue.record("an unreadable file must fail")
@@ -108,9 +113,10 @@ struct FunctionPatternTests {
 
 struct CORSPolicyTests {
     @Test func parsesOrigins() throws {
-        #expect(try CORSPolicy.origins("https://App.example.com, http://localhost:3000") == [
-            "https://app.example.com", "http://localhost:3000",
-        ])
+        #expect(
+            try CORSPolicy.origins("https://App.example.com, http://localhost:3000") == [
+                "https://app.example.com", "http://localhost:3000",
+            ])
         #expect(try CORSPolicy.origins("*") == ["*"])
         for bad in ["app.example.com", "https://a.com/path", "ftp://a.com", "https://", "https://a b.com"] {
             #expect(throws: CORSOriginError.self, "\(bad)") { try CORSPolicy.origins(bad) }
@@ -122,7 +128,8 @@ struct CORSPolicyTests {
         #expect(policy.allows(origin: "https://APP.example.com"))
         #expect(!policy.allows(origin: "https://evil.example.com"))
         #expect(!policy.allows(origin: "null"))
-        let headers = Dictionary(policy.responseHeaders(origin: "https://app.example.com"), uniquingKeysWith: { a, _ in a })
+        let headers = Dictionary(
+            policy.responseHeaders(origin: "https://app.example.com"), uniquingKeysWith: { a, _ in a })
         #expect(headers["Access-Control-Allow-Origin"] == "https://app.example.com")
         #expect(headers["Vary"] == "Origin")
         #expect(headers["Access-Control-Allow-Credentials"] == nil)
@@ -135,7 +142,8 @@ struct CORSPolicyTests {
         #expect(openHeaders.first?.0 == "Access-Control-Allow-Origin")
         #expect(openHeaders.first?.1 == "*")
         let credentialed = CORSPolicy(origins: ["*"], allowCredentials: true)
-        let headers = Dictionary(credentialed.responseHeaders(origin: "https://x.test"), uniquingKeysWith: { a, _ in a })
+        let headers = Dictionary(
+            credentialed.responseHeaders(origin: "https://x.test"), uniquingKeysWith: { a, _ in a })
         #expect(headers["Access-Control-Allow-Origin"] == "https://x.test")
         #expect(headers["Access-Control-Allow-Credentials"] == "true")
     }
@@ -206,7 +214,8 @@ struct AccessScreenTests {
         #expect(missing.headers.contains { $0.0 == "WWW-Authenticate" })
         let wrong = try #require(access.screen(Self.request("/metrics", headers: ["X-API-Key": "k-124"])))
         #expect(wrong.status == 401)
-        #expect(access.screen(Self.request("/query/messages:list", headers: ["x-api-key": "k-123"])).map(\.status) == nil)
+        #expect(
+            access.screen(Self.request("/query/messages:list", headers: ["x-api-key": "k-123"])).map(\.status) == nil)
         for open in ["/healthz", "/readyz", "/openapi.yaml"] {
             #expect(access.screen(Self.request(open)).map(\.status) == nil, "\(open)")
         }
@@ -218,18 +227,25 @@ struct AccessScreenTests {
         configuration.cors = CORSPolicy(origins: ["https://app.test"])
         configuration.apiKey = try Secret("k", source: "test")
         let access = AccessControl(configuration: configuration)
-        let preflight = try #require(access.screen(Self.request("/mutation/messages:send", method: "OPTIONS",
-            headers: ["Origin": "https://app.test", "Access-Control-Request-Method": "POST"])))
+        let preflight = try #require(
+            access.screen(
+                Self.request(
+                    "/mutation/messages:send", method: "OPTIONS",
+                    headers: ["Origin": "https://app.test", "Access-Control-Request-Method": "POST"])))
         #expect(preflight.status == 204)
-        #expect(preflight.headers.contains { $0.0 == "Access-Control-Allow-Methods" && $0.1 == CORSPolicy.allowedMethods })
+        #expect(
+            preflight.headers.contains { $0.0 == "Access-Control-Allow-Methods" && $0.1 == CORSPolicy.allowedMethods })
         let foreign = try #require(access.screen(Self.request("/query/x:y", headers: ["Origin": "https://evil.test"])))
         #expect(foreign.status == 403)
         #expect(String(decoding: foreign.body, as: UTF8.self).contains("OriginNotAllowed"))
-        #expect(access.responseHeaders(for: Self.request("/healthz", headers: ["Origin": "https://app.test"])).count >= 1)
+        #expect(
+            access.responseHeaders(for: Self.request("/healthz", headers: ["Origin": "https://app.test"])).count >= 1)
         #expect(access.responseHeaders(for: Self.request("/healthz")).isEmpty)
 
         let off = AccessControl(configuration: AccessConfiguration())
-        #expect(off.screen(Self.request("/query/x:y", method: "OPTIONS", headers: ["Origin": "https://any.test"])).map(\.status) == nil)
+        #expect(
+            off.screen(Self.request("/query/x:y", method: "OPTIONS", headers: ["Origin": "https://any.test"])).map(
+                \.status) == nil)
         #expect(off.responseHeaders(for: Self.request("/healthz", headers: ["Origin": "https://any.test"])).isEmpty)
     }
 

@@ -1,8 +1,9 @@
-@testable import ConvexGateway
 import ConvexValues
 import Foundation
 import TestSupport
 import Testing
+
+@testable import ConvexGateway
 
 /// The access controls and request limits through a real gateway on a real deployment.
 @Suite(.timeLimit(.minutes(2)))
@@ -73,7 +74,8 @@ struct AccessEndToEndTests {
 
     /// Error text with the deployment's per-request id blanked: `[Request ID: 5be9e612f73c7d9a]` → `[Request ID: *]`.
     static func withoutRequestID(_ text: String) -> String {
-        guard let start = text.range(of: "[Request ID: "), let end = text[start.upperBound...].firstIndex(of: "]") else {
+        guard let start = text.range(of: "[Request ID: "), let end = text[start.upperBound...].firstIndex(of: "]")
+        else {
             return text
         }
         return text.replacingCharacters(in: start.upperBound..<end, with: "*")
@@ -115,7 +117,8 @@ struct AccessEndToEndTests {
             #expect(error.status == 404)
             #expect(error.header("Access-Control-Allow-Origin") == "https://app.test")
 
-            let stream = try await h.openStream("/subscribe/messages:list?channel=cors", headers: ["Origin": "https://app.test"])
+            let stream = try await h.openStream(
+                "/subscribe/messages:list?channel=cors", headers: ["Origin": "https://app.test"])
             defer { stream.close() }
             #expect(stream.head.status == 200)
             #expect(stream.head.header("Access-Control-Allow-Origin") == "https://app.test")
@@ -134,7 +137,8 @@ struct AccessEndToEndTests {
 
     @Test func optionsIs405WhenCORSIsOff() async throws {
         try await GatewayHarness.run { h in
-            let options = try await h.request("OPTIONS", "/query/messages:list", headers: ["Origin": "https://app.test"])
+            let options = try await h.request(
+                "OPTIONS", "/query/messages:list", headers: ["Origin": "https://app.test"])
             #expect(options.status == 405)
             #expect(options.header("Access-Control-Allow-Origin") == nil)
         }
@@ -164,7 +168,8 @@ struct AccessEndToEndTests {
         try await GatewayHarness.run(configure: { $0.access.connectionMemoryLimit = 8192 }) { h in
             let port = h.port
             let header = try await blocking {
-                try RawConnection.get("/healthz", port: port, headers: "X-Big: \(String(repeating: "a", count: 9000))\r\n")
+                try RawConnection.get(
+                    "/healthz", port: port, headers: "X-Big: \(String(repeating: "a", count: 9000))\r\n")
             }
             #expect(header.status == 431)
             let url = try await blocking {

@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The real `convex-gateway` executable (built next to the test binary by `swift build --build-tests`) on the

@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Hostile clients against the real `convex-gateway` process: each test checks that the gateway answers with the
@@ -81,14 +81,30 @@ struct HostileInputTests {
                 ("unknown version", Array("GET /healthz HTTP/9.9\r\nHost: x\r\n\r\n".utf8)),
                 ("no Host", Array("GET /healthz HTTP/1.1\r\n\r\n".utf8)),
                 ("header without colon", Array("GET /healthz HTTP/1.1\r\nHost: x\r\nBad Header Line\r\n\r\n".utf8)),
-                ("bad Content-Length", Array("POST /mutation/messages:send HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n{}".utf8)),
-                ("two Content-Lengths", Array("POST /mutation/messages:send HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 9\r\n\r\n{}".utf8)),
-                ("bad chunk", Array("POST /mutation/messages:send HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nZZZ\r\n\r\n".utf8)),
+                (
+                    "bad Content-Length",
+                    Array("POST /mutation/messages:send HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n{}".utf8)
+                ),
+                (
+                    "two Content-Lengths",
+                    Array(
+                        "POST /mutation/messages:send HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 9\r\n\r\n{}"
+                            .utf8)
+                ),
+                (
+                    "bad chunk",
+                    Array(
+                        "POST /mutation/messages:send HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nZZZ\r\n\r\n"
+                            .utf8)
+                ),
                 ("NUL in request line", Array("GET /hea\u{0}lthz HTTP/1.1\r\nHost: x\r\n\r\n".utf8)),
                 ("HTTP/2 preface", Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)),
                 ("bare LF", Array("GET /healthz HTTP/1.1\nHost: x\n\n".utf8)),
                 ("random bytes", randomBytes),
-                ("truncated then closed", Array("POST /mutation/messages:send HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"bo".utf8)),
+                (
+                    "truncated then closed",
+                    Array("POST /mutation/messages:send HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"bo".utf8)
+                ),
             ]
             for (name, bytes) in cases {
                 let outcome: Outcome
@@ -116,12 +132,15 @@ struct HostileInputTests {
         try await GatewayProcess.run { gateway in
             let port = gateway.port
             let baseline = try await Self.warmedUp(gateway)
-            let bigHeader = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 1 << 20))\r\n\r\n"
+            let bigHeader =
+                "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 1 << 20))\r\n\r\n"
             let manyHeaders =
                 "GET /healthz HTTP/1.1\r\nHost: x\r\n"
                 + (0..<2000).map { "X-H\($0): v\r\n" }.joined() + "\r\n"
-            let bigQuery = "GET /query/echo:echo?x=\(String(repeating: "q", count: 4 << 20)) HTTP/1.1\r\nHost: x\r\n\r\n"
-            let bigArgs = "GET /query/echo:echo?args=%7B%22a%22%3A%22\(String(repeating: "z", count: 2 << 20))%22%7D HTTP/1.1\r\nHost: x\r\n\r\n"
+            let bigQuery =
+                "GET /query/echo:echo?x=\(String(repeating: "q", count: 4 << 20)) HTTP/1.1\r\nHost: x\r\n\r\n"
+            let bigArgs =
+                "GET /query/echo:echo?args=%7B%22a%22%3A%22\(String(repeating: "z", count: 2 << 20))%22%7D HTTP/1.1\r\nHost: x\r\n\r\n"
             for (name, request, expected) in [
                 ("1 MiB header", bigHeader, 431), ("2000 headers", manyHeaders, 431),
                 ("4 MiB query string", bigQuery, 414), ("2 MiB args", bigArgs, 414),
@@ -140,16 +159,51 @@ struct HostileInputTests {
             let baseline = try await Self.warmedUp(gateway)
             func raw(_ parts: [UInt8]...) -> [UInt8] { parts.flatMap { $0 } }
             let cases: [(String, [UInt8], Set<Int>)] = [
-                ("raw bytes in path", raw(Array("GET /query/".utf8), [0xFF, 0xFE], Array(":x HTTP/1.1\r\nHost: x\r\n\r\n".utf8)), [400]),
+                (
+                    "raw bytes in path",
+                    raw(Array("GET /query/".utf8), [0xFF, 0xFE], Array(":x HTTP/1.1\r\nHost: x\r\n\r\n".utf8)), [400]
+                ),
                 ("encoded bytes in path", Array("GET /query/%FF%FE:x HTTP/1.1\r\nHost: x\r\n\r\n".utf8), [400]),
-                ("encoded bytes in args JSON", Array("GET /query/echo:echo?args=%7B%22a%22%3A%22%FF%22%7D HTTP/1.1\r\nHost: x\r\n\r\n".utf8), [400]),
-                ("encoded bytes in a parameter name", Array("GET /query/echo:echo?%C0%AF=1 HTTP/1.1\r\nHost: x\r\n\r\n".utf8), [400]),
-                ("truncated sequence in a stream's arguments", Array("GET /subscribe/echo:echo?t=%E2%82 HTTP/1.1\r\nHost: x\r\n\r\n".utf8), [400]),
-                ("raw bytes in body", raw(Array("POST /mutation/echo:echoMutation HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n{\"a\":\"".utf8), [0xFF, 0xC0], Array("\"}".utf8)), [400]),
-                ("overlong encoding in body", raw(Array("POST /mutation/echo:echoMutation HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n{\"a\":\"".utf8), [0xC0, 0xAF], Array("\"}".utf8)), [400]),
-                ("raw bytes in bearer token", raw(Array("GET /query/echo:echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ".utf8), [0xFF, 0xFE], Array("\r\n\r\n".utf8)), [401]),
-                ("encoded bytes in a key=value argument", Array("GET /query/echo:echo?name=%FF%FE HTTP/1.1\r\nHost: x\r\n\r\n".utf8), [400]),
-                ("valid encoded UTF-8 still works", Array("GET /query/echo:echo?name=%C3%A9%E2%82%AC+x HTTP/1.1\r\nHost: x\r\n\r\n".utf8), [200]),
+                (
+                    "encoded bytes in args JSON",
+                    Array("GET /query/echo:echo?args=%7B%22a%22%3A%22%FF%22%7D HTTP/1.1\r\nHost: x\r\n\r\n".utf8), [400]
+                ),
+                (
+                    "encoded bytes in a parameter name",
+                    Array("GET /query/echo:echo?%C0%AF=1 HTTP/1.1\r\nHost: x\r\n\r\n".utf8), [400]
+                ),
+                (
+                    "truncated sequence in a stream's arguments",
+                    Array("GET /subscribe/echo:echo?t=%E2%82 HTTP/1.1\r\nHost: x\r\n\r\n".utf8), [400]
+                ),
+                (
+                    "raw bytes in body",
+                    raw(
+                        Array(
+                            "POST /mutation/echo:echoMutation HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n{\"a\":\""
+                                .utf8), [0xFF, 0xC0], Array("\"}".utf8)), [400]
+                ),
+                (
+                    "overlong encoding in body",
+                    raw(
+                        Array(
+                            "POST /mutation/echo:echoMutation HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n{\"a\":\""
+                                .utf8), [0xC0, 0xAF], Array("\"}".utf8)), [400]
+                ),
+                (
+                    "raw bytes in bearer token",
+                    raw(
+                        Array("GET /query/echo:echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ".utf8), [0xFF, 0xFE],
+                        Array("\r\n\r\n".utf8)), [401]
+                ),
+                (
+                    "encoded bytes in a key=value argument",
+                    Array("GET /query/echo:echo?name=%FF%FE HTTP/1.1\r\nHost: x\r\n\r\n".utf8), [400]
+                ),
+                (
+                    "valid encoded UTF-8 still works",
+                    Array("GET /query/echo:echo?name=%C3%A9%E2%82%AC+x HTTP/1.1\r\nHost: x\r\n\r\n".utf8), [200]
+                ),
             ]
             for (name, bytes, expected) in cases {
                 let (outcome, response) = try await blocking { try Self.exchange(port, bytes) }
@@ -191,13 +245,16 @@ struct HostileInputTests {
                 try await Self.expectServing(port, after: "JSON nested \(depth) deep")
             }
             // The same through the query string.
-            let deepArgs = "%7B%22v%22%3A" + String(repeating: "%5B", count: 200) + String(repeating: "%5D", count: 200) + "%7D"
+            let deepArgs =
+                "%7B%22v%22%3A" + String(repeating: "%5B", count: 200) + String(repeating: "%5D", count: 200) + "%7D"
             let query = try await blocking { try RawConnection.get("/query/echo:echo?args=\(deepArgs)", port: port) }
             #expect(query.status == 400)
             // A key=value argument that is not valid JSON (here: too deep) is a string, by the documented rule.
             let deepText = String(repeating: "[", count: 500) + String(repeating: "]", count: 500)
             let deepValue = try await blocking {
-                try RawConnection.get("/query/echo:echo?v=" + String(repeating: "%5B", count: 500) + String(repeating: "%5D", count: 500), port: port)
+                try RawConnection.get(
+                    "/query/echo:echo?v=" + String(repeating: "%5B", count: 500) + String(repeating: "%5D", count: 500),
+                    port: port)
             }
             #expect(deepValue.status == 200)
             #expect(deepValue.json?["v"] == .string(deepText))
@@ -244,12 +301,14 @@ struct HostileInputTests {
             let baseline = try await Self.warmedUp(gateway)
             let payload = "a\r\ndata: injected\r\n\r\nevent: error\nid: 999\r\r\n: comment\n\ndata:x\u{2028}end"
             let body = try ConvexValue.object(["body": .string(payload), "channel": "frames"]).convexJSONString
-            #expect(try await blocking {
-                try RawConnection.request("POST", "/mutation/messages:send", port: port, body: Array(body.utf8))
-            }.status == 200)
+            #expect(
+                try await blocking {
+                    try RawConnection.request("POST", "/mutation/messages:send", port: port, body: Array(body.utf8))
+                }.status == 200)
             for format in ["plain", "clean", "encoded"] {
                 let stream = try await blocking {
-                    try EventStreamReader(port: port, target: "/subscribe/messages:list?channel=frames&format=\(format)")
+                    try EventStreamReader(
+                        port: port, target: "/subscribe/messages:list?channel=frames&format=\(format)")
                 }
                 defer { stream.close() }
                 let event = try #require(try await blocking { try stream.nextEvent() })
@@ -260,12 +319,16 @@ struct HostileInputTests {
             // The same value sent back through key=value arguments, then a change: the next event must be the change,
             // not something the payload smuggled in.
             let encoded = payload.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
-            let echo = try await blocking { try EventStreamReader(port: port, target: "/subscribe/echo:echo?text=\(encoded)") }
+            let echo = try await blocking {
+                try EventStreamReader(port: port, target: "/subscribe/echo:echo?text=\(encoded)")
+            }
             defer { echo.close() }
             let echoed = try #require(try await blocking { try echo.nextEvent() })
             #expect(try ConvexValue(plainJSON: Array(echoed.data.utf8))["text"] == .string(payload))
 
-            let stream = try await blocking { try EventStreamReader(port: port, target: "/subscribe/messages:list?channel=frames") }
+            let stream = try await blocking {
+                try EventStreamReader(port: port, target: "/subscribe/messages:list?channel=frames")
+            }
             defer { stream.close() }
             _ = try #require(try await blocking { try stream.nextEvent() })
             let second = try ConvexValue.object(["body": "second", "channel": "frames"]).convexJSONString
@@ -297,13 +360,16 @@ struct HostileInputTests {
                 try connection.send("GET /subscribe/messages:list?channel=flood HTTP/1.1\r\nHost: x\r\n\r\n")
                 stalled.append(connection)
             }
-            let reader = try await blocking { try EventStreamReader(port: port, target: "/subscribe/messages:list?channel=flood") }
+            let reader = try await blocking {
+                try EventStreamReader(port: port, target: "/subscribe/messages:list?channel=flood")
+            }
             defer { reader.close() }
             _ = try #require(try await blocking { try reader.nextEvent() })
             // Each change makes the value bigger: 40 messages of 8 KiB, 320 KiB at the end.
             let chunk = String(repeating: "x", count: 8192)
             for i in 0..<40 {
-                let body = try ConvexValue.object(["body": .string("\(i) \(chunk)"), "channel": "flood"]).convexJSONString
+                let body = try ConvexValue.object(["body": .string("\(i) \(chunk)"), "channel": "flood"])
+                    .convexJSONString
                 let sent = try await blocking {
                     try RawConnection.request("POST", "/mutation/messages:send", port: port, body: Array(body.utf8))
                 }
@@ -314,7 +380,9 @@ struct HostileInputTests {
             var latestCount = 0
             while latestCount < 40 && ContinuousClock.now - start < .seconds(20) {
                 guard let event = try await blocking({ try reader.nextEvent() }) else { break }
-                if case .array(let items)? = try? ConvexValue(plainJSON: Array(event.data.utf8)) { latestCount = items.count }
+                if case .array(let items)? = try? ConvexValue(plainJSON: Array(event.data.utf8)) {
+                    latestCount = items.count
+                }
             }
             #expect(latestCount == 40)
             try await Self.expectServing(port, after: "stalled streams")
@@ -340,10 +408,12 @@ struct HostileInputTests {
                         case 1: try? connection.send("GET /healthz HTTP/1.1\r\nHost: x\r\n")  // half a request
                         case 2: try? connection.send("GET /query/echo:echo?i=\(i) HTTP/1.1\r\nHost: x\r\n\r\n")  // never read
                         default:
-                            try? connection.send("GET /subscribe/messages:list?channel=drop HTTP/1.1\r\nHost: x\r\n\r\n")
+                            try? connection.send(
+                                "GET /subscribe/messages:list?channel=drop HTTP/1.1\r\nHost: x\r\n\r\n")
                             // Reset instead of a clean close.
                             var reset = linger(l_onoff: 1, l_linger: 0)
-                            setsockopt(connection.fd, SOL_SOCKET, SO_LINGER, &reset, socklen_t(MemoryLayout<linger>.size))
+                            setsockopt(
+                                connection.fd, SOL_SOCKET, SO_LINGER, &reset, socklen_t(MemoryLayout<linger>.size))
                         }
                         connections.append(connection)
                     }

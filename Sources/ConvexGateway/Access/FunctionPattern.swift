@@ -43,7 +43,8 @@ public struct FunctionPattern: Sendable, Hashable, CustomStringConvertible {
             default:
                 guard Self.isPathByte(byte) else {
                     throw FunctionPatternError(
-                        "Function pattern '\(printable(text))' may only hold letters, digits, '_', '-', '.', '/', ':', '*' and '?'")
+                        "Function pattern '\(printable(text))' may only hold letters, digits, '_', '-', '.', '/', ':', '*' and '?'"
+                    )
                 }
                 tokens.append(.literal(byte))
             }

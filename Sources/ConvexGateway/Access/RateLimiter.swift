@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// One client's token bucket: it holds up to `burst` tokens, refills at `rate` tokens per second, and each request
 /// takes one. A plain value type, tested without clocks or I/O.

@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A credential (the gateway's API key, a deployment admin key) that never appears in logs or descriptions: its
 /// `description` is a fixed placeholder, so interpolating a configuration into a log line cannot leak it.
