@@ -75,6 +75,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .executableTarget(
@@ -86,6 +87,17 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        .executableTarget(
+            name: "local-deployment-bench",
+            dependencies: [
+                "ConvexLocal",
+                "ConvexSyncProtocol",
+                "ConvexValues",
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Benchmarks/local-deployment"
+        ),
         .testTarget(
             name: "ConvexLocalTests",
             dependencies: [
@@ -93,7 +105,9 @@ let package = Package(
                 "ConvexValues",
                 "ConvexSyncProtocol",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
-            ]
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+            ],
+            exclude: ["python"]
         ),
 
         // MARK: HTTP server

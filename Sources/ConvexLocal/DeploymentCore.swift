@@ -12,11 +12,19 @@ final class DeploymentCore: Sendable {
     let adminKey: String?
     let logger: Logger
     let dedupe = MutationResultCache()
+    let orphans = OrphanedMutations()
+    private let accepted = Atomic<Int>(0)
     private let connections: ConnectionSet
     private let stalled = Mutex<Bool>(false)
     let engine: FunctionEngine
 
-    init(registry: FunctionRegistry, adminKey: String?, logger: Logger) {
+    let heartbeatInterval: Duration
+    let jsonPingAfter: Duration
+
+    init(registry: FunctionRegistry, adminKey: String?, logger: Logger,
+         heartbeatInterval: Duration = .seconds(5), jsonPingAfter: Duration = .seconds(15)) {
+        self.heartbeatInterval = heartbeatInterval
+        self.jsonPingAfter = jsonPingAfter
         let store = DocumentStore()
         let connections = ConnectionSet()
         self.connections = connections
@@ -29,7 +37,11 @@ final class DeploymentCore: Sendable {
         }
     }
 
+    /// Sync sockets accepted since start.
+    var acceptedConnections: Int { accepted.load(ordering: .relaxed) }
+
     func register(_ connection: SyncConnection) {
+        accepted.add(1, ordering: .relaxed)
         connections.members.withLock { $0[ObjectIdentifier(connection)] = connection }
     }
 
@@ -110,6 +122,42 @@ final class MutationResultCache: Sendable {
                 s.order[sessionId]?.removeFirst()
                 s.sessions[sessionId]?.removeValue(forKey: oldest)
             }
+        }
+    }
+}
+
+/// Committed mutations whose completion (response and following Transition) never reached the client because the
+/// server closed the socket first. The Rust/Python client resends such a mutation on its next socket with the same
+/// requestId but a new sessionId, so `(sessionId, requestId)` cannot match it; a reconnecting socket's mutation
+/// with the same requestId, path and arguments claims the recorded result instead of running again. Entries live 60 s.
+final class OrphanedMutations: Sendable {
+    struct Key: Hashable {
+        var requestId: UInt32
+        var path: String
+        var args: [UInt8]
+    }
+
+    private let entries = Mutex<[Key: (response: ServerMessage.MutationResponse, added: ContinuousClock.Instant)]>([:])
+    static let lifetime: Duration = .seconds(60)
+
+    private static func key(_ request: ClientMessage.FunctionRequest) -> Key {
+        Key(requestId: request.requestId, path: UdfPath.canonicalize(request.udfPath) ?? request.udfPath,
+            args: ConvexValue.object(request.args).convexJSON())
+    }
+
+    func add(request: ClientMessage.FunctionRequest, response: ServerMessage.MutationResponse) {
+        let now = ContinuousClock.now
+        entries.withLock { entries in
+            entries = entries.filter { now - $0.value.added < Self.lifetime }
+            entries[Self.key(request)] = (response, now)
+        }
+    }
+
+    func claim(_ request: ClientMessage.FunctionRequest) -> ServerMessage.MutationResponse? {
+        let now = ContinuousClock.now
+        return entries.withLock { entries in
+            guard let entry = entries.removeValue(forKey: Self.key(request)), now - entry.added < Self.lifetime else { return nil }
+            return entry.response
         }
     }
 }

@@ -1,6 +1,7 @@
 import ConvexSyncProtocol
 import ConvexValues
 import Logging
+import Synchronization
 
 /// The result of running one function, before it is rendered for a client.
 struct FunctionOutcome: Sendable {
@@ -19,6 +20,17 @@ final class FunctionEngine: Sendable {
     let logger: Logger
     /// Called after every commit with the written tables and the commit timestamp.
     let onCommit: @Sendable (Set<String>, ConvexTimestamp) -> Void
+
+    private struct CacheKey: Hashable {
+        var path: String
+        var args: [String: ConvexValue]
+        var caller: CallerIdentity
+    }
+
+    /// Query results at the latest snapshot: queries are deterministic in (snapshot, caller, path, args), so
+    /// sockets subscribed to the same query share one evaluation per commit.
+    private let queryCache = Mutex<(ts: ConvexTimestamp, entries: [CacheKey: FunctionOutcome])>((.zero, [:]))
+    static let maxCachedQueries = 10_000
 
     static let maxArgsSize = 16 << 20
     static let maxResultSize = 16 << 20
@@ -108,6 +120,20 @@ final class FunctionEngine: Sendable {
             result = .failure(.from(error))
         }
         return FunctionOutcome(result: result, logLines: context.logLines, readTables: context.readTables, ts: snapshot.ts)
+    }
+
+    /// ``runQuery(path:args:caller:fromFunction:snapshot:)`` through the per-snapshot result cache.
+    func runQueryCached(path: String, args: [String: ConvexValue], caller: CallerIdentity, snapshot: StoreSnapshot) -> FunctionOutcome {
+        let key = CacheKey(path: UdfPath.canonicalize(path) ?? path, args: args, caller: caller)
+        if let hit = queryCache.withLock({ $0.ts == snapshot.ts ? $0.entries[key] : nil }) { return hit }
+        let outcome = runQuery(path: path, args: args, caller: caller, snapshot: snapshot)
+        queryCache.withLock { cache in
+            if cache.ts < snapshot.ts || cache.entries.count >= Self.maxCachedQueries {
+                cache = (snapshot.ts, [:])
+            }
+            if cache.ts == snapshot.ts { cache.entries[key] = outcome }
+        }
+        return outcome
     }
 
     /// Runs a mutation as the only writer and commits it; subscribers are notified before this returns.

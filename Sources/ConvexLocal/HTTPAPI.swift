@@ -70,6 +70,9 @@ struct HTTPAPI: Sendable {
             return try await body()
         } catch let error as HTTPAPIError {
             return error.response
+        } catch is NIOTooManyBytesError {
+            return HTTPAPIError(status: .contentTooLarge, code: "PayloadTooLarge",
+                                message: "Request body is larger than the \(Self.maxBodySize) bytes allowed").response
         } catch let error as HTTPError where error.status == .contentTooLarge {
             return HTTPAPIError(status: .contentTooLarge, code: "PayloadTooLarge",
                                 message: "Request body is larger than the \(Self.maxBodySize) bytes allowed").response
@@ -108,6 +111,9 @@ struct HTTPAPI: Sendable {
     private func readBody(_ request: Request) async throws -> [String: ConvexValue] {
         var request = request
         let buffer = try await request.collectBody(upTo: Self.maxBodySize)
+        if excessiveNesting(buffer.readableBytesView) != nil {
+            throw HTTPAPIError.badRequest("BadJsonBody", "Failed to parse the JSON body: Value is too nested")
+        }
         let value: ConvexValue
         do {
             value = try ConvexValue(envelopeJSON: buffer.readableBytesView)
@@ -203,6 +209,9 @@ struct HTTPAPI: Sendable {
         let path = try checkedPath(String(rawPath))
         var argsValue: ConvexValue? = nil
         if let rawArgs = params["args"] {
+            if excessiveNesting(String(rawArgs).utf8) != nil {
+                throw HTTPAPIError.badRequest("BadQueryParams", "Query parameter `args` is too nested")
+            }
             do {
                 argsValue = try ConvexValue(envelopeJSON: Array(String(rawArgs).utf8))
             } catch {

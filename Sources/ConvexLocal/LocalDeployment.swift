@@ -6,6 +6,7 @@ import Hummingbird
 import HummingbirdWebSocket
 import Logging
 import NIOCore
+import ServiceLifecycle
 import Synchronization
 
 /// An embedded Convex-compatible deployment on one port: the sync protocol at `GET /api/sync` and
@@ -32,17 +33,25 @@ public final class LocalDeployment: Sendable {
         public var adminKey: String?
         /// Register the demo functions (`mlb:*`, `logs:*`, `messages:*`, `echo:*`, `conformance:*`). Default true.
         public var demoFunctions: Bool
+        /// Interval of WebSocket ping frames on sync sockets. Default 5 s, as Convex; shorter only for tests.
+        public var heartbeatInterval: Duration
+        /// A JSON `Ping` is sent when a sync socket has sent no message for this long. Default 15 s, as Convex.
+        public var jsonPingAfter: Duration
 
-        public init(host: String = "127.0.0.1", port: Int = 3210, adminKey: String? = nil, demoFunctions: Bool = true) {
+        public init(host: String = "127.0.0.1", port: Int = 3210, adminKey: String? = nil, demoFunctions: Bool = true,
+                    heartbeatInterval: Duration = .seconds(5), jsonPingAfter: Duration = .seconds(15)) {
             self.host = host
             self.port = port
             self.adminKey = adminKey
             self.demoFunctions = demoFunctions
+            self.heartbeatInterval = heartbeatInterval
+            self.jsonPingAfter = jsonPingAfter
         }
     }
 
     private struct Running: Sendable {
         var task: Task<Void, any Error>
+        var group: ServiceGroup
         var port: Int
     }
 
@@ -59,7 +68,8 @@ public final class LocalDeployment: Sendable {
         self.configuration = configuration
         self.functions = functions
         self.logger = logger
-        self.core = DeploymentCore(registry: functions, adminKey: configuration.adminKey, logger: logger)
+        self.core = DeploymentCore(registry: functions, adminKey: configuration.adminKey, logger: logger,
+                                   heartbeatInterval: configuration.heartbeatInterval, jsonPingAfter: configuration.jsonPingAfter)
         if configuration.demoFunctions {
             DemoFunctions.register(in: functions)
             DemoFunctions.seed(core)
@@ -115,8 +125,15 @@ public final class LocalDeployment: Sendable {
             }) else { return }
             lastPort.withLock { $0 = current.port }
             closeSyncConnections(code: 1001, reason: "GoingAway")
-            current.task.cancel()
-            _ = try? await current.task.value
+            await current.group.triggerGracefulShutdown()
+            let task = current.task
+            // Open HTTP keep-alive connections may delay a graceful stop; cancel after a grace period.
+            let watchdog = Task {
+                try await Task.sleep(for: .seconds(2))
+                task.cancel()
+            }
+            _ = try? await task.value
+            watchdog.cancel()
         }
     }
 
@@ -142,6 +159,9 @@ public final class LocalDeployment: Sendable {
     public func setStalled(_ stalled: Bool) {
         core.setStalled(stalled)
     }
+
+    /// The number of sync sockets accepted since the deployment was created.
+    public var acceptedSyncConnections: Int { core.acceptedConnections }
 
     /// The number of open sync sockets.
     public var syncConnectionCount: Int { core.liveConnections.count }
@@ -203,9 +223,10 @@ public final class LocalDeployment: Sendable {
             },
             logger: logger
         )
+        let group = ServiceGroup(configuration: .init(services: [app], logger: logger))
         let task = Task {
             defer { portContinuation.finish() }
-            try await app.run()
+            try await group.run()
         }
         var iterator = ports.makeAsyncIterator()
         guard let bound = await iterator.next() else {
@@ -213,7 +234,7 @@ public final class LocalDeployment: Sendable {
             try await task.value
             throw LocalDeploymentError(message: "The server stopped before it started listening")
         }
-        running.withLock { $0 = Running(task: task, port: bound) }
+        running.withLock { $0 = Running(task: task, group: group, port: bound) }
         lastPort.withLock { $0 = bound }
         logger.debug("Local deployment listening", metadata: ["port": "\(bound)"])
     }
@@ -244,10 +265,12 @@ public func withLocalDeployment<R: Sendable>(
     }
 }
 
-/// A function failed with an error other than ``ConvexError``; `message` is what a client would see after the
-/// request-id line.
+/// A plain function error: thrown by a function it reaches clients as `Uncaught Error: <message>`; thrown by the
+/// direct-call methods of ``LocalDeployment`` it carries what a client would see after the request-id line.
 public struct FunctionFailure: Error, Sendable, Hashable, CustomStringConvertible {
     public var message: String
+    public init(message: String) { self.message = message }
+    public init(_ message: String) { self.message = message }
     public var description: String { message }
 }
 

@@ -25,8 +25,6 @@ final class SyncConnection: Sendable {
         case close(code: UInt16, reason: String?)
     }
 
-    static let heartbeatInterval: Duration = .seconds(5)
-    static let jsonPingAfter: Duration = .seconds(15)
     static let maxPendingMutations = 1000
     static let maxMessageSize = 1 << 25
 
@@ -70,7 +68,7 @@ final class SyncConnection: Sendable {
             }
             group.addTask { [self] in
                 while !Task.isCancelled {
-                    try? await Task.sleep(for: Self.heartbeatInterval)
+                    try? await Task.sleep(for: self.core.heartbeatInterval)
                     if Task.isCancelled { break }
                     self.post(.heartbeat)
                 }
@@ -81,6 +79,7 @@ final class SyncConnection: Sendable {
                 for work in driver.takeSpawned() { group.addTask(operation: work) }
                 if !keepGoing { break }
             }
+            driver.finish()
             group.cancelAll()
         }
     }
@@ -137,6 +136,10 @@ private struct Driver {
     var clientTs: Double?
     var lastSend = ContinuousClock.now
     var heldWhileStalled: [ServerMessage] = []
+    /// Successful mutations whose response, or the Transition after it, has not reached the socket yet; the
+    /// client will resend them after a reconnect.
+    var unconfirmed: [UInt32: (request: ClientMessage.FunctionRequest, response: ServerMessage.MutationResponse)] = [:]
+    var isReconnect = false
     /// One request id per socket for query failures, so an unchanged failure compares equal.
     let queryRequestId = makeRequestId()
 
@@ -151,7 +154,10 @@ private struct Driver {
     mutating func handle(_ event: SyncConnection.Event) async -> Bool {
         switch event {
         case .message(let message):
-            if case .connect(let c) = message { clientTs = c.clientTs }
+            if case .connect(let c) = message {
+                clientTs = c.clientTs
+                isReconnect = c.connectionCount > 0 || (c.lastCloseReason.map { $0 != "InitialConnect" } ?? false)
+            }
             if case .mutation = message { connection.mutationProcessed() }
             return await perform(session.receive(message, latestTs: core.store.latestTimestamp))
         case .invalidFrame(let text):
@@ -173,7 +179,7 @@ private struct Driver {
             guard !core.isStalled else { return true }
             do {
                 try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: .ping, data: ByteBuffer())))
-                if ContinuousClock.now - lastSend >= SyncConnection.jsonPingAfter {
+                if ContinuousClock.now - lastSend >= core.jsonPingAfter {
                     try await send(.ping)
                 }
             } catch {
@@ -222,6 +228,7 @@ private struct Driver {
         }
         try await outbound.writeTextMessage(message.jsonText)
         lastSend = ContinuousClock.now
+        if case .transition = message { unconfirmed.removeAll() }
     }
 
     /// Performs the session's actions in order; false when the socket is done.
@@ -239,6 +246,7 @@ private struct Driver {
                     if let transition = evaluate() { try await send(transition) }
                 case .runMutation(let request):
                     let response = runMutation(request)
+                    if case .success = response.result { unconfirmed[request.requestId] = (request, response) }
                     queue = session.mutationCompleted(response)[...] + queue
                 case .runAction(let request):
                     let caller = session.caller
@@ -264,6 +272,9 @@ private struct Driver {
         {
             return cached
         }
+        if isReconnect, let orphan = core.orphans.claim(request) {
+            return orphan
+        }
         let outcome = core.engine.runMutation(path: request.udfPath, args: request.args, caller: session.caller)
         let response = ServerMessage.MutationResponse(
             requestId: request.requestId, result: render(outcome),
@@ -274,6 +285,13 @@ private struct Driver {
         return response
     }
 
+    /// The socket is done: mutations the client never saw completed become orphans a reconnecting client can claim.
+    func finish() {
+        for (request, response) in unconfirmed.values {
+            core.orphans.add(request: request, response: response)
+        }
+    }
+
     /// Evaluates the dirty queries at one snapshot and builds the Transition.
     private mutating func evaluate() -> ServerMessage? {
         let snapshot = core.store.snapshot
@@ -281,7 +299,7 @@ private struct Driver {
         var evaluations: [UInt32: QueryEvaluation] = [:]
         var reads: [UInt32: Set<String>] = [:]
         for pending in session.pendingEvaluations() {
-            let outcome = core.engine.runQuery(path: pending.udfPath, args: pending.args, caller: session.caller, snapshot: snapshot)
+            let outcome = core.engine.runQueryCached(path: pending.udfPath, args: pending.args, caller: session.caller, snapshot: snapshot)
             switch outcome.result {
             case .success(let value):
                 evaluations[pending.queryId] = .updated(value: value, logLines: outcome.logLines)

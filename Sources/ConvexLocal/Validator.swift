@@ -47,7 +47,7 @@ extension Validator: CustomStringConvertible {
 }
 
 /// A failed validation, phrased as Convex phrases it.
-struct ValidationFailure: Error {
+struct ValidationFailure: Error, Equatable {
     let message: String
 }
 

@@ -15,6 +15,9 @@ struct EnvelopeReader {
     }
 
     static func parse(_ bytes: some Collection<UInt8>) throws(SyncProtocolError) -> EnvelopeReader {
+        if let depth = excessiveNesting(bytes) {
+            throw SyncProtocolError(.invalidValue, message: "invalid JSON: Value is too nested (more than \(depth) levels)")
+        }
         let value: ConvexValue
         do {
             value = try ConvexValue(envelopeJSON: bytes)
@@ -243,4 +246,30 @@ extension StateVersion {
     init(reading r: EnvelopeReader) throws(SyncProtocolError) {
         self.init(querySet: try r.u32("querySet"), identity: try r.u32("identity"), ts: try r.timestamp("ts"))
     }
+}
+
+/// The nesting bound of a sync message or HTTP envelope: Convex's value limit plus room for the envelope.
+package let maxEnvelopeNesting = ConvexLimits.maxNesting + 16
+
+/// Scans JSON text for bracket nesting deeper than `limit` (outside strings) before a recursive parse sees it;
+/// returns the limit when exceeded.
+package func excessiveNesting(_ bytes: some Collection<UInt8>, limit: Int = maxEnvelopeNesting) -> Int? {
+    var depth = 0
+    var inString = false
+    var escaped = false
+    for b in bytes {
+        if inString {
+            if escaped { escaped = false } else if b == UInt8(ascii: "\\") { escaped = true } else if b == UInt8(ascii: "\"") { inString = false }
+            continue
+        }
+        switch b {
+        case UInt8(ascii: "\""): inString = true
+        case UInt8(ascii: "["), UInt8(ascii: "{"):
+            depth += 1
+            if depth > limit { return limit }
+        case UInt8(ascii: "]"), UInt8(ascii: "}"): depth -= 1
+        default: break
+        }
+    }
+    return nil
 }

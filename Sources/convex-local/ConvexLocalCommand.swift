@@ -33,6 +33,12 @@ struct ConvexLocalCommand: AsyncParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: String = "info"
 
+    func validate() throws {
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
+        }
+    }
+
     func run() async throws {
         LoggingSystem.bootstrap(StreamLogHandler.standardError)
         var logger = Logger(label: "convex-local")

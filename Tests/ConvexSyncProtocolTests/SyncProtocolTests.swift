@@ -94,6 +94,15 @@ import Testing
         }
     }
 
+    @Test func deepNestingIsRejectedBeforeParsing() {
+        #expect {
+            try ClientMessage(json: String(repeating: "[", count: 200_000))
+        } throws: { error in
+            (error as? SyncProtocolError)?.code == .invalidValue
+        }
+        #expect(throws: SyncProtocolError.self) { try ServerMessage(json: #"{"type":"Ping","x":"# + String(repeating: "{\"a\":", count: 5000)) }
+    }
+
     @Test func invalidJSONAndNonObjects() {
         #expect(throws: SyncProtocolError.self) { try ClientMessage(json: "{not json") }
         #expect(throws: SyncProtocolError.self) { try ClientMessage(json: "[1,2]") }
