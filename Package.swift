@@ -165,6 +165,16 @@ let package = Package(
 
         // MARK: Benchmarks
         .executableTarget(
+            name: "convex-client-bench",
+            dependencies: [
+                "Convex",
+                "ConvexLocal",
+                "ConvexValues",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Benchmarks/ConvexClientBench"
+        ),
+        .executableTarget(
             name: "convex-values-bench",
             dependencies: ["ConvexValues"],
             path: "Benchmarks/ConvexValuesBench"

@@ -202,7 +202,7 @@ extension ClientCore {
         }
         deferred?.run(self)
         if let reset {
-            logger.notice("Convex server broke the protocol; reconnecting", metadata: ["reason": "\(reset)"])
+            logger.notice("Convex connection reset by a server message", metadata: ["reason": "\(reset)"])
         }
         return reset
     }

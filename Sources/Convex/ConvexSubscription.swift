@@ -30,19 +30,23 @@ public struct ConvexSubscription<Value: Sendable>: AsyncSequence, Sendable {
     /// The arguments, as sent.
     public let arguments: [String: ConvexValue]
     let decode: @Sendable (ConvexValue) throws(ConvexClientError) -> Value
+    /// Set when the arguments could not be encoded: every iteration fails with it at once.
+    let argumentError: ConvexClientError?
 
     init(
-        core: ClientCore, functionPath: String, arguments: [String: ConvexValue],
+        core: ClientCore, functionPath: String, arguments: [String: ConvexValue], argumentError: ConvexClientError? = nil,
         decode: @escaping @Sendable (ConvexValue) throws(ConvexClientError) -> Value
     ) {
         self.core = core
         self.functionPath = functionPath
         self.arguments = arguments
+        self.argumentError = argumentError
         self.decode = decode
     }
 
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(registration: Registration(core: core, functionPath: functionPath, arguments: arguments),
+        AsyncIterator(registration: Registration(core: core, functionPath: functionPath, arguments: arguments,
+                                                 argumentError: argumentError),
                       decode: decode)
     }
 
@@ -79,7 +83,8 @@ public struct ConvexSubscription<Value: Sendable>: AsyncSequence, Sendable {
     /// `.failure` and the iteration goes on; the next good result yields `.success`. Ends only when the
     /// iterating task is cancelled or the client is closed.
     public var results: Results {
-        Results(core: core, functionPath: functionPath, arguments: arguments, decode: decode)
+        Results(core: core, functionPath: functionPath, arguments: arguments, argumentError: argumentError,
+                decode: decode)
     }
 
     public struct Results: AsyncSequence, Sendable {
@@ -89,10 +94,12 @@ public struct ConvexSubscription<Value: Sendable>: AsyncSequence, Sendable {
         let core: ClientCore
         let functionPath: String
         let arguments: [String: ConvexValue]
+        let argumentError: ConvexClientError?
         let decode: @Sendable (ConvexValue) throws(ConvexClientError) -> Value
 
         public func makeAsyncIterator() -> AsyncIterator {
-            AsyncIterator(registration: Registration(core: core, functionPath: functionPath, arguments: arguments),
+            AsyncIterator(registration: Registration(core: core, functionPath: functionPath, arguments: arguments,
+                                                     argumentError: argumentError),
                           decode: decode)
         }
 
@@ -134,12 +141,19 @@ public struct ConvexSubscription<Value: Sendable>: AsyncSequence, Sendable {
 final class Registration: Sendable {
     private let core: ClientCore
     private let mailbox = ResultMailbox()
-    private let id: SubscriberID
+    /// `nil` when the arguments were unusable and nothing was subscribed.
+    private let id: SubscriberID?
     private let ended = Mutex(false)
 
-    init(core: ClientCore, functionPath: String, arguments: [String: ConvexValue]) {
+    init(core: ClientCore, functionPath: String, arguments: [String: ConvexValue], argumentError: ConvexClientError?) {
         self.core = core
-        self.id = core.addSubscriber(udfPath: functionPath, args: arguments, mailbox: mailbox)
+        if let argumentError {
+            self.id = nil
+            mailbox.deliver(.failure(argumentError))
+            mailbox.finish()
+        } else {
+            self.id = core.addSubscriber(udfPath: functionPath, args: arguments, mailbox: mailbox)
+        }
     }
 
     func next() async -> QueryResult? {
@@ -154,7 +168,7 @@ final class Registration: Sendable {
         }
         if first {
             mailbox.finish()
-            core.removeSubscriber(id)
+            if let id { core.removeSubscriber(id) }
         }
     }
 

@@ -124,6 +124,10 @@ import Testing
         ("Could not find public function for 'm:nope'. Did you forget to run `npx convex dev`?", ConvexClientError.Code.unknownFunction),
         ("ArgumentValidationError: Object is missing the required field `body`.", .invalidArguments),
         ("Uncaught Error: boom", .functionFailed),
+        ("[Request ID: 0123456789abcdef] Server Error\nCould not find public function for 'm:x'. Did you forget", .unknownFunction),
+        ("[Request ID: 0123456789abcdef] Server Error\nArgumentValidationError: Value does not match validator.", .invalidArguments),
+        ("[Request ID: 0123456789abcdef] Server Error\nTrying to execute m:f as query, but it is defined as mutation.", .unknownFunction),
+        ("[Request ID: 0123456789abcdef] Server Error\nUncaught Error: ArgumentValidationError: in user text", .functionFailed),
     ])
     func serverErrorMessagesAreClassified(message: String, code: ConvexClientError.Code) {
         let error = ConvexClientError.functionFailure(message: message, errorData: nil, logLines: [], functionPath: "m:f")
