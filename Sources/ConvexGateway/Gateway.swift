@@ -33,6 +33,7 @@ public final class Gateway: Sendable {
         if configuration.threads > 0 { http.threadPoolSize = configuration.threads }
         http.connectionLimit = configuration.maxConnections
         http.maxBodySize = configuration.maxBodyBytes
+        http.shutdownGracePeriod = configuration.shutdownGracePeriod
         http.connectionMemoryLimit = configuration.access.connectionMemoryLimit
         http.idleTimeoutSeconds = configuration.access.idleTimeoutSeconds
         http.rejectionResponse = { rejection in

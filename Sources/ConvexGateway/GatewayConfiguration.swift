@@ -25,6 +25,8 @@ public struct GatewayConfiguration: Sendable {
     public var maxBodyBytes = 16 << 20
     /// Worker threads of the HTTP server; 0 means one per core.
     public var threads = 0
+    /// Upper bound on draining at shutdown: how long ended streams and answered requests get to reach their clients.
+    public var shutdownGracePeriod = Duration.seconds(10)
     /// Path of the OpenAPI document served at `/openapi.yaml`.
     public var openAPIFile: String?
     /// API key, function allow/deny lists, CORS, rate limit and connection limits (Access/AccessConfiguration.swift).

@@ -164,8 +164,14 @@ struct GatewayEndToEndTests {
             let health = try await h.get("/healthz")
             #expect(health.status == 200)
             #expect(health.text == #"{"status":"ok"}"#)
-            let ready = try await h.get("/readyz")
+            // Ready once the upstream connection is up (it opens on demand).
+            var ready = try await h.get("/readyz")
+            for _ in 0..<30 where ready.status != 200 {
+                try await Task.sleep(for: .seconds(1))
+                ready = try await h.get("/readyz")
+            }
             #expect(ready.status == 200)
+            #expect(ready.text == #"{"status":"ready"}"#)
             _ = try await h.get("/query/messages:list")
             let metrics = try await h.get("/metrics")
             #expect(metrics.status == 200)

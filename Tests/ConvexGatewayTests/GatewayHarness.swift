@@ -27,10 +27,11 @@ struct GatewayHarness: Sendable {
         var configuration = GatewayConfiguration()
         configuration.port = 0
         configuration.threads = 2
-        configuration.connectTimeout = .seconds(5)
+        // Generous: the whole suite runs in parallel on two cores, so connecting can take seconds.
+        configuration.connectTimeout = .seconds(30)
         configure(&configuration)
         var clientConfiguration = ConvexClientConfiguration()
-        clientConfiguration.connectTimeout = .seconds(1)
+        clientConfiguration.connectTimeout = .seconds(10)
         let factory = try ClientUpstream.factory(
             deploymentUrl: deploymentURL ?? deployment.url, configuration: clientConfiguration, logger: quietLogger)
         let gateway = Gateway(configuration: configuration, logger: quietLogger, upstreamFactory: factory)
