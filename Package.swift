@@ -6,19 +6,29 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "ConvexValues", targets: ["ConvexValues"]),
+        .library(name: "ConvexSyncProtocol", targets: ["ConvexSyncProtocol"]),
+        .library(name: "Convex", targets: ["Convex"]),
+        .library(name: "ConvexLocal", targets: ["ConvexLocal"]),
         .library(name: "MicroHTTPD", targets: ["MicroHTTPD"]),
+        .library(name: "ConvexGateway", targets: ["ConvexGateway"]),
+        .executable(name: "convex-gateway", targets: ["convex-gateway"]),
+        .executable(name: "convex-local", targets: ["convex-local"]),
     ],
     dependencies: [
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+        .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
+        // MARK: Values
         .target(name: "ConvexValues"),
-        .executableTarget(
-            name: "convex-values-bench",
-            dependencies: ["ConvexValues"],
-            path: "Benchmarks/ConvexValuesBench"
-        ),
         .testTarget(
             name: "ConvexValuesTests",
             dependencies: [
@@ -27,6 +37,80 @@ let package = Package(
             ],
             exclude: ["Python"]
         ),
+
+        // MARK: Sync protocol and client
+        .target(name: "ConvexSyncProtocol", dependencies: ["ConvexValues"]),
+        .testTarget(name: "ConvexSyncProtocolTests", dependencies: ["ConvexSyncProtocol", "ConvexValues"]),
+        .target(
+            name: "Convex",
+            dependencies: [
+                "ConvexValues",
+                "ConvexSyncProtocol",
+                .product(name: "WSClient", package: "swift-websocket"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "ConvexTests",
+            dependencies: [
+                "Convex",
+                "ConvexLocal",
+                "ConvexSyncProtocol",
+                "ConvexValues",
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // MARK: Embedded local deployment
+        .target(
+            name: "ConvexLocal",
+            dependencies: [
+                "ConvexValues",
+                "ConvexSyncProtocol",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .executableTarget(
+            name: "convex-local",
+            dependencies: [
+                "ConvexLocal",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .executableTarget(
+            name: "local-deployment-bench",
+            dependencies: [
+                "ConvexLocal",
+                "ConvexSyncProtocol",
+                "ConvexValues",
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Benchmarks/local-deployment"
+        ),
+        .testTarget(
+            name: "ConvexLocalTests",
+            dependencies: [
+                "ConvexLocal",
+                "ConvexValues",
+                "ConvexSyncProtocol",
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+            ],
+            exclude: ["python"]
+        ),
+
+        // MARK: HTTP server
         .systemLibrary(
             name: "CMicroHTTPD",
             pkgConfig: "libmicrohttpd",
@@ -41,7 +125,60 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "MicroHTTPDTests", dependencies: ["MicroHTTPD"]),
+        .testTarget(name: "MicroHTTPDTests", dependencies: ["MicroHTTPD", "TestSupport"]),
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+
+        // MARK: Gateway
+        .target(
+            name: "ConvexGateway",
+            dependencies: [
+                "ConvexValues",
+                "Convex",
+                "MicroHTTPD",
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "convex-gateway",
+            dependencies: [
+                "ConvexGateway",
+                "Convex",
+                "ConvexLocal",
+                "ConvexValues",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .testTarget(
+            name: "ConvexGatewayTests",
+            dependencies: [
+                "ConvexGateway",
+                "TestSupport",
+                "Convex",
+                "ConvexLocal",
+                "ConvexValues",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // MARK: Benchmarks
+        .executableTarget(
+            name: "convex-client-bench",
+            dependencies: [
+                "Convex",
+                "ConvexLocal",
+                "ConvexValues",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Benchmarks/ConvexClientBench"
+        ),
+        .executableTarget(
+            name: "convex-values-bench",
+            dependencies: ["ConvexValues"],
+            path: "Benchmarks/ConvexValuesBench"
+        ),
         .executableTarget(
             name: "mhd-hello",
             dependencies: ["MicroHTTPD"],

@@ -1,6 +1,7 @@
 import Foundation
 import MicroHTTPD
 import Testing
+import TestSupport
 
 @Suite("Requests and responses", .serialized, .timeLimit(.minutes(1)))
 struct RequestResponseTests {

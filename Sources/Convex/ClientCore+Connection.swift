@@ -1,0 +1,209 @@
+import ConvexSyncProtocol
+import ConvexValues
+import HTTPTypes
+import Logging
+import NIOWebSocket
+import Synchronization
+import WSClient
+
+/// Why the current socket must end, thrown out of the WebSocket handler.
+struct ConnectionReset: Error {
+    let reason: String
+}
+
+extension ClientCore {
+    private enum LoopStep {
+        case stop
+        case waitForCredentials
+        case connect(provider: ConvexTokenProvider?, forceRefresh: Bool)
+    }
+
+    /// The one long-lived connection task: connect, serve the socket, back off, repeat until closed.
+    func connectionLoop() async {
+        while !Task.isCancelled {
+            let step: LoopStep = state.withLock { l in
+                switch l.sync.phase {
+                case .closed:
+                    return .stop
+                case .authenticationFailed:
+                    return .waitForCredentials
+                default:
+                    l.sync.connectAttemptStarted()
+                    let provider = l.sync.auth == .provider ? l.tokenProvider : nil
+                    return .connect(provider: provider, forceRefresh: l.sync.forceTokenRefresh)
+                }
+            }
+            switch step {
+            case .stop:
+                return
+            case .waitForCredentials:
+                await wakeSignal.wait(timeout: nil)
+                continue
+            case .connect(let provider, let forceRefresh):
+                if let provider {
+                    do {
+                        let jwt = try await provider(forceRefresh)
+                        state.withLock { $0.sync.providerTokenResolved(jwt.map { .user($0) }) }
+                    } catch {
+                        logger.warning("Convex token provider failed", metadata: ["error": "\(error)"])
+                        let deferred = state.withLock { l in
+                            applyLocked(l.sync.tokenProviderFailed("Token provider failed: \(error)"), &l)
+                        }
+                        deferred.run(self)
+                        continue
+                    }
+                }
+                let reason = await runSocket()
+                if Task.isCancelled { return }
+                let delay = finishSocket(reason: reason)
+                if let delay {
+                    logger.debug(
+                        "Convex connection lost; reconnecting",
+                        metadata: ["reason": "\(reason)", "delay": "\(delay)"])
+                    await wakeSignal.wait(timeout: delay)
+                }
+            }
+        }
+    }
+
+    /// Ends the socket's bookkeeping: stale frames are ignored from now on, in-flight actions fail, and the state
+    /// machine picks the reconnect delay (`nil`: do not reconnect).
+    private func finishSocket(reason: String) -> Duration? {
+        let (deferred, delay): (Deferred, Duration?) = state.withLock { l in
+            l.generation += 1
+            l.outbound?.finish()
+            l.outbound = nil
+            let (effects, delay) = l.sync.connectionClosed(reason: reason, jitter: Double.random(in: 0...1))
+            return (applyLocked(effects, &l), delay)
+        }
+        deferred.run(self)
+        return delay
+    }
+
+    // MARK: One socket
+
+    /// Opens one WebSocket and serves it until it ends; returns the reason it ended.
+    private func runSocket() async -> String {
+        let activity = ActivityClock()
+        let outcome = OneShot<String>()
+        let (outbound, outboundContinuation) = AsyncStream.makeStream(of: ClientMessage.self)
+        let generation: UInt64 = state.withLock { $0.generation }
+
+        var headers = HTTPFields()
+        if let name = HTTPField.Name("Convex-Client") {
+            headers[name] = configuration.clientID
+        }
+        let wsConfiguration = WebSocketClientConfiguration(
+            maxFrameSize: configuration.maxMessageSize,
+            additionalHeaders: headers,
+            closeTimeout: .seconds(1),
+            autoPing: configuration.pingInterval.map { .enabled(timePeriod: $0) } ?? .disabled)
+        let maxMessageSize = configuration.maxMessageSize
+        let client = WebSocketClient(url: webSocketURL, configuration: wsConfiguration, logger: logger) {
+            [self] inbound, writer, _ in
+            activity.opened()
+            guard socketOpened(generation: generation, outbound: outboundContinuation) else { return }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for await message in outbound {
+                        try await writer.write(.text(message.jsonText))
+                    }
+                }
+                group.addTask { [self] in
+                    var messages = inbound.messages(maxSize: maxMessageSize).makeAsyncIterator()
+                    while let message = try await messages.next() {
+                        activity.touch()
+                        guard case .text(let text) = message else {
+                            throw ConnectionReset(reason: "Server sent a binary frame")
+                        }
+                        let decoded: ServerMessage
+                        do throws(SyncProtocolError) {
+                            decoded = try ServerMessage(json: Array(text.utf8))
+                        } catch {
+                            throw ConnectionReset(reason: error.message)
+                        }
+                        if let reset = received(decoded, generation: generation) {
+                            throw ConnectionReset(reason: reset)
+                        }
+                    }
+                }
+                _ = try await group.next()
+                group.cancelAll()
+            }
+        }
+
+        let socketTask = Task {
+            let reason: String
+            do {
+                if let close = try await client.run() {
+                    reason = close.reason.flatMap { $0.isEmpty ? nil : $0 } ?? "Closed by server (code \(close.closeCode))"
+                } else {
+                    reason = "Connection closed"
+                }
+            } catch let reset as ConnectionReset {
+                reason = reset.reason
+            } catch {
+                reason = "Connection to \(webSocketURL) failed: \(error)"
+            }
+            outcome.complete(reason)
+        }
+        let connectTimeout = configuration.connectTimeout
+        let inactivityTimeout = configuration.inactivityTimeout
+        let watchdog = Task {
+            let start = ContinuousClock.now
+            let interval = min(inactivityTimeout / 5, connectTimeout / 5, .seconds(1))
+            while !Task.isCancelled {
+                do { try await Task.sleep(for: interval) } catch { return }
+                let (opened, last) = activity.snapshot
+                let now = ContinuousClock.now
+                if !opened, now - start > connectTimeout {
+                    outcome.complete("Connection to \(webSocketURL) timed out after \(connectTimeout)")
+                    return
+                }
+                if opened, now - last > inactivityTimeout {
+                    outcome.complete("InactiveServer")
+                    return
+                }
+            }
+        }
+        let reason = await withTaskCancellationHandler {
+            await outcome.wait()
+        } onCancel: {
+            outcome.complete("Client closed")
+        }
+        watchdog.cancel()
+        // A socket stuck in its handshake does not react to cancellation; it is abandoned, and the generation
+        // check keeps it from touching the state.
+        socketTask.cancel()
+        outboundContinuation.finish()
+        return reason
+    }
+
+    /// The WebSocket handshake finished: hand the socket its outbound stream and queue the protocol handshake.
+    private func socketOpened(generation: UInt64, outbound: AsyncStream<ClientMessage>.Continuation) -> Bool {
+        let deferred: Deferred? = state.withLock { l in
+            guard l.generation == generation, l.sync.phase == .connecting else { return nil }
+            l.outbound = outbound
+            return applyLocked(l.sync.connectionOpened(), &l)
+        }
+        deferred?.run(self)
+        if deferred != nil {
+            logger.debug("Convex connection open", metadata: ["url": "\(webSocketURL)"])
+        }
+        return deferred != nil
+    }
+
+    /// One decoded server message; returns a reset reason when the message breaks the protocol.
+    private func received(_ message: ServerMessage, generation: UInt64) -> String? {
+        let (deferred, reset): (Deferred?, String?) = state.withLock { l in
+            guard l.generation == generation else { return (nil, "Stale connection") }
+            let effects = l.sync.receive(message)
+            return (applyLocked(effects, &l), effects.resetConnection)
+        }
+        deferred?.run(self)
+        if let reset {
+            logger.notice("Convex connection reset by a server message", metadata: ["reason": "\(reset)"])
+        }
+        return reset
+    }
+}

@@ -1,0 +1,313 @@
+import ConvexSyncProtocol
+import ConvexValues
+import Foundation
+import Logging
+import Synchronization
+
+/// A token provider: called before every connect with `forceRefresh` true after the deployment rejected the last
+/// token. Returns a JWT, or `nil` for no identity.
+public typealias ConvexTokenProvider = @Sendable (_ forceRefresh: Bool) async throws -> String?
+
+/// The engine behind ``ConvexClient``: the ``SyncState`` under a lock, the subscribers' mailboxes, the callers
+/// waiting for mutations and actions, and one long-lived connection loop.
+///
+/// Every event takes the lock, asks the state machine, sends the produced messages and delivers subscription
+/// results while still holding it (so the order the state machine chose is the order on the wire and in each
+/// mailbox; both operations are non-blocking), then resumes finished callers after leaving it.
+final class ClientCore: Sendable {
+    struct Locked {
+        var sync: SyncState
+        var mailboxes: [SubscriberID: ResultMailbox] = [:]
+        var waiters: [RequestID: CheckedContinuation<QueryResult, Never>] = [:]
+        /// Frames for the open socket; `nil` while disconnected.
+        var outbound: AsyncStream<ClientMessage>.Continuation?
+        /// Increments per socket, so a stale socket cannot touch the state.
+        var generation: UInt64 = 0
+        var loopTask: Task<Void, Never>?
+        var observers: [UInt64: AsyncStream<ConnectionState>.Continuation] = [:]
+        var published: ConnectionState = .idle
+        var nextID: UInt64 = 0
+        var tokenProvider: ConvexTokenProvider?
+        var connectedWaiters: [UInt64: OneShot<Void>] = [:]
+    }
+
+    /// What to do after leaving the lock.
+    struct Deferred {
+        var resumes: [(CheckedContinuation<QueryResult, Never>, QueryResult)] = []
+        var wake = false
+        var settled: [OneShot<Void>] = []
+
+        func run(_ core: ClientCore) {
+            for (continuation, result) in resumes { continuation.resume(returning: result) }
+            for waiter in settled { waiter.complete(()) }
+            if wake { core.wakeSignal.signal() }
+        }
+    }
+
+    let webSocketURL: String
+    let configuration: ConvexClientConfiguration
+    let logger: Logger
+    let state: Mutex<Locked>
+    let wakeSignal = WakeSignal()
+
+    init(webSocketURL: String, configuration: ConvexClientConfiguration, logger: Logger) {
+        self.webSocketURL = webSocketURL
+        self.configuration = configuration
+        self.logger = logger
+        let sync = SyncState(
+            sessionId: UUID().uuidString.lowercased(),
+            backoff: Backoff(initial: configuration.initialBackoff, maximum: configuration.maxBackoff))
+        self.state = Mutex(Locked(sync: sync))
+    }
+
+    // MARK: Applying effects
+
+    /// Sends, delivers and publishes under the lock; returns what must happen outside it.
+    func applyLocked(_ effects: SyncState.Effects, _ l: inout Locked) -> Deferred {
+        var deferred = Deferred()
+        for message in effects.send {
+            l.outbound?.yield(message)
+        }
+        for (subscriber, result) in effects.deliveries {
+            l.mailboxes[subscriber]?.deliver(result)
+        }
+        for (id, result) in effects.completions {
+            if let waiter = l.waiters.removeValue(forKey: id) {
+                deferred.resumes.append((waiter, result))
+            }
+        }
+        if effects.startConnection, l.loopTask == nil, l.sync.phase != .closed {
+            l.loopTask = Task { [self] in await self.connectionLoop() }
+        }
+        deferred.wake = effects.wakeConnectionLoop
+        publishLocked(&l, into: &deferred)
+        return deferred
+    }
+
+    private func publishLocked(_ l: inout Locked, into deferred: inout Deferred) {
+        let current = l.sync.connectionState
+        guard current != l.published else { return }
+        l.published = current
+        for observer in l.observers.values { observer.yield(current) }
+        if Self.isSettled(current) {
+            deferred.settled.append(contentsOf: l.connectedWaiters.values)
+            l.connectedWaiters.removeAll()
+        }
+    }
+
+    private func withState(_ body: (inout Locked) -> SyncState.Effects) -> Void {
+        let deferred = state.withLock { l in applyLocked(body(&l), &l) }
+        deferred.run(self)
+    }
+
+    // MARK: Subscriptions
+
+    func addSubscriber(udfPath: String, args: [String: ConvexValue], mailbox: ResultMailbox) -> SubscriberID {
+        var id = SubscriberID(raw: 0)
+        withState { l in
+            id = SubscriberID(raw: l.nextID)
+            l.nextID += 1
+            l.mailboxes[id] = mailbox
+            return l.sync.subscribe(id, udfPath: udfPath, args: args)
+        }
+        return id
+    }
+
+    func removeSubscriber(_ id: SubscriberID) {
+        withState { l in
+            l.mailboxes[id] = nil
+            return l.sync.unsubscribe(id)
+        }
+    }
+
+    /// One result of a query: the current one if another subscriber already has it, else the first to arrive.
+    func queryOnce(udfPath: String, args: [String: ConvexValue]) async -> QueryResult {
+        let mailbox = ResultMailbox()
+        let id = addSubscriber(udfPath: udfPath, args: args, mailbox: mailbox)
+        defer { removeSubscriber(id) }
+        let timer = configuration.callTimeout.map { timeout in
+            Task { [self] in
+                try await Task.sleep(for: timeout)
+                let error = state.withLock { $0.sync.timeoutError(what: "query") }
+                mailbox.deliver(.failure(error.withFunctionPath(udfPath)))
+            }
+        }
+        defer { timer?.cancel() }
+        if let result = await mailbox.next() {
+            return result
+        }
+        return .failure(cancelledOrClosed(udfPath))
+    }
+
+    private func cancelledOrClosed(_ udfPath: String) -> ConvexClientError {
+        let closed = state.withLock { $0.sync.phase == .closed }
+        return closed
+            ? ConvexClientError(.clientClosed, message: "The client is closed", functionPath: udfPath)
+            : ConvexClientError(.cancelled, message: "The call was cancelled", functionPath: udfPath)
+    }
+
+    // MARK: Mutations and actions
+
+    /// One pending mutation or action, as its caller's timer and cancellation handler see it.
+    private final class PendingCall: Sendable {
+        let id = Mutex<RequestID?>(nil)
+        let timer = Mutex<Task<Void, Never>?>(nil)
+    }
+
+    func request(_ kind: SyncState.RequestKind, udfPath: String, args: [String: ConvexValue]) async -> QueryResult {
+        let call = PendingCall()
+        let what = kind == .mutation ? "mutation" : "action"
+        defer { call.timer.withLock { $0?.cancel() } }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<QueryResult, Never>) in
+                let deferred = state.withLock { l in
+                    let (id, effects) = l.sync.request(kind, udfPath: udfPath, args: args)
+                    l.waiters[id] = continuation
+                    call.id.withLock { $0 = id }
+                    return applyLocked(effects, &l)
+                }
+                deferred.run(self)
+                if Task.isCancelled {
+                    abandon(call, what: what, udfPath: udfPath, reason: .cancelled)
+                }
+                if let timeout = configuration.callTimeout {
+                    call.timer.withLock {
+                        $0 = Task { [self] in
+                            do { try await Task.sleep(for: timeout) } catch { return }
+                            abandon(call, what: what, udfPath: udfPath, reason: .timeout)
+                        }
+                    }
+                }
+            }
+        } onCancel: {
+            abandon(call, what: what, udfPath: udfPath, reason: .cancelled)
+        }
+    }
+
+    private enum AbandonReason { case cancelled, timeout }
+
+    private func abandon(_ call: PendingCall, what: String, udfPath: String, reason: AbandonReason) {
+        guard let id = call.id.withLock({ $0 }) else { return }
+        let resume: (CheckedContinuation<QueryResult, Never>, QueryResult)? = state.withLock { l in
+            guard let waiter = l.waiters.removeValue(forKey: id) else { return nil }
+            let status = l.sync.abandonRequest(id)
+            if case .completed(let value, _)? = status {
+                return (waiter, .success(value))
+            }
+            var error: ConvexClientError
+            switch reason {
+            case .cancelled: error = ConvexClientError(.cancelled, message: "The \(what) was cancelled")
+            case .timeout: error = l.sync.timeoutError(what: what)
+            }
+            let outcome: String
+            switch status {
+            case .notSent?: outcome = "it was never sent, so it did not run"
+            default: outcome = "it was sent, so it may have run"
+            }
+            error = ConvexClientError(error.code, message: "\(error.message); \(outcome)", functionPath: udfPath)
+            return (waiter, .failure(error))
+        }
+        if let (waiter, result) = resume { waiter.resume(returning: result) }
+    }
+
+    // MARK: Authentication
+
+    func setAuth(_ setting: SyncState.AuthSetting, token: AuthenticationToken?, provider: ConvexTokenProvider?) {
+        withState { l in
+            l.tokenProvider = provider
+            return l.sync.setAuth(setting, token: token)
+        }
+    }
+
+    // MARK: Connection state
+
+    var connectionState: ConnectionState {
+        state.withLock { $0.published }
+    }
+
+    func connectionStates() -> AsyncStream<ConnectionState> {
+        let (stream, continuation) = AsyncStream.makeStream(of: ConnectionState.self, bufferingPolicy: .bufferingNewest(32))
+        let id: UInt64 = state.withLock { l in
+            let id = l.nextID
+            l.nextID += 1
+            continuation.yield(l.published)
+            if l.published == .closed {
+                continuation.finish()
+            } else {
+                l.observers[id] = continuation
+            }
+            return id
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.observers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    /// Starts connecting if idle and waits until connected, closed, failed authentication, or `timeout`.
+    func waitUntilConnected(timeout: Duration) async -> ConnectionState {
+        let done = OneShot<Void>()
+        let (id, deferred): (UInt64, Deferred) = state.withLock { l in
+            let id = l.nextID
+            l.nextID += 1
+            var effects = SyncState.Effects()
+            if l.sync.phase == .idle { effects.startConnection = true }
+            var deferred = applyLocked(effects, &l)
+            if Self.isSettled(l.published) {
+                deferred.settled.append(done)
+            } else {
+                l.connectedWaiters[id] = done
+            }
+            return (id, deferred)
+        }
+        deferred.run(self)
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            done.complete(())
+        }
+        await withTaskCancellationHandler {
+            await done.wait()
+        } onCancel: {
+            done.complete(())
+        }
+        timer.cancel()
+        _ = state.withLock { $0.connectedWaiters.removeValue(forKey: id) }
+        return connectionState
+    }
+
+    private static func isSettled(_ state: ConnectionState) -> Bool {
+        switch state {
+        case .connected, .closed, .authenticationFailed: true
+        default: false
+        }
+    }
+
+    // MARK: Closing
+
+    func close() async {
+        let (task, deferred, observers, mailboxes): (Task<Void, Never>?, Deferred, [AsyncStream<ConnectionState>.Continuation], [ResultMailbox]) =
+            state.withLock { l in
+                let effects = l.sync.close()
+                let deferred = applyLocked(effects, &l)
+                l.outbound?.finish()
+                l.outbound = nil
+                l.generation += 1
+                let observers = Array(l.observers.values)
+                l.observers.removeAll()
+                let task = l.loopTask
+                l.loopTask = nil
+                return (task, deferred, observers, Array(l.mailboxes.values))
+            }
+        deferred.run(self)
+        for mailbox in mailboxes { mailbox.finish() }
+        for observer in observers { observer.finish() }
+        task?.cancel()
+        wakeSignal.signal()
+        await task?.value
+    }
+
+    /// Synchronous close for `deinit` of the owner: stops the loop without waiting for it.
+    func shutdown() {
+        Task { [self] in await close() }
+    }
+}

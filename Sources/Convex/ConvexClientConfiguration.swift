@@ -1,0 +1,58 @@
+/// Settings of a ``ConvexClient``. Every field has a default suited to a Convex deployment.
+///
+/// | Field | Default | Meaning |
+/// | --- | --- | --- |
+/// | ``clientID`` | `swift-linux-0.1.0` | `Convex-Client` header: `<name>-<semver>` |
+/// | ``callTimeout`` | 60 s | one-shot query, mutation and action deadline (`nil`: wait forever) |
+/// | ``inactivityTimeout`` | 30 s | drop the socket after this long without a message from the server |
+/// | ``connectTimeout`` | 10 s | give up on a socket that is not open after this long |
+/// | ``initialBackoff`` / ``maxBackoff`` | 100 ms / 15 s | reconnect delay: full jitter over `min(initial·2ⁿ, max)` |
+/// | ``pingInterval`` | 10 s | the client's own WebSocket pings; a missing pong drops the socket |
+/// | ``maxMessageSize`` | 64 MiB | the largest server message accepted |
+public struct ConvexClientConfiguration: Sendable {
+    /// The `Convex-Client` header, `<name>-<semver>`.
+    ///
+    /// The default name is `swift-linux`: deployments know `swift` as the official Apple-only package and may
+    /// judge that name by its version history, so this client names itself apart. Unknown names are accepted and
+    /// get the deployment's defaults (no chunked Transitions, which only `npm` clients receive).
+    public var clientID: String
+    /// Deadline of one-shot ``ConvexClient/query(_:with:)``, ``ConvexClient/mutation(_:with:)`` and
+    /// ``ConvexClient/action(_:with:)`` calls. On expiry the call throws ``ConvexClientError/Code/unreachable``
+    /// while no connection is open, else ``ConvexClientError/Code/timeout``. `nil` waits forever.
+    public var callTimeout: Duration?
+    /// A socket that delivers no message for this long is dropped and reopened (`InactiveServer`). Convex
+    /// deployments send a JSON `Ping` after 15 s of silence, so 30 s never trips on a healthy server.
+    public var inactivityTimeout: Duration
+    /// A socket not open (TCP and WebSocket handshake) after this long counts as failed.
+    public var connectTimeout: Duration
+    /// First reconnect delay cap; doubles per consecutive failure.
+    public var initialBackoff: Duration
+    /// Largest reconnect delay cap.
+    public var maxBackoff: Duration
+    /// Interval of the client's WebSocket ping frames (`nil`: none). WebSocket pings from the server are answered
+    /// inside the WebSocket library and are not visible to the client, so liveness is checked with the client's
+    /// own pings plus ``inactivityTimeout`` on messages.
+    public var pingInterval: Duration?
+    /// Largest accepted server message, in bytes.
+    public var maxMessageSize: Int
+
+    public init(
+        clientID: String = "swift-linux-0.1.0",
+        callTimeout: Duration? = .seconds(60),
+        inactivityTimeout: Duration = .seconds(30),
+        connectTimeout: Duration = .seconds(10),
+        initialBackoff: Duration = .milliseconds(100),
+        maxBackoff: Duration = .seconds(15),
+        pingInterval: Duration? = .seconds(10),
+        maxMessageSize: Int = 64 << 20
+    ) {
+        self.clientID = clientID
+        self.callTimeout = callTimeout
+        self.inactivityTimeout = inactivityTimeout
+        self.connectTimeout = connectTimeout
+        self.initialBackoff = initialBackoff
+        self.maxBackoff = maxBackoff
+        self.pingInterval = pingInterval
+        self.maxMessageSize = maxMessageSize
+    }
+}

@@ -1,0 +1,71 @@
+import ConvexValues
+
+/// An application error thrown by a function, carrying data the caller receives as `errorData`
+/// (the Python client raises `ConvexError` with `.data`).
+public struct ConvexError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var data: ConvexValue
+
+    public init(_ data: ConvexValue) {
+        self.data = data
+    }
+
+    /// The message part: the string itself for string data, otherwise its Convex JSON.
+    public var description: String {
+        if case .string(let s) = data { return s }
+        return data.convexJSONString
+    }
+}
+
+/// Why a function call failed, before it is rendered for a particular client.
+struct FunctionCallError: Error, Sendable {
+    enum Kind: Sendable {
+        /// An uncaught error from the function (or a database call it made).
+        case uncaught
+        /// A `ConvexError` with data.
+        case convexError
+        case argumentValidation
+        case returnsValidation
+        /// Unknown function, wrong kind, or internal function without admin.
+        case notFound
+    }
+
+    var kind: Kind
+    var message: String
+    var errorData: ConvexValue?
+
+    static func userError(_ message: String) -> FunctionCallError {
+        FunctionCallError(kind: .uncaught, message: message, errorData: nil)
+    }
+
+    static func from(_ error: any Error) -> FunctionCallError {
+        switch error {
+        case let e as FunctionCallError: return e
+        case let e as ConvexError: return FunctionCallError(kind: .convexError, message: e.description, errorData: e.data)
+        default: return FunctionCallError(kind: .uncaught, message: String(describing: error), errorData: nil)
+        }
+    }
+
+    /// The error text after the request-id line, as Convex phrases it.
+    var detail: String {
+        switch kind {
+        case .uncaught: "Uncaught Error: \(message)"
+        case .convexError: "Uncaught ConvexError: \(message)"
+        case .argumentValidation: "ArgumentValidationError: \(message)"
+        case .returnsValidation: "ReturnsValidationError: \(message)"
+        case .notFound: message
+        }
+    }
+
+    /// `[Request ID: …] Server Error` followed by the detail: the `errorMessage` clients receive.
+    func clientMessage(requestId: String) -> String {
+        "[Request ID: \(requestId)] Server Error\n\(detail)"
+    }
+}
+
+/// A short random request id (16 hex digits), as Convex prints in error messages.
+func makeRequestId() -> String {
+    var generator = SystemRandomNumberGenerator()
+    let n: UInt64 = generator.next()
+    let hex = String(n, radix: 16)
+    return String(repeating: "0", count: 16 - hex.count) + hex
+}

@@ -1,0 +1,163 @@
+import Foundation
+import ConvexSyncProtocol
+import ConvexValues
+import Logging
+import Synchronization
+
+/// The state of a deployment that outlives its listening server: store, functions, live sync connections,
+/// the mutation-dedupe cache and the test switches. A restart of the server keeps it.
+final class DeploymentCore: Sendable {
+    let store: DocumentStore
+    let registry: FunctionRegistry
+    let adminKey: String?
+    let logger: Logger
+    let dedupe = MutationResultCache()
+    let orphans = OrphanedMutations()
+    private let accepted = Atomic<Int>(0)
+    private let connections: ConnectionSet
+    private let stalled = Mutex<Bool>(false)
+    let engine: FunctionEngine
+
+    let heartbeatInterval: Duration
+    let jsonPingAfter: Duration
+
+    init(registry: FunctionRegistry, adminKey: String?, logger: Logger,
+         heartbeatInterval: Duration = .seconds(5), jsonPingAfter: Duration = .seconds(15)) {
+        self.heartbeatInterval = heartbeatInterval
+        self.jsonPingAfter = jsonPingAfter
+        let store = DocumentStore()
+        let connections = ConnectionSet()
+        self.connections = connections
+        self.store = store
+        self.registry = registry
+        self.adminKey = adminKey
+        self.logger = logger
+        self.engine = FunctionEngine(registry: registry, store: store, logger: logger) { tables, ts in
+            for connection in connections.all { connection.notifyCommit(tables: tables) }
+        }
+    }
+
+    /// Sync sockets accepted since start.
+    var acceptedConnections: Int { accepted.load(ordering: .relaxed) }
+
+    func register(_ connection: SyncConnection) {
+        accepted.add(1, ordering: .relaxed)
+        connections.members.withLock { $0[ObjectIdentifier(connection)] = connection }
+    }
+
+    func unregister(_ connection: SyncConnection) {
+        _ = connections.members.withLock { $0.removeValue(forKey: ObjectIdentifier(connection)) }
+    }
+
+    var liveConnections: [SyncConnection] { connections.all }
+
+    var isStalled: Bool { stalled.withLock { $0 } }
+
+    func setStalled(_ value: Bool) {
+        stalled.withLock { $0 = value }
+        if !value {
+            for connection in liveConnections { connection.post(.flush) }
+        }
+    }
+
+    /// Resolves an `Authorization` header value (`Bearer <jwt>` or `Convex <admin key>`).
+    func caller(authorization: String?) throws(AuthenticationError) -> CallerIdentity {
+        guard let header = authorization?.trimmingCharacters(in: .whitespaces), !header.isEmpty else {
+            return .unauthenticated
+        }
+        let lower = header.lowercased()
+        if lower.hasPrefix("bearer ") {
+            return .user(try UserIdentity(jwt: String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces)))
+        }
+        if lower.hasPrefix("convex ") {
+            return try adminCaller(key: String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces))
+        }
+        throw AuthenticationError("Authorization header must be `Bearer <token>` or `Convex <admin key>`")
+    }
+
+    func adminCaller(key: String) throws(AuthenticationError) -> CallerIdentity {
+        guard let adminKey, key == adminKey else {
+            throw AuthenticationError("The provided admin key was invalid for this instance")
+        }
+        return .admin(actingAs: nil)
+    }
+}
+
+final class ConnectionSet: Sendable {
+    let members = Mutex<[ObjectIdentifier: SyncConnection]>([:])
+    var all: [SyncConnection] { members.withLock { Array($0.values) } }
+}
+
+/// Recent mutation results per sync session, so a mutation resent with the same `(sessionId, requestId)` returns
+/// its first result instead of running again. Bounded: the latest 128 results per session, 4096 sessions.
+final class MutationResultCache: Sendable {
+    static let perSession = 128
+    static let maxSessions = 4096
+
+    private struct State {
+        var sessions: [String: [UInt32: ServerMessage.MutationResponse]] = [:]
+        var order: [String: [UInt32]] = [:]
+        var sessionOrder: [String] = []
+    }
+
+    private let state = Mutex(State())
+
+    func lookup(sessionId: String, requestId: UInt32) -> ServerMessage.MutationResponse? {
+        state.withLock { $0.sessions[sessionId]?[requestId] }
+    }
+
+    func store(sessionId: String, response: ServerMessage.MutationResponse) {
+        state.withLock { s in
+            if s.sessions[sessionId] == nil {
+                s.sessionOrder.append(sessionId)
+                if s.sessionOrder.count > Self.maxSessions {
+                    let evicted = s.sessionOrder.removeFirst()
+                    s.sessions.removeValue(forKey: evicted)
+                    s.order.removeValue(forKey: evicted)
+                }
+            }
+            s.sessions[sessionId, default: [:]][response.requestId] = response
+            s.order[sessionId, default: []].append(response.requestId)
+            if let ids = s.order[sessionId], ids.count > Self.perSession, let oldest = ids.first {
+                s.order[sessionId]?.removeFirst()
+                s.sessions[sessionId]?.removeValue(forKey: oldest)
+            }
+        }
+    }
+}
+
+/// Committed mutations whose completion (response and following Transition) never reached the client because the
+/// server closed the socket first. The Rust/Python client resends such a mutation on its next socket with the same
+/// requestId but a new sessionId, so `(sessionId, requestId)` cannot match it; a reconnecting socket's mutation
+/// with the same requestId, path and arguments claims the recorded result instead of running again. Entries live 60 s.
+final class OrphanedMutations: Sendable {
+    struct Key: Hashable {
+        var requestId: UInt32
+        var path: String
+        var args: [UInt8]
+    }
+
+    private let entries = Mutex<[Key: (response: ServerMessage.MutationResponse, added: ContinuousClock.Instant)]>([:])
+    static let lifetime: Duration = .seconds(60)
+
+    private static func key(_ request: ClientMessage.FunctionRequest) -> Key {
+        Key(requestId: request.requestId, path: UdfPath.canonicalize(request.udfPath) ?? request.udfPath,
+            args: ConvexValue.object(request.args).convexJSON())
+    }
+
+    func add(request: ClientMessage.FunctionRequest, response: ServerMessage.MutationResponse) {
+        let now = ContinuousClock.now
+        entries.withLock { entries in
+            entries = entries.filter { now - $0.value.added < Self.lifetime }
+            entries[Self.key(request)] = (response, now)
+        }
+    }
+
+    func claim(_ request: ClientMessage.FunctionRequest) -> ServerMessage.MutationResponse? {
+        let now = ContinuousClock.now
+        return entries.withLock { entries in
+            guard let entry = entries.removeValue(forKey: Self.key(request)), now - entry.added < Self.lifetime else { return nil }
+            return entry.response
+        }
+    }
+}

@@ -1,0 +1,90 @@
+import ConvexLocal
+import ConvexValues
+import Logging
+import Testing
+
+/// The official Python client (`convex==0.8.1`) against a deployment on a free loopback port.
+@Suite(.timeLimit(.minutes(1)))
+struct PythonConformanceTests {
+    static let adminKey = "test-admin-key"
+
+    static var quietLogger: Logger {
+        var logger = Logger(label: "convex-local-test")
+        logger.logLevel = .error
+        return logger
+    }
+
+    func withDeployment(_ body: (LocalDeployment) async throws -> Void) async throws {
+        try await withLocalDeployment(.init(port: 0, adminKey: Self.adminKey), logger: Self.quietLogger, body)
+    }
+
+    @Test func queryMutationActionAndErrors() async throws {
+        try await withDeployment { deployment in
+            expectPassed(try await PythonClient.run("basics.py", url: deployment.url))
+            // The mutations reached the store the deployment serves.
+            let team = try deployment.query("mlb:first_place_team", ["division": "AL Central"])
+            #expect(team["wins"] == .int64(81))
+        }
+    }
+
+    @Test func valuesRoundTripThroughEcho() async throws {
+        try await withDeployment { deployment in
+            expectPassed(try await PythonClient.run("values.py", url: deployment.url))
+        }
+    }
+
+    @Test func subscriptionFollowsMutations() async throws {
+        try await withDeployment { deployment in
+            expectPassed(try await PythonClient.run("subscribe.py", url: deployment.url))
+        }
+    }
+
+    @Test func userAndAdminAuth() async throws {
+        try await withDeployment { deployment in
+            expectPassed(try await PythonClient.run("auth.py", url: deployment.url, [Self.adminKey]))
+        }
+    }
+
+    @Test func subscriptionResumesAfterServerClose() async throws {
+        try await withDeployment { deployment in
+            async let script = PythonClient.run("reconnect_subscription.py", url: deployment.url)
+            try await waitUntil { (try? deployment.query("conformance:counter", ["name": "ready-sub"])) == .int64(1) }
+            let acceptedBefore = deployment.acceptedSyncConnections
+            deployment.closeSyncConnections(code: 1011, reason: "TestClose")
+            try await waitUntil { deployment.acceptedSyncConnections > acceptedBefore && deployment.syncConnectionCount == 1 }
+            _ = try deployment.mutation("mlb:record_win", ["team": "Dodgers"])
+            expectPassed(try await script)
+        }
+    }
+
+    @Test func resentMutationTakesEffectOnce() async throws {
+        try await withDeployment { deployment in
+            async let script = PythonClient.run("reconnect_mutation.py", url: deployment.url)
+            try await waitUntil { (try? deployment.query("conformance:counter", ["name": "ready-mut"])) == .int64(1) }
+            deployment.setStalled(true)
+            _ = try deployment.mutation("conformance:increment", ["name": "stalled"])
+            // The mutation commits, but its response is held by the stall.
+            try await waitUntil { (try? deployment.query("conformance:counter", ["name": "once"])) == .int64(1) }
+            let acceptedBefore = deployment.acceptedSyncConnections
+            deployment.closeSyncConnections(code: 1011, reason: "TestClose")
+            deployment.setStalled(false)
+            expectPassed(try await script)
+            #expect(deployment.acceptedSyncConnections > acceptedBefore, "the client reconnected")
+            #expect(try deployment.query("conformance:counter", ["name": "once"]) == .int64(1))
+        }
+    }
+}
+
+/// Polls `condition` every 20 ms for up to `timeout`.
+func waitUntil(timeout: Duration = .seconds(20), _ condition: () throws -> Bool,
+               sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try condition() { return }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    Issue.record("condition not met within \(timeout)", sourceLocation: sourceLocation)
+    throw WaitTimeout()
+}
+
+struct WaitTimeout: Error {}
