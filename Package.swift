@@ -9,6 +9,9 @@ let package = Package(
         .library(name: "ConvexSyncProtocol", targets: ["ConvexSyncProtocol"]),
         .library(name: "Convex", targets: ["Convex"]),
         .library(name: "ConvexLocal", targets: ["ConvexLocal"]),
+        .library(name: "MicroHTTPD", targets: ["MicroHTTPD"]),
+        .library(name: "ConvexGateway", targets: ["ConvexGateway"]),
+        .executable(name: "convex-gateway", targets: ["convex-gateway"]),
         .executable(name: "convex-local", targets: ["convex-local"]),
     ],
     dependencies: [
@@ -21,10 +24,23 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
+        // MARK: Values
         .target(name: "ConvexValues"),
+        .testTarget(
+            name: "ConvexValuesTests",
+            dependencies: [
+                "ConvexValues",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ],
+            exclude: ["Python"]
+        ),
+
+        // MARK: Sync protocol and client
         .target(name: "ConvexSyncProtocol", dependencies: ["ConvexValues"]),
+        .testTarget(name: "ConvexSyncProtocolTests", dependencies: ["ConvexSyncProtocol", "ConvexValues"]),
         .target(
             name: "Convex",
             dependencies: [
@@ -35,7 +51,20 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "ConvexSyncProtocolTests", dependencies: ["ConvexSyncProtocol", "ConvexValues"]),
+        .testTarget(
+            name: "ConvexTests",
+            dependencies: [
+                "Convex",
+                "ConvexLocal",
+                "ConvexSyncProtocol",
+                "ConvexValues",
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // MARK: Embedded local deployment
         .target(
             name: "ConvexLocal",
             dependencies: [
@@ -80,6 +109,61 @@ let package = Package(
             ],
             exclude: ["python"]
         ),
+
+        // MARK: HTTP server
+        .systemLibrary(
+            name: "CMicroHTTPD",
+            pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]
+        ),
+        .target(name: "CMicroHTTPDShim", dependencies: ["CMicroHTTPD"]),
+        .target(
+            name: "MicroHTTPD",
+            dependencies: [
+                "CMicroHTTPD",
+                "CMicroHTTPDShim",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "MicroHTTPDTests", dependencies: ["MicroHTTPD", "TestSupport"]),
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+
+        // MARK: Gateway
+        .target(
+            name: "ConvexGateway",
+            dependencies: [
+                "ConvexValues",
+                "Convex",
+                "MicroHTTPD",
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "convex-gateway",
+            dependencies: [
+                "ConvexGateway",
+                "Convex",
+                "ConvexLocal",
+                "ConvexValues",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .testTarget(
+            name: "ConvexGatewayTests",
+            dependencies: [
+                "ConvexGateway",
+                "TestSupport",
+                "Convex",
+                "ConvexLocal",
+                "ConvexValues",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // MARK: Benchmarks
         .executableTarget(
             name: "convex-client-bench",
             dependencies: [
@@ -94,25 +178,10 @@ let package = Package(
             dependencies: ["ConvexValues"],
             path: "Benchmarks/ConvexValuesBench"
         ),
-        .testTarget(
-            name: "ConvexValuesTests",
-            dependencies: [
-                "ConvexValues",
-                .product(name: "PropertyBased", package: "swift-property-based"),
-            ],
-            exclude: ["Python"]
-        ),
-        .testTarget(
-            name: "ConvexTests",
-            dependencies: [
-                "Convex",
-                "ConvexLocal",
-                "ConvexSyncProtocol",
-                "ConvexValues",
-                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "Logging", package: "swift-log"),
-            ]
+        .executableTarget(
+            name: "mhd-hello",
+            dependencies: ["MicroHTTPD"],
+            path: "Benchmarks/mhd-hello/Swift"
         ),
     ]
 )

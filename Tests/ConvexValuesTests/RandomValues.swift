@@ -72,7 +72,7 @@ enum RandomValues {
         for _ in 0..<Int.random(in: 1...12, using: &r) {
             s.unicodeScalars.append(Unicode.Scalar(UInt8.random(in: 0x20...0x7E, using: &r)))
         }
-        if s.hasPrefix("$") { s.removeFirst() }
+        while s.hasPrefix("$") { s.removeFirst() }  // "$" may repeat: "$$x" must not become "$x"
         return s
     }
 

@@ -1,0 +1,77 @@
+/*
+ * Minimal libmicrohttpd hello-world: the baseline for the HTTP-layer benchmarks.
+ * Same mode as the MicroHTTPD wrapper: epoll internal thread pool, suspend/resume allowed,
+ * bound to 127.0.0.1, connection limit 10000, idle timeout 30 s, two-call handler convention
+ * (queue on the second call, so keep-alive is kept), the same 50-byte JSON body.
+ *
+ * Build: gcc -O2 -Wall -o hello hello.c $(pkg-config --cflags --libs libmicrohttpd) -lpthread
+ * Usage: hello [port] [threads]
+ */
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char body[] = "{\"ok\":true,\"service\":\"gateway\",\"ts\":1700000,\"v\":1}";
+static struct MHD_Response *shared_response;
+static int marker;
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *connection, const char *url, const char *method,
+                               const char *version, const char *upload_data, size_t *upload_data_size,
+                               void **con_cls) {
+    (void)cls; (void)url; (void)method; (void)version; (void)upload_data;
+    if (*con_cls == NULL) {
+        *con_cls = &marker; /* first call: headers only, queue nothing */
+        return MHD_YES;
+    }
+    if (*upload_data_size != 0) {
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    return MHD_queue_response(connection, MHD_HTTP_OK, shared_response);
+}
+
+static volatile sig_atomic_t stop_requested;
+static void on_signal(int signo) { (void)signo; stop_requested = 1; }
+
+int main(int argc, char **argv) {
+    unsigned short port = argc > 1 ? (unsigned short)atoi(argv[1]) : 18081;
+    unsigned int threads = argc > 2 ? (unsigned int)atoi(argv[2]) : (unsigned int)sysconf(_SC_NPROCESSORS_ONLN);
+
+    shared_response = MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_PERSISTENT);
+    MHD_add_response_header(shared_response, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+
+    struct sockaddr_in address;
+    memset(&address, 0, sizeof address);
+    address.sin_family = AF_INET;
+    address.sin_port = htons(port);
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+
+    struct MHD_OptionItem options[] = {
+        {MHD_OPTION_SOCK_ADDR, 0, &address},
+        {MHD_OPTION_CONNECTION_LIMIT, 10128, NULL},
+        {MHD_OPTION_CONNECTION_MEMORY_LIMIT, 16 * 1024, NULL},
+        {MHD_OPTION_CONNECTION_TIMEOUT, 30, NULL},
+        {threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, threads, NULL},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    struct MHD_Daemon *daemon = MHD_start_daemon(
+        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, port, NULL, NULL,
+        &handler, NULL, MHD_OPTION_ARRAY, options, MHD_OPTION_END);
+    if (daemon == NULL) {
+        fprintf(stderr, "hello: could not start on 127.0.0.1:%u\n", port);
+        return 1;
+    }
+    printf("hello (C) listening on 127.0.0.1:%u with %u threads\n", port, threads);
+    fflush(stdout);
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    while (!stop_requested) pause();
+    MHD_stop_daemon(daemon);
+    MHD_destroy_response(shared_response);
+    return 0;
+}

@@ -1,0 +1,12 @@
+#ifndef CMICROHTTPD_SHIM_H
+#define CMICROHTTPD_SHIM_H
+
+// microhttpd.h expects size_t, ssize_t, struct sockaddr, fd_set, uint64_t etc. to be declared first.
+#include <stdarg.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <microhttpd.h>
+
+#endif

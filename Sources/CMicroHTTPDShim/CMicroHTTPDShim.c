@@ -1,0 +1,112 @@
+#include "CMicroHTTPDShim.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+
+static void cmhd_log_trampoline(void *cls, const char *format, va_list ap) {
+    const struct cmhd_logger *logger = cls;
+    char message[1024];
+    int length = vsnprintf(message, sizeof message, format, ap);
+    if (length < 0) {
+        return;
+    }
+    size_t end = (size_t)length < sizeof message ? (size_t)length : sizeof message - 1;
+    while (end > 0 && (message[end - 1] == '\n' || message[end - 1] == '\r')) {
+        message[--end] = '\0';
+    }
+    logger->function(logger->context, message);
+}
+
+struct MHD_Daemon *cmhd_start_daemon(unsigned int flags,
+                                     uint16_t port,
+                                     MHD_AccessHandlerCallback handler,
+                                     void *handler_cls,
+                                     const struct MHD_OptionItem *options,
+                                     const struct cmhd_logger *logger) {
+    if (logger != NULL && logger->function != NULL) {
+        return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_cls,
+                                MHD_OPTION_EXTERNAL_LOGGER, cmhd_log_trampoline, (void *)logger,
+                                MHD_OPTION_ARRAY, options,
+                                MHD_OPTION_END);
+    }
+    return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_cls,
+                            MHD_OPTION_ARRAY, options,
+                            MHD_OPTION_END);
+}
+
+int cmhd_make_sockaddr(const char *host, uint16_t port, struct sockaddr_storage *out) {
+    memset(out, 0, sizeof *out);
+    struct sockaddr_in *v4 = (struct sockaddr_in *)out;
+    if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons(port);
+        return 4;
+    }
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)out;
+    if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons(port);
+        return 6;
+    }
+    return 0;
+}
+
+int cmhd_format_sockaddr(const struct sockaddr *address, char *buffer, size_t buffer_size, uint16_t *port) {
+    if (address == NULL || buffer == NULL || buffer_size == 0) {
+        return 0;
+    }
+    if (address->sa_family == AF_INET) {
+        const struct sockaddr_in *v4 = (const struct sockaddr_in *)address;
+        if (inet_ntop(AF_INET, &v4->sin_addr, buffer, (socklen_t)buffer_size) == NULL) {
+            return 0;
+        }
+        *port = ntohs(v4->sin_port);
+        return 1;
+    }
+    if (address->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)address;
+        if (inet_ntop(AF_INET6, &v6->sin6_addr, buffer, (socklen_t)buffer_size) == NULL) {
+            return 0;
+        }
+        *port = ntohs(v6->sin6_port);
+        return 1;
+    }
+    return 0;
+}
+
+const struct sockaddr *cmhd_connection_client_address(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    return info == NULL ? NULL : info->client_addr;
+}
+
+void *cmhd_connection_socket_context(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info == NULL ? NULL : info->socket_context;
+}
+
+enum MHD_Result cmhd_connection_set_timeout(struct MHD_Connection *connection, unsigned int seconds) {
+    return MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, seconds);
+}
+
+unsigned int cmhd_daemon_current_connections(struct MHD_Daemon *daemon) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    return info == NULL ? 0 : info->num_connections;
+}
+
+uint16_t cmhd_daemon_bind_port(struct MHD_Daemon *daemon) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
+    return info == NULL ? 0 : info->port;
+}
+
+unsigned int cmhd_daemon_flags(struct MHD_Daemon *daemon) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_FLAGS);
+    return info == NULL ? 0 : (unsigned int)info->flags;
+}
+
+enum MHD_Result cmhd_response_set_flags(struct MHD_Response *response, enum MHD_ResponseFlags flags) {
+    return MHD_set_response_options(response, flags, MHD_RO_END);
+}

@@ -1,0 +1,68 @@
+#ifndef CMICROHTTPD_SHIM_WRAPPERS_H
+#define CMICROHTTPD_SHIM_WRAPPERS_H
+
+// Non-variadic, prefixed wrappers around the variadic libmicrohttpd calls, which Swift cannot import.
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <microhttpd.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Receives one formatted libmicrohttpd log line (no trailing newline).
+typedef void (*cmhd_log_function)(void *context, const char *message);
+
+/// A log sink handed to `cmhd_start_daemon`; must stay valid until `MHD_stop_daemon` returns.
+struct cmhd_logger {
+    cmhd_log_function function;
+    void *context;
+};
+
+/// `MHD_start_daemon(flags, port, NULL, NULL, handler, handler_cls,
+///   [MHD_OPTION_EXTERNAL_LOGGER, logger,] MHD_OPTION_ARRAY, options, MHD_OPTION_END)`.
+/// `options` must end with an `MHD_OPTION_END` item; `logger` may be NULL.
+struct MHD_Daemon *cmhd_start_daemon(unsigned int flags,
+                                     uint16_t port,
+                                     MHD_AccessHandlerCallback handler,
+                                     void *handler_cls,
+                                     const struct MHD_OptionItem *options,
+                                     const struct cmhd_logger *logger);
+
+/// Parses a numeric IPv4 or IPv6 address into `out` with `port`.
+/// Returns 4 or 6 for the family parsed, 0 if `host` is not a numeric address.
+int cmhd_make_sockaddr(const char *host, uint16_t port, struct sockaddr_storage *out);
+
+/// Writes the numeric host of `address` into `buffer` and its port into `port`. Returns 1 on success, 0 otherwise.
+int cmhd_format_sockaddr(const struct sockaddr *address, char *buffer, size_t buffer_size, uint16_t *port);
+
+/// `MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS)->client_addr`, or NULL.
+const struct sockaddr *cmhd_connection_client_address(struct MHD_Connection *connection);
+
+/// `MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT)->socket_context`, or NULL.
+void *cmhd_connection_socket_context(struct MHD_Connection *connection);
+
+/// `MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, seconds)`; 0 disables the idle timeout.
+enum MHD_Result cmhd_connection_set_timeout(struct MHD_Connection *connection, unsigned int seconds);
+
+/// `MHD_get_daemon_info(d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS)->num_connections`, or 0.
+unsigned int cmhd_daemon_current_connections(struct MHD_Daemon *daemon);
+
+/// `MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port`, or 0.
+uint16_t cmhd_daemon_bind_port(struct MHD_Daemon *daemon);
+
+/// `MHD_get_daemon_info(d, MHD_DAEMON_INFO_FLAGS)->flags` (effective flags), or 0.
+unsigned int cmhd_daemon_flags(struct MHD_Daemon *daemon);
+
+/// `MHD_set_response_options(r, flags, MHD_RO_END)`.
+enum MHD_Result cmhd_response_set_flags(struct MHD_Response *response, enum MHD_ResponseFlags flags);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,31 @@
+/// The gateway's access controls and request limits. Every control is off by default except the limits; the
+/// `convex-gateway` executable fills this from flags and environment variables (README "Access controls").
+public struct AccessConfiguration: Sendable {
+    /// When set, every request except `/healthz`, `/readyz`, `/openapi.yaml` and CORS preflights must carry it in
+    /// the ``apiKeyHeader`` header; otherwise 401 `InvalidAPIKey`.
+    public var apiKey: Secret?
+    /// Which functions callers may reach; a refused function answers exactly as an unknown one (404).
+    public var functions = FunctionFilter()
+    /// Cross-origin access for browsers; off when no origin is configured.
+    public var cors = CORSPolicy()
+    /// Sustained requests per second per client IP address on the function routes; 0 turns the limit off.
+    public var rateLimit: Double = 0
+    /// Requests a quiet client may send at once; 0 means twice the rate (at least 1).
+    public var rateLimitBurst = 0
+    /// libmicrohttpd's memory pool per connection: the request line and all headers must fit in it (beyond it:
+    /// 414 for a long URL, 431 for large headers). The response write buffer shares it.
+    public var connectionMemoryLimit = 16 * 1024
+    /// A connection that sends or receives nothing for this long is closed: a slow sender cannot hold a connection
+    /// with a half-sent request. Open event streams are exempt. Whole seconds; 0 means never.
+    public var idleTimeoutSeconds = 30
+
+    /// The header that carries the gateway API key.
+    public static let apiKeyHeader = "X-API-Key"
+
+    public init() {}
+
+    /// The burst actually used.
+    var effectiveBurst: Int {
+        rateLimitBurst > 0 ? rateLimitBurst : max(1, Int((rateLimit * 2).rounded(.up)))
+    }
+}

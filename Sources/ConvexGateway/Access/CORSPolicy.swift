@@ -1,0 +1,108 @@
+import Foundation
+
+/// Cross-origin resource sharing for the REST routes and the event streams.
+///
+/// With no origins configured CORS is off: no CORS headers, and `OPTIONS` is an ordinary unsupported method (405).
+/// With origins configured, a request carrying an allowed `Origin` gets `Access-Control-Allow-Origin` (and
+/// `-Allow-Credentials`, `-Expose-Headers`, `Vary: Origin`) on every answer, streams included; a preflight gets 204
+/// with the allowed methods, headers and max age; a request from any other origin is refused with 403
+/// `OriginNotAllowed` (a browser would not let the page read the answer anyway, and refusing keeps other sites from
+/// triggering mutations).
+public struct CORSPolicy: Sendable, Hashable {
+    /// Allowed origins, lower-cased (`https://app.example.com`), or `*` for any.
+    public var origins: [String]
+    /// Whether browsers may send credentials (`Access-Control-Allow-Credentials: true`); with `*` the request's
+    /// origin is echoed instead, as the CORS protocol requires.
+    public var allowCredentials: Bool
+    /// How long a browser may cache a preflight answer, in seconds.
+    public var maxAgeSeconds: Int
+    /// Response headers a page may read beyond the CORS-safelisted ones.
+    public var exposedHeaders: [String]
+
+    /// Methods the gateway's routes use.
+    public static let allowedMethods = "GET, HEAD, POST, OPTIONS"
+    /// Request headers a page may send.
+    public static let allowedHeaders = "Accept, Authorization, Cache-Control, Content-Type, Last-Event-ID, X-API-Key"
+
+    public init(
+        origins: [String] = [], allowCredentials: Bool = false, maxAgeSeconds: Int = 600,
+        exposedHeaders: [String] = ["ETag", "Retry-After"]
+    ) {
+        self.origins = origins.map { $0.lowercased() }
+        self.allowCredentials = allowCredentials
+        self.maxAgeSeconds = maxAgeSeconds
+        self.exposedHeaders = exposedHeaders
+    }
+
+    /// Whether CORS is on.
+    public var isEnabled: Bool { !origins.isEmpty }
+
+    /// Parses a comma-separated origin list: `*`, or origins such as `https://app.example.com` or
+    /// `http://localhost:3000` (scheme, host and optional port; no path).
+    /// - Throws: ``CORSOriginError`` naming the first bad entry.
+    public static func origins(_ text: String) throws(CORSOriginError) -> [String] {
+        var origins: [String] = []
+        for item in text.split(separator: ",") {
+            let origin = item.trimmingCharacters(in: .whitespaces).lowercased()
+            if origin.isEmpty { continue }
+            if origin == "*" {
+                origins.append(origin)
+                continue
+            }
+            guard let schemeEnd = origin.range(of: "://"),
+                ["http", "https"].contains(String(origin[..<schemeEnd.lowerBound])),
+                case let rest = origin[schemeEnd.upperBound...], !rest.isEmpty,
+                !rest.contains("/"), !rest.contains("?"), !rest.contains("#"), !rest.contains("@"),
+                rest.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
+            else {
+                throw CORSOriginError(
+                    "CORS origin '\(printable(origin))' is not '*' or scheme://host[:port] (http or https, no path)")
+            }
+            origins.append(origin)
+        }
+        return origins
+    }
+
+    /// Whether an `Origin` header value is allowed.
+    public func allows(origin: String) -> Bool {
+        let origin = origin.lowercased()
+        return origins.contains("*") || origins.contains(origin)
+    }
+
+    /// The CORS headers for any answer to a request from an allowed `origin`.
+    func responseHeaders(origin: String) -> [(String, String)] {
+        var headers: [(String, String)] = []
+        if origins.contains("*") && !allowCredentials {
+            headers.append(("Access-Control-Allow-Origin", "*"))
+        } else {
+            headers.append(("Access-Control-Allow-Origin", origin))
+            headers.append(("Vary", "Origin"))
+        }
+        if allowCredentials { headers.append(("Access-Control-Allow-Credentials", "true")) }
+        if !exposedHeaders.isEmpty {
+            headers.append(("Access-Control-Expose-Headers", exposedHeaders.joined(separator: ", ")))
+        }
+        return headers
+    }
+
+    /// The answer to an `OPTIONS` request when CORS is on (its origin already checked): 204 with what the gateway
+    /// allows. The response headers of ``responseHeaders(origin:)`` are added on the way out.
+    func preflightResponse() -> GatewayResponse {
+        GatewayResponse(
+            status: 204,
+            headers: [
+                ("Allow", Self.allowedMethods),
+                ("Access-Control-Allow-Methods", Self.allowedMethods),
+                ("Access-Control-Allow-Headers", Self.allowedHeaders),
+                ("Access-Control-Max-Age", String(maxAgeSeconds)),
+            ],
+            body: [])
+    }
+}
+
+/// A CORS origin setting that cannot be used; the message names the entry.
+public struct CORSOriginError: Error, Sendable, CustomStringConvertible {
+    public let message: String
+    init(_ message: String) { self.message = message }
+    public var description: String { message }
+}

@@ -1,0 +1,113 @@
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One client's token bucket: it holds up to `burst` tokens, refills at `rate` tokens per second, and each request
+/// takes one. A plain value type, tested without clocks or I/O.
+struct TokenBucket: Sendable, Hashable {
+    var tokens: Double
+    var updated: ContinuousClock.Instant
+
+    init(burst: Int, now: ContinuousClock.Instant) {
+        tokens = Double(burst)
+        updated = now
+    }
+
+    /// Takes a token if there is one. Returns `nil` when the request may go ahead, otherwise how long until a token
+    /// will be there.
+    mutating func take(now: ContinuousClock.Instant, rate: Double, burst: Int) -> Duration? {
+        refill(now: now, rate: rate, burst: burst)
+        if tokens >= 1 {
+            tokens -= 1
+            return nil
+        }
+        return .seconds((1 - tokens) / rate)
+    }
+
+    /// Whether the bucket is full at `now`, so forgetting it changes nothing.
+    func isFull(now: ContinuousClock.Instant, rate: Double, burst: Int) -> Bool {
+        tokens + (now - updated).seconds * rate >= Double(burst)
+    }
+
+    private mutating func refill(now: ContinuousClock.Instant, rate: Double, burst: Int) {
+        let elapsed = max(0, (now - updated).seconds)
+        tokens = min(Double(burst), tokens + elapsed * rate)
+        updated = now
+    }
+}
+
+/// A per-client token-bucket rate limit. Clients are keyed by IP address; an IPv6 client by its /64 network, since
+/// one host usually holds a whole /64. Full buckets are forgotten, so memory follows the number of busy clients.
+public final class RateLimiter: Sendable {
+    /// Requests per second each client may sustain.
+    public let rate: Double
+    /// Requests a client may send at once after being quiet.
+    public let burst: Int
+    /// Clients tracked at most; beyond it full buckets are swept, and if every bucket is busy the table starts over
+    /// (a flood of distinct addresses then briefly gets fresh budgets rather than exhausting memory).
+    let capacity: Int
+
+    private struct State {
+        var buckets: [String: TokenBucket] = [:]
+        var insertionsSinceSweep = 0
+    }
+
+    private let state = Mutex(State())
+
+    public init(rate: Double, burst: Int, capacity: Int = 100_000) {
+        precondition(rate > 0 && burst >= 1, "rate limiter needs rate > 0 and burst >= 1")
+        self.rate = rate
+        self.burst = burst
+        self.capacity = capacity
+    }
+
+    /// Takes one request from `address`'s budget. Returns `nil` to go ahead, otherwise the whole seconds the client
+    /// should wait (at least 1), for `Retry-After`.
+    public func admit(_ address: String?, now: ContinuousClock.Instant = .now) -> Int? {
+        let key = Self.clientKey(address)
+        let wait: Duration? = state.withLock { state in
+            if var bucket = state.buckets[key] {
+                let wait = bucket.take(now: now, rate: rate, burst: burst)
+                state.buckets[key] = bucket
+                return wait
+            }
+            state.insertionsSinceSweep += 1
+            if state.buckets.count >= capacity || state.insertionsSinceSweep >= max(1024, state.buckets.count) {
+                sweep(&state, now: now)
+            }
+            var bucket = TokenBucket(burst: burst, now: now)
+            let wait = bucket.take(now: now, rate: rate, burst: burst)
+            state.buckets[key] = bucket
+            return wait
+        }
+        guard let wait else { return nil }
+        return max(1, Int(wait.seconds.rounded(.up)))
+    }
+
+    /// Clients currently tracked.
+    public var trackedClients: Int { state.withLock { $0.buckets.count } }
+
+    private func sweep(_ state: inout State, now: ContinuousClock.Instant) {
+        state.insertionsSinceSweep = 0
+        state.buckets = state.buckets.filter { !$0.value.isFull(now: now, rate: rate, burst: burst) }
+        if state.buckets.count >= capacity {
+            state.buckets.removeAll(keepingCapacity: true)
+        }
+    }
+
+    /// The bucket key of a client address: the address itself for IPv4, the /64 network for IPv6 (an IPv4-mapped
+    /// IPv6 address counts as its IPv4 address).
+    static func clientKey(_ address: String?) -> String {
+        guard let address, !address.isEmpty else { return "unknown" }
+        guard address.contains(":") else { return address }
+        var raw = in6_addr()
+        guard inet_pton(AF_INET6, address, &raw) == 1 else { return address }
+        let bytes = withUnsafeBytes(of: raw) { Array($0) }
+        if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF {
+            return bytes[12..<16].map(String.init).joined(separator: ".")
+        }
+        return bytes[0..<8].map { String($0, radix: 16) }.joined(separator: ".") + "/64"
+    }
+}

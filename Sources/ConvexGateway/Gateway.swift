@@ -1,0 +1,166 @@
+import ConvexValues
+import Logging
+import MicroHTTPD
+import Synchronization
+
+/// The HTTP gateway: `GatewayCore` served by libmicrohttpd, with SSE heartbeats and idle upstream clean-up.
+///
+/// ```swift
+/// let gateway = Gateway(configuration: configuration, logger: logger) { identity in makeUpstream(identity) }
+/// try gateway.start()
+/// // … gateway.port …
+/// await gateway.shutdown()
+/// ```
+public final class Gateway: Sendable {
+    public let core: GatewayCore
+    private let server: HTTPServer
+    private let logger: Logger
+    private let background = Mutex<[Task<Void, Never>]>([])
+
+    /// Bytes a stream may have queued before a new value replaces what is queued instead of joining it.
+    static let streamBufferLimit = 32 * 1024
+
+    public init(
+        configuration: GatewayConfiguration, logger: Logger,
+        upstreamFactory: @escaping @Sendable (UpstreamIdentity, GatewayMetrics) -> any ConvexUpstream
+    ) {
+        let core = GatewayCore(
+            configuration: configuration, logger: logger, render: { value, format in value.json(mode: format) },
+            upstreamFactory: upstreamFactory)
+        self.core = core
+        self.logger = logger
+        var http = HTTPServerConfiguration(host: configuration.host, port: UInt16(clamping: configuration.port))
+        if configuration.threads > 0 { http.threadPoolSize = configuration.threads }
+        http.connectionLimit = configuration.maxConnections
+        http.maxBodySize = configuration.maxBodyBytes
+        http.shutdownGracePeriod = configuration.shutdownGracePeriod
+        http.connectionMemoryLimit = configuration.access.connectionMemoryLimit
+        http.idleTimeoutSeconds = configuration.access.idleTimeoutSeconds
+        http.rejectionResponse = { rejection in
+            let error: GatewayError =
+                switch rejection {
+                case .payloadTooLarge: .payloadTooLarge(limit: configuration.maxBodyBytes)
+                case .connectionLimitReached: .overloaded
+                case .shuttingDown: .shuttingDown
+                default: .internalError
+                }
+            return HTTPResponse(core.errorResponse(error, format: configuration.defaultFormat))
+        }
+        server = HTTPServer(configuration: http, logger: logger) { request, responder in
+            Self.serve(request, responder, core: core)
+        }
+    }
+
+    /// The bound port once started.
+    public var port: Int? { server.port }
+
+    /// Starts listening, the heartbeat and the idle-connection sweeper.
+    public func start() throws {
+        try server.start()
+        let core = self.core
+        let heartbeat = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: core.configuration.heartbeatInterval)
+                if Task.isCancelled { break }
+                core.sendHeartbeats()
+            }
+        }
+        let sweeper = Task {
+            let interval = core.configuration.identityIdleTimeout / 2
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                if Task.isCancelled { break }
+                await core.pool.closeIdle { core.hub.holdsSubscriptions(forIdentity: $0) }
+            }
+        }
+        background.withLock { $0 = [heartbeat, sweeper] }
+    }
+
+    /// Graceful shutdown: stops accepting, ends every stream cleanly (clients see the end of the stream), answers
+    /// requests still waiting with 503, then closes the upstream connections. Idempotent.
+    public func shutdown() async {
+        for task in background.withLock({ tasks in defer { tasks = [] }; return tasks }) { task.cancel() }
+        await server.shutdown()
+        core.hub.shutdown()
+        await core.pool.closeAll()
+    }
+
+    /// Runs until cancelled, then shuts down gracefully.
+    public func run() async throws {
+        try start()
+        await withTaskCancellationHandler {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(3600))
+            }
+        } onCancel: {}
+        await shutdown()
+    }
+
+    private static func serve(_ request: HTTPRequest, _ responder: HTTPResponder, core: GatewayCore) {
+        var headers: [String: String] = [:]
+        for field in request.headers where headers[field.name.lowercased()] == nil {
+            headers[field.name.lowercased()] = field.value
+        }
+        var gatewayRequest = GatewayRequest(
+            method: request.method,
+            rawPath: request.rawPath.map(String.init) ?? request.path,
+            query: request.queryItems.map { (name: $0.name, value: $0.value) },
+            headers: headers,
+            body: request.body)
+        gatewayRequest.remoteAddress = request.remoteAddress
+        gatewayRequest.rawQuery = request.rawQuery.map(String.init)
+        switch core.handle(gatewayRequest) {
+        case .respond(let response):
+            responder.respond(HTTPResponse(response))
+        case .deferred(let work):
+            Task {
+                switch await work() {
+                case .response(let response):
+                    responder.respond(HTTPResponse(response))
+                case .stream(let start):
+                    guard let writer = responder.startStream(status: 200, headers: HTTPHeaders(start.headers)) else {
+                        return
+                    }
+                    writer.write(start.preamble)
+                    let sink = StreamSink(writer: writer, format: start.format)
+                    writer.onClose { _ in start.detach(sink) }
+                    start.attach(sink)
+                }
+            }
+        }
+    }
+}
+
+/// An SSE stream on a libmicrohttpd stream writer. A reader that keeps up gets every event; once more than
+/// `Gateway.streamBufferLimit` bytes are waiting, a new value replaces what is queued (a query result is state, so
+/// only the latest matters), and heartbeats are skipped while anything is queued.
+final class StreamSink: EventSink {
+    let writer: HTTPStreamWriter
+    let format: OutputFormat
+
+    init(writer: HTTPStreamWriter, format: OutputFormat) {
+        self.writer = writer
+        self.format = format
+    }
+
+    func deliver(_ event: [UInt8], coalesce: Bool) {
+        let pending = writer.pendingByteCount
+        if coalesce {
+            if pending < Gateway.streamBufferLimit {
+                writer.write(event)
+            } else {
+                writer.replacePending(with: event)
+            }
+        } else if pending == 0 {
+            writer.write(event)
+        }
+    }
+
+    func finish() { writer.finish() }
+}
+
+extension HTTPResponse {
+    init(_ response: GatewayResponse) {
+        self.init(status: response.status, headers: HTTPHeaders(response.headers), body: response.body)
+    }
+}

@@ -1,0 +1,36 @@
+/// Everything a gateway instance is configured with. The `convex-gateway` executable fills it from flags, then
+/// environment variables, then these defaults (see README "Configuration").
+public struct GatewayConfiguration: Sendable {
+    /// Address to listen on.
+    public var host = "127.0.0.1"
+    /// Port to listen on; 0 picks a free one.
+    public var port = 8080
+    /// Output mode when a request has no `?format=`.
+    public var defaultFormat = OutputFormat.plain
+    /// Interval of the SSE heartbeat comment.
+    public var heartbeatInterval = Duration.seconds(15)
+    /// How long an upstream subscription stays open after its last reader leaves.
+    public var keepWarm = Duration.seconds(10)
+    /// How long a call may wait for the deployment's answer before the gateway answers 504.
+    public var upstreamTimeout = Duration.seconds(30)
+    /// How long a request waits for the upstream connection to come up before the gateway answers 503.
+    public var connectTimeout = Duration.seconds(5)
+    /// A user's upstream connection closes after this long without requests or subscriptions.
+    public var identityIdleTimeout = Duration.seconds(60)
+    /// Upper bound on live upstream subscriptions (SSE beyond it gets 503; `GET`s fall back to one-shot queries).
+    public var maxSubscriptions = 10_000
+    /// Simultaneous HTTP connections; more get 503.
+    public var maxConnections = 10_000
+    /// Largest request body accepted; larger gets 413.
+    public var maxBodyBytes = 16 << 20
+    /// Worker threads of the HTTP server; 0 means one per core.
+    public var threads = 0
+    /// Upper bound on draining at shutdown: how long ended streams and answered requests get to reach their clients.
+    public var shutdownGracePeriod = Duration.seconds(10)
+    /// Path of the OpenAPI document served at `/openapi.yaml`.
+    public var openAPIFile: String?
+    /// API key, function allow/deny lists, CORS, rate limit and connection limits (Access/AccessConfiguration.swift).
+    public var access = AccessConfiguration()
+
+    public init() {}
+}

@@ -1,0 +1,150 @@
+import ConvexValues
+
+/// An error the gateway answers with: an HTTP status and the one JSON error body used everywhere,
+/// `{"error": {"code": "...", "message": "...", "data": ...}}` (`data` only for a function's `ConvexError`).
+///
+/// This is the only place where failures become status codes.
+public struct GatewayError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A stable, machine-readable error code.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        public static let badRequest = Code(rawValue: "BadRequest")
+        public static let malformedJSON = Code(rawValue: "MalformedJSON")
+        public static let invalidArguments = Code(rawValue: "InvalidArguments")
+        public static let invalidFunctionPath = Code(rawValue: "InvalidFunctionPath")
+        public static let invalidFormat = Code(rawValue: "InvalidFormat")
+        public static let argumentValidation = Code(rawValue: "ArgumentValidationError")
+        public static let functionNotFound = Code(rawValue: "FunctionNotFound")
+        public static let routeNotFound = Code(rawValue: "NotFound")
+        public static let convexError = Code(rawValue: "ConvexError")
+        public static let functionFailed = Code(rawValue: "FunctionFailed")
+        public static let unauthenticated = Code(rawValue: "Unauthenticated")
+        public static let methodNotAllowed = Code(rawValue: "MethodNotAllowed")
+        public static let unsupportedMediaType = Code(rawValue: "UnsupportedMediaType")
+        public static let notAcceptable = Code(rawValue: "NotAcceptable")
+        public static let payloadTooLarge = Code(rawValue: "PayloadTooLarge")
+        public static let upstreamUnavailable = Code(rawValue: "UpstreamUnavailable")
+        public static let upstreamTimeout = Code(rawValue: "UpstreamTimeout")
+        public static let upstreamConnectionLost = Code(rawValue: "UpstreamConnectionLost")
+        public static let overloaded = Code(rawValue: "Overloaded")
+        public static let shuttingDown = Code(rawValue: "ShuttingDown")
+        public static let internalError = Code(rawValue: "InternalError")
+    }
+
+    public var status: Int
+    public var code: Code
+    public var message: String
+    /// The `ConvexError` data a function threw, if any.
+    public var data: ConvexValue?
+    /// Extra response headers (`Allow`, `Retry-After`).
+    public var headers: [(String, String)]
+
+    public init(status: Int, code: Code, message: String, data: ConvexValue? = nil, headers: [(String, String)] = []) {
+        self.status = status
+        self.code = code
+        self.message = message
+        self.data = data
+        self.headers = headers
+    }
+
+    public var description: String { "\(status) \(code): \(message)" }
+
+    public static func == (lhs: GatewayError, rhs: GatewayError) -> Bool {
+        lhs.status == rhs.status && lhs.code == rhs.code && lhs.message == rhs.message && lhs.data == rhs.data
+            && lhs.headers.map { "\($0.0): \($0.1)" } == rhs.headers.map { "\($0.0): \($0.1)" }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(status)
+        hasher.combine(code)
+        hasher.combine(message)
+    }
+}
+
+extension GatewayError {
+    public static func badRequest(_ message: String, code: Code = .badRequest) -> GatewayError {
+        GatewayError(status: 400, code: code, message: message)
+    }
+
+    public static func malformedJSON(_ error: ConvexValueError, in what: String) -> GatewayError {
+        GatewayError(status: 400, code: .malformedJSON, message: "\(what) is not valid JSON: \(error.message) (at \(error.path))")
+    }
+
+    public static func routeNotFound(_ path: String) -> GatewayError {
+        GatewayError(status: 404, code: .routeNotFound, message: "No route for \(path)")
+    }
+
+    public static func functionNotFound(_ function: String) -> GatewayError {
+        GatewayError(status: 404, code: .functionNotFound, message: "Could not find public function for '\(function)'")
+    }
+
+    public static func methodNotAllowed(_ method: String, allowed: [String]) -> GatewayError {
+        GatewayError(
+            status: 405, code: .methodNotAllowed,
+            message: "Method \(method) is not allowed here; use \(allowed.joined(separator: " or "))",
+            headers: [("Allow", allowed.joined(separator: ", "))]
+        )
+    }
+
+    public static func unsupportedMediaType(_ contentType: String) -> GatewayError {
+        GatewayError(
+            status: 415, code: .unsupportedMediaType,
+            message: "Content-Type \(contentType) is not supported; send application/json"
+        )
+    }
+
+    public static func payloadTooLarge(limit: Int) -> GatewayError {
+        GatewayError(status: 413, code: .payloadTooLarge, message: "Request body is larger than the limit of \(limit) bytes")
+    }
+
+    public static func upstreamUnavailable(_ detail: String, retryAfter: Int = 1) -> GatewayError {
+        GatewayError(
+            status: 503, code: .upstreamUnavailable, message: "Convex deployment is unreachable: \(detail)",
+            headers: [("Retry-After", String(retryAfter))]
+        )
+    }
+
+    public static func upstreamTimeout(seconds: Double) -> GatewayError {
+        GatewayError(
+            status: 504, code: .upstreamTimeout,
+            message: "Convex deployment did not answer within \(formatSeconds(seconds))"
+        )
+    }
+
+    public static let overloaded = GatewayError(
+        status: 503, code: .overloaded, message: "Connection limit reached; try again later",
+        headers: [("Retry-After", "1")]
+    )
+
+    public static let shuttingDown = GatewayError(
+        status: 503, code: .shuttingDown, message: "Gateway is shutting down",
+        headers: [("Retry-After", "1")]
+    )
+
+    /// Unexpected failures: the client sees a bare message, the detail goes to the log.
+    public static let internalError = GatewayError(status: 500, code: .internalError, message: "Internal gateway error")
+}
+
+func formatSeconds(_ seconds: Double) -> String {
+    seconds == seconds.rounded() ? "\(Int(seconds)) s" : "\(seconds) s"
+}
+
+extension GatewayError {
+    /// The JSON error body, with `data` rendered in the request's output mode.
+    public func body(render: (ConvexValue) -> [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.append(contentsOf: #"{"error":{"code":"#.utf8)
+        out.append(contentsOf: ConvexValue.string(code.rawValue).convexJSON())
+        out.append(contentsOf: #","message":"#.utf8)
+        out.append(contentsOf: ConvexValue.string(message).convexJSON())
+        if let data {
+            out.append(contentsOf: #","data":"#.utf8)
+            out.append(contentsOf: render(data))
+        }
+        out.append(contentsOf: "}}".utf8)
+        return out
+    }
+}

@@ -1,0 +1,85 @@
+import Prometheus
+import Synchronization
+
+/// The gateway's Prometheus metrics, served at `GET /metrics`.
+///
+/// Each gateway owns its registry (no global bootstrap), so several gateways in one process — as in tests — keep
+/// separate figures.
+public final class GatewayMetrics: Sendable {
+    public let registry: PrometheusCollectorRegistry
+    private let activeStreams: Gauge
+    private let upstreamSubscriptions: Gauge
+    private let upstreamReconnects: Counter
+    private let requestCounters = Mutex<[RequestKey: Counter]>([:])
+    private let durations = Mutex<[String: DurationHistogram]>([:])
+
+    private struct RequestKey: Hashable {
+        var route: String
+        var status: Int
+    }
+
+    static let durationBuckets: [Duration] = [
+        .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2.5),
+        .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
+        .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10),
+    ]
+
+    public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
+        self.registry = registry
+        activeStreams = registry.makeGauge(
+            descriptor: MetricNameDescriptor(
+                namespace: "convex_gateway", subsystem: "sse", metricName: "active", unitName: "streams",
+                helpText: "Server-Sent Event streams currently open"))
+        upstreamSubscriptions = registry.makeGauge(
+            descriptor: MetricNameDescriptor(
+                namespace: "convex_gateway", subsystem: "upstream", metricName: "active", unitName: "subscriptions",
+                helpText: "Convex query subscriptions the gateway currently holds upstream"))
+        upstreamReconnects = registry.makeCounter(
+            descriptor: MetricNameDescriptor(
+                namespace: "convex_gateway", subsystem: "upstream", metricName: "reconnects", unitName: "total",
+                helpText: "Times an upstream Convex connection was lost and opened again"))
+    }
+
+    /// Counts one answered request and records how long it took. `route` is the route's template
+    /// (`/query/{function}`), never the raw path, so the label set stays bounded.
+    public func recordRequest(route: String, status: Int, duration: Duration) {
+        let key = RequestKey(route: route, status: status)
+        let counter = requestCounters.withLock { counters in
+            if let existing = counters[key] { return existing }
+            let made = registry.makeCounter(
+                descriptor: MetricNameDescriptor(
+                    namespace: "convex_gateway", subsystem: "http_server", metricName: "requests", unitName: "total",
+                    helpText: "HTTP requests answered, by route and status"),
+                labels: [("route", route), ("status", String(status))])
+            counters[key] = made
+            return made
+        }
+        counter.increment()
+        let histogram = durations.withLock { histograms in
+            if let existing = histograms[route] { return existing }
+            let made = registry.makeDurationHistogram(
+                descriptor: MetricNameDescriptor(
+                    namespace: "convex_gateway", subsystem: "http_server", metricName: "request_duration",
+                    unitName: "seconds",
+                    helpText: "Time from a request's arrival to its response (for streams: to the stream's start)"),
+                labels: [("route", route)],
+                buckets: Self.durationBuckets)
+            histograms[route] = made
+            return made
+        }
+        histogram.record(duration)
+    }
+
+    public func streamOpened() { activeStreams.increment() }
+    public func streamClosed() { activeStreams.decrement() }
+    public func upstreamSubscriptionAdded() { upstreamSubscriptions.increment() }
+    public func upstreamSubscriptionRemoved() { upstreamSubscriptions.decrement() }
+    public func upstreamReconnected() { upstreamReconnects.increment() }
+
+    /// Prometheus text exposition format.
+    public func render() -> [UInt8] {
+        var out: [UInt8] = []
+        registry.emit(into: &out)
+        return out
+    }
+}

@@ -1,0 +1,115 @@
+import Logging
+import Synchronization
+
+/// Who a request acts as upstream.
+public enum UpstreamIdentity: Hashable, Sendable {
+    case anonymous
+    /// A user's JWT from `Authorization: Bearer …`, forwarded to Convex as is.
+    case bearer(String)
+}
+
+/// One upstream connection per distinct caller identity (and one anonymous), so that no user ever sees another
+/// user's results. A user's connection is closed once it has been idle for `idleTimeout`.
+///
+/// Tokens are held only in memory as dictionary keys: subscriptions and logs refer to an identity by an opaque
+/// per-process id (`u1`, `u2`, …), never by the token or a hash of it.
+public final class UpstreamPool: Sendable {
+    public typealias Factory = @Sendable (UpstreamIdentity) -> any ConvexUpstream
+
+    private struct Member {
+        var id: String
+        var upstream: any ConvexUpstream
+        var leases = 0
+        var lastUsed = ContinuousClock.now
+    }
+
+    private struct State {
+        var members: [UpstreamIdentity: Member] = [:]
+        var nextID = 1
+        var closed = false
+    }
+
+    private let state = Mutex(State())
+    private let factory: Factory
+    private let idleTimeout: Duration
+    private let logger: Logger
+
+    public init(idleTimeout: Duration, logger: Logger, factory: @escaping Factory) {
+        self.factory = factory
+        self.idleTimeout = idleTimeout
+        self.logger = logger
+    }
+
+    /// The connection for `identity`, opened on first use; `id` is its opaque identity key.
+    public func upstream(for identity: UpstreamIdentity) -> (id: String, upstream: any ConvexUpstream) {
+        state.withLock { state in
+            if var member = state.members[identity] {
+                member.lastUsed = .now
+                state.members[identity] = member
+                return (member.id, member.upstream)
+            }
+            let id: String
+            if case .anonymous = identity {
+                id = ""
+            } else {
+                id = "u\(state.nextID)"
+                state.nextID += 1
+            }
+            let member = Member(id: id, upstream: factory(identity))
+            state.members[identity] = member
+            return (member.id, member.upstream)
+        }
+    }
+
+    /// Runs a one-shot call with the identity's connection, keeping it from being closed as idle meanwhile.
+    public func withUpstream<T: Sendable>(
+        for identity: UpstreamIdentity, _ body: (_ id: String, _ upstream: any ConvexUpstream) async throws -> T
+    ) async rethrows -> T {
+        let (id, upstream) = upstream(for: identity)
+        state.withLock { $0.members[identity]?.leases += 1 }
+        defer {
+            state.withLock { state in
+                state.members[identity]?.leases -= 1
+                state.members[identity]?.lastUsed = .now
+            }
+        }
+        return try await body(id, upstream)
+    }
+
+    public var connectionCount: Int { state.withLock { $0.members.count } }
+
+    /// The anonymous connection, if open: its state answers `/readyz`.
+    public var anonymous: (any ConvexUpstream)? { state.withLock { $0.members[.anonymous]?.upstream } }
+
+    /// Closes user connections idle for longer than `idleTimeout` that `inUse` does not claim (the subscription
+    /// hub claims identities it still holds subscriptions for). The anonymous connection stays open.
+    public func closeIdle(inUse: (String) -> Bool) async {
+        let now = ContinuousClock.now
+        let idle = state.withLock { state -> [any ConvexUpstream] in
+            var closing: [any ConvexUpstream] = []
+            for (identity, member) in state.members {
+                guard identity != .anonymous, member.leases == 0, now - member.lastUsed >= idleTimeout,
+                    !inUse(member.id)
+                else { continue }
+                state.members[identity] = nil
+                closing.append(member.upstream)
+            }
+            return closing
+        }
+        for upstream in idle {
+            await upstream.close()
+        }
+        if !idle.isEmpty {
+            logger.debug("closed idle upstream connections", metadata: ["count": "\(idle.count)"])
+        }
+    }
+
+    public func closeAll() async {
+        let all = state.withLock { state -> [any ConvexUpstream] in
+            state.closed = true
+            defer { state.members = [:] }
+            return state.members.values.map(\.upstream)
+        }
+        for upstream in all { await upstream.close() }
+    }
+}

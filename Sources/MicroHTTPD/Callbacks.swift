@@ -1,0 +1,97 @@
+import CMicroHTTPD
+import CMicroHTTPDShim
+
+// C callbacks handed to libmicrohttpd. They run on libmicrohttpd's worker threads, recover their
+// owner from the context pointer with `Unmanaged`, never block and never `await`.
+
+let accessHandlerThunk: MHD_AccessHandlerCallback = {
+    serverPointer, connection, url, method, version, uploadData, uploadDataSize, requestContext in
+    guard let serverPointer, let connection, let uploadDataSize, let requestContext else { return MHD_Result.NO }
+    guard let existing = requestContext.pointee else {
+        let server = Unmanaged<HTTPServer>.fromOpaque(serverPointer).takeUnretainedValue()
+        let exchange = Exchange(server: server, connection: ConnectionHandle(raw: connection))
+        requestContext.pointee = Unmanaged.passRetained(exchange).toOpaque()
+        return exchange.firstCall()
+    }
+    let exchange = Unmanaged<Exchange>.fromOpaque(existing).takeUnretainedValue()
+    if uploadDataSize.pointee > 0 {
+        exchange.receiveBody(UnsafeRawBufferPointer(start: uploadData, count: uploadDataSize.pointee))
+        uploadDataSize.pointee = 0
+        return MHD_Result.YES
+    }
+    return exchange.finalCall(url: url, method: method, version: version)
+}
+
+let requestCompletedThunk: MHD_RequestCompletedCallback = { _, _, requestContext, code in
+    guard let requestContext, let pointer = requestContext.pointee else { return }
+    requestContext.pointee = nil
+    Unmanaged<Exchange>.fromOpaque(pointer).takeRetainedValue().completed(code)
+}
+
+let connectionNotifyThunk: MHD_NotifyConnectionCallback = { serverPointer, _, socketContext, code in
+    guard let serverPointer, let socketContext else { return }
+    let server = Unmanaged<HTTPServer>.fromOpaque(serverPointer).takeUnretainedValue()
+    switch code {
+    case MHD_ConnectionNotificationCode.CONNECTION_NOTIFY_STARTED:
+        socketContext.pointee = Unmanaged.passRetained(ConnectionContext()).toOpaque()
+        server.connectionCount.add(1, ordering: .relaxed)
+    case MHD_ConnectionNotificationCode.CONNECTION_NOTIFY_CLOSED:
+        if let pointer = socketContext.pointee {
+            Unmanaged<ConnectionContext>.fromOpaque(pointer).release()
+            socketContext.pointee = nil
+        }
+        server.connectionCount.subtract(1, ordering: .relaxed)
+    default:
+        break
+    }
+}
+
+typealias URILogCallback =
+    @convention(c) (
+        UnsafeMutableRawPointer?, UnsafePointer<CChar>?, OpaquePointer?
+    ) -> UnsafeMutableRawPointer?
+
+/// Records the raw request-target (before libmicrohttpd percent-decodes the path) in the
+/// connection's context; returns NULL so the first access-handler call still sees `*con_cls == NULL`.
+let uriLogThunk: URILogCallback = { _, uri, connection in
+    guard let uri, let connection, let context = cmhd_connection_socket_context(connection) else { return nil }
+    Unmanaged<ConnectionContext>.fromOpaque(context).takeUnretainedValue().pendingTarget = String(cString: uri)
+    return nil
+}
+
+let streamReaderThunk: MHD_ContentReaderCallback = { writerPointer, _, buffer, max in
+    guard let writerPointer, let buffer else { return Int(MHD_CONTENT_READER_END_WITH_ERROR) }
+    let writer = Unmanaged<HTTPStreamWriter>.fromOpaque(writerPointer).takeUnretainedValue()
+    return writer.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: max))
+}
+
+let streamReaderFreeThunk: MHD_ContentReaderFreeCallback = { writerPointer in
+    guard let writerPointer else { return }
+    Unmanaged<HTTPStreamWriter>.fromOpaque(writerPointer).release()
+}
+
+let headerIteratorThunk: MHD_KeyValueIteratorN = { fieldsPointer, _, key, keySize, value, valueSize in
+    guard let fieldsPointer else { return MHD_Result.NO }
+    let fields = fieldsPointer.assumingMemoryBound(to: [HTTPHeaders.Field].self)
+    fields.pointee.append(
+        HTTPHeaders.Field(name: decodeText(key, keySize) ?? "", value: decodeText(value, valueSize) ?? "")
+    )
+    return MHD_Result.YES
+}
+
+let queryIteratorThunk: MHD_KeyValueIteratorN = { itemsPointer, _, key, keySize, value, valueSize in
+    guard let itemsPointer else { return MHD_Result.NO }
+    let items = itemsPointer.assumingMemoryBound(to: [HTTPQueryItem].self)
+    items.pointee.append(HTTPQueryItem(name: decodeText(key, keySize) ?? "", value: decodeText(value, valueSize)))
+    return MHD_Result.YES
+}
+
+let logThunk: cmhd_log_function = { serverPointer, message in
+    guard let serverPointer, let message else { return }
+    Unmanaged<HTTPServer>.fromOpaque(serverPointer).takeUnretainedValue().libraryLogged(String(cString: message))
+}
+
+private func decodeText(_ pointer: UnsafePointer<CChar>?, _ count: Int) -> String? {
+    guard let pointer else { return nil }
+    return String(decoding: UnsafeRawBufferPointer(start: pointer, count: count), as: UTF8.self)
+}

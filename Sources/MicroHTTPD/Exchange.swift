@@ -1,0 +1,280 @@
+import CMicroHTTPD
+import CMicroHTTPDShim
+import Logging
+import Synchronization
+
+/// One request on one connection, from the first access-handler call to the completion callback.
+///
+/// Retained in libmicrohttpd's per-request context pointer (`*con_cls`), released in the
+/// completion callback. The `var`s are only touched on the connection's libmicrohttpd thread;
+/// `machine` is shared with responders and shutdown.
+final class Exchange: @unchecked Sendable {
+    let server: HTTPServer
+    let connection: ConnectionHandle
+    private let machine = Mutex(ExchangeStateMachine())
+
+    // libmicrohttpd-thread only:
+    var target: String?
+    var body: [UInt8] = []
+    var bodyTooLarge = false
+    var handlerInvoked = false
+    var isParked = false
+
+    init(server: HTTPServer, connection: ConnectionHandle) {
+        self.server = server
+        self.connection = connection
+    }
+
+    // MARK: Any thread
+
+    /// Stores or delivers an outcome; `false` if the request was already answered or is over.
+    func provide(_ outcome: ExchangeOutcome) -> Bool {
+        machine.withLock { machine in
+            switch machine.provide(outcome) {
+            case .stored:
+                return true
+            case .resume:
+                MHD_resume_connection(connection.raw)
+                return true
+            case .rejected:
+                return false
+            }
+        }
+    }
+
+    func responderReleased() {
+        if provide(.rejection(.noResponse)) {
+            server.logger.error("HTTP handler released its responder without answering")
+        }
+    }
+
+    /// Shutdown: answer a pending deferred request with 503, end a stream cleanly.
+    func shutdown() {
+        let action = machine.withLock { machine -> ExchangeStateMachine.ShutdownAction in
+            let action = machine.shutdown()
+            if case .resume = action {
+                MHD_resume_connection(connection.raw)
+            }
+            return action
+        }
+        if case .finishStream(let writer) = action {
+            writer.finishForShutdown()
+        }
+    }
+
+    // MARK: libmicrohttpd thread
+
+    func firstCall() -> MHD_Result {
+        if let context = cmhd_connection_socket_context(connection.raw) {
+            let connectionContext = Unmanaged<ConnectionContext>.fromOpaque(context).takeUnretainedValue()
+            target = connectionContext.pendingTarget
+            connectionContext.pendingTarget = nil
+        }
+        if server.connectionCount.load(ordering: .relaxed) > server.configuration.connectionLimit {
+            return queueEarly(.connectionLimitReached)
+        }
+        if let lengthText = MHD_lookup_connection_value(connection.raw, MHD_ValueKind.HEADER_KIND, "Content-Length") {
+            let declared = UInt64(String(cString: lengthText))
+            if let declared, declared > UInt64(server.configuration.maxBodySize) {
+                return queueEarly(.payloadTooLarge)
+            }
+            if let declared, declared > 0 {
+                // Bounded: a client may declare a large body and never send it.
+                body.reserveCapacity(Int(min(declared, 64 * 1024)))
+            }
+        }
+        return MHD_Result.YES
+    }
+
+    func receiveBody(_ chunk: UnsafeRawBufferPointer) {
+        guard !bodyTooLarge else { return }
+        if body.count + chunk.count > server.configuration.maxBodySize {
+            bodyTooLarge = true
+            body = []
+            return
+        }
+        body.append(contentsOf: chunk)
+    }
+
+    func finalCall(
+        url: UnsafePointer<CChar>?,
+        method: UnsafePointer<CChar>?,
+        version: UnsafePointer<CChar>?
+    ) -> MHD_Result {
+        if handlerInvoked {
+            let action = machine.withLock { $0.calledAfterResume() }
+            return perform(action)
+        }
+        handlerInvoked = true
+        if bodyTooLarge {
+            machine.withLock { $0.answeredEarly() }
+            return queue(server.configuration.rejectionResponse(.payloadTooLarge))
+        }
+        let request = makeRequest(url: url, method: method, version: version)
+        body = []
+        server.handler(request, HTTPResponder(exchange: self))
+        return handlerReturned()
+    }
+
+    private func handlerReturned() -> MHD_Result {
+        if machine.withLock({ $0.needsParking }) && !isParked {
+            if server.park(self) {
+                isParked = true
+            } else {
+                // Shutdown already started: this request must neither suspend nor stream on.
+                _ = machine.withLock { $0.shutdown() }
+            }
+        }
+        let action = machine.withLock { machine -> ExchangeStateMachine.QueueAction in
+            let action = machine.handlerReturned()
+            if case .suspend = action {
+                // Under the lock, so a concurrent provide() sees `suspended` only once it is true.
+                MHD_suspend_connection(connection.raw)
+            }
+            return action
+        }
+        return perform(action)
+    }
+
+    private func perform(_ action: ExchangeStateMachine.QueueAction) -> MHD_Result {
+        switch action {
+        case .suspend:
+            return MHD_Result.YES
+        case .unexpected:
+            server.logger.error("libmicrohttpd called the access handler in an unexpected state")
+            return MHD_Result.NO
+        case .queue(.response(let response), _):
+            return queue(response)
+        case .queue(.prepared(let prepared), _):
+            return prepared.queue(on: connection)
+        case .queue(.rejection(let rejection), _):
+            return queue(server.configuration.rejectionResponse(rejection))
+        case .queue(.stream(let status, let headers, let writer), let endStream):
+            if endStream { writer.finishForShutdown() }
+            return queueStream(status: status, headers: headers, writer: writer)
+        }
+    }
+
+    func completed(_ code: MHD_RequestTerminationCode) {
+        if isParked {
+            server.unpark(self)
+        }
+        guard let writer = machine.withLock({ $0.completed() }) else { return }
+        server.streamEnded()
+        let reason: HTTPStreamCloseReason =
+            switch code {
+            case MHD_RequestTerminationCode.REQUEST_TERMINATED_COMPLETED_OK: .finished
+            case MHD_RequestTerminationCode.REQUEST_TERMINATED_TIMEOUT_REACHED: .timedOut
+            case MHD_RequestTerminationCode.REQUEST_TERMINATED_DAEMON_SHUTDOWN: .serverShutdown
+            default: .clientDisconnected
+            }
+        writer.requestEnded(reason)
+    }
+
+    // MARK: Queuing
+
+    private func queueEarly(_ rejection: HTTPServerRejection) -> MHD_Result {
+        machine.withLock { $0.answeredEarly() }
+        var response = server.configuration.rejectionResponse(rejection)
+        response.headers.replaceOrAdd(name: "Connection", value: "close")
+        return queue(response)
+    }
+
+    private func queue(_ response: HTTPResponse) -> MHD_Result {
+        var response = response
+        if !(100...999).contains(response.status) {
+            server.logger.error(
+                "HTTP handler answered with an invalid status",
+                metadata: ["http.response.status_code": "\(response.status)"]
+            )
+            response = server.configuration.rejectionResponse(.noResponse)
+        }
+        let created = response.body.withUnsafeBytes { bytes in
+            MHD_create_response_from_buffer(
+                bytes.count,
+                UnsafeMutableRawPointer(mutating: bytes.baseAddress),
+                MHD_ResponseMemoryMode.RESPMEM_MUST_COPY
+            )
+        }
+        guard let mhdResponse = created else {
+            server.logger.error("libmicrohttpd could not create a response")
+            return MHD_Result.NO
+        }
+        defer { MHD_destroy_response(mhdResponse) }
+        guard addHeaders(response.headers, to: mhdResponse) else {
+            // A header libmicrohttpd refused (e.g. containing CR/LF): answer 500 instead.
+            let fallback = server.configuration.rejectionResponse(.noResponse)
+            return queue(HTTPResponse(status: fallback.status, body: fallback.body))
+        }
+        return MHD_queue_response(connection.raw, UInt32(response.status), mhdResponse)
+    }
+
+    private func queueStream(status: Int, headers: HTTPHeaders, writer: HTTPStreamWriter) -> MHD_Result {
+        let context = Unmanaged.passRetained(writer).toOpaque()
+        guard
+            let mhdResponse = MHD_create_response_from_callback(
+                UInt64.max,  // MHD_SIZE_UNKNOWN: chunked for HTTP/1.1
+                1024,
+                streamReaderThunk,
+                context,
+                streamReaderFreeThunk
+            )
+        else {
+            Unmanaged<HTTPStreamWriter>.fromOpaque(context).release()
+            server.logger.error("libmicrohttpd could not create a streaming response")
+            return MHD_Result.NO
+        }
+        defer { MHD_destroy_response(mhdResponse) }
+        guard (100...999).contains(status), addHeaders(headers, to: mhdResponse) else {
+            server.logger.error("HTTP handler started a stream with an invalid status or header")
+            writer.finishForShutdown()
+            return MHD_Result.NO
+        }
+        server.streamStarted()
+        return MHD_queue_response(connection.raw, UInt32(status), mhdResponse)
+    }
+
+    private func addHeaders(_ headers: HTTPHeaders, to response: OpaquePointer) -> Bool {
+        for field in headers where MHD_add_response_header(response, field.name, field.value) != MHD_Result.YES {
+            server.logger.error(
+                "libmicrohttpd refused a response header",
+                metadata: ["http.header.name": "\(field.name)"]
+            )
+            return false
+        }
+        return true
+    }
+
+    // MARK: Request
+
+    private func makeRequest(
+        url: UnsafePointer<CChar>?,
+        method: UnsafePointer<CChar>?,
+        version: UnsafePointer<CChar>?
+    ) -> HTTPRequest {
+        var fields: [HTTPHeaders.Field] = []
+        withUnsafeMutablePointer(to: &fields) { pointer in
+            _ = MHD_get_connection_values_n(connection.raw, MHD_ValueKind.HEADER_KIND, headerIteratorThunk, pointer)
+        }
+        var query: [HTTPQueryItem] = []
+        withUnsafeMutablePointer(to: &query) { pointer in
+            _ = MHD_get_connection_values_n(
+                connection.raw, MHD_ValueKind.GET_ARGUMENT_KIND, queryIteratorThunk, pointer)
+        }
+        var remote: (host: String, port: UInt16)?
+        if let context = cmhd_connection_socket_context(connection.raw) {
+            remote = Unmanaged<ConnectionContext>.fromOpaque(context).takeUnretainedValue().remote(of: connection)
+        }
+        return HTTPRequest(
+            method: method.map { String(cString: $0) } ?? "",
+            path: url.map { String(cString: $0) } ?? "",
+            target: target,
+            version: version.map { String(cString: $0) } ?? "",
+            queryItems: query,
+            headers: HTTPHeaders(fields: fields),
+            body: body,
+            remoteAddress: remote?.host,
+            remotePort: remote?.port
+        )
+    }
+}

@@ -1,0 +1,134 @@
+/// What a request ends up as.
+enum ExchangeOutcome: Sendable {
+    case response(HTTPResponse)
+    case prepared(HTTPPreparedResponse)
+    case rejection(HTTPServerRejection)
+    case stream(status: Int, headers: HTTPHeaders, writer: HTTPStreamWriter)
+
+    var writer: HTTPStreamWriter? {
+        if case .stream(_, _, let writer) = self { return writer }
+        return nil
+    }
+}
+
+/// The answer state of one request, without I/O.
+///
+/// The handler runs on the connection's libmicrohttpd thread (`handling`). A response or stream
+/// provided meanwhile is queued by that thread when the handler returns. Otherwise the connection
+/// is suspended (`suspended`); a later `provide` from any thread moves it to `resumed` and asks the
+/// owner to resume, after which libmicrohttpd calls the access handler again and the owner queues
+/// the outcome (`answered`). Shutdown turns a pending request into a 503 and ends streams.
+struct ExchangeStateMachine: Sendable {
+    enum State: Sendable {
+        case handling(ExchangeOutcome?)
+        case suspended
+        case resumed(ExchangeOutcome)
+        case answered(HTTPStreamWriter?)
+        case completed
+    }
+
+    enum ProvideAction: Equatable {
+        /// Stored; the libmicrohttpd thread queues it when the handler returns.
+        case stored
+        /// The owner must call `MHD_resume_connection` (under the lock).
+        case resume
+        /// Already answered or over: ignored.
+        case rejected
+    }
+
+    enum QueueAction {
+        /// Queue this outcome now; `endStream` = finish a stream at once (shutdown in progress).
+        case queue(ExchangeOutcome, endStream: Bool)
+        /// Suspend the connection (under the lock) until an outcome is provided.
+        case suspend
+        /// Called in a state where there is nothing to queue.
+        case unexpected
+    }
+
+    enum ShutdownAction {
+        case none
+        case resume
+        case finishStream(HTTPStreamWriter)
+    }
+
+    private(set) var state: State = .handling(nil)
+    private(set) var shutdownRequested = false
+
+    /// Whether the request may outlive the handler call (so shutdown must know about it).
+    var needsParking: Bool {
+        switch state {
+        case .handling(nil), .handling(.stream?): true
+        default: false
+        }
+    }
+
+    mutating func provide(_ outcome: ExchangeOutcome) -> ProvideAction {
+        switch state {
+        case .handling(nil):
+            state = .handling(outcome)
+            return .stored
+        case .suspended:
+            state = .resumed(outcome)
+            return .resume
+        case .handling(.some), .resumed, .answered, .completed:
+            return .rejected
+        }
+    }
+
+    mutating func handlerReturned() -> QueueAction {
+        switch state {
+        case .handling(let outcome?):
+            state = .answered(outcome.writer)
+            return .queue(outcome, endStream: shutdownRequested)
+        case .handling(nil):
+            if shutdownRequested {
+                state = .answered(nil)
+                return .queue(.rejection(.shuttingDown), endStream: false)
+            }
+            state = .suspended
+            return .suspend
+        case .suspended, .resumed, .answered, .completed:
+            return .unexpected
+        }
+    }
+
+    /// libmicrohttpd called the access handler again after a resume.
+    mutating func calledAfterResume() -> QueueAction {
+        switch state {
+        case .resumed(let outcome):
+            state = .answered(outcome.writer)
+            return .queue(outcome, endStream: shutdownRequested)
+        case .handling, .suspended, .answered, .completed:
+            return .unexpected
+        }
+    }
+
+    /// A response was queued without the handler (early rejection).
+    mutating func answeredEarly() {
+        state = .answered(nil)
+    }
+
+    mutating func shutdown() -> ShutdownAction {
+        shutdownRequested = true
+        switch state {
+        case .suspended:
+            state = .resumed(.rejection(.shuttingDown))
+            return .resume
+        case .resumed(.stream(_, _, let writer)), .answered(let writer?):
+            return .finishStream(writer)
+        case .handling, .resumed, .answered, .completed:
+            return .none
+        }
+    }
+
+    /// The request is over; returns the stream writer to close, if any.
+    mutating func completed() -> HTTPStreamWriter? {
+        defer { state = .completed }
+        switch state {
+        case .handling(let outcome): return outcome?.writer
+        case .resumed(let outcome): return outcome.writer
+        case .answered(let writer): return writer
+        case .suspended, .completed: return nil
+        }
+    }
+}

@@ -1,0 +1,384 @@
+import CMicroHTTPD
+import CMicroHTTPDShim
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// An HTTP/1.1 server on libmicrohttpd: an epoll thread pool with suspend/resume, for short
+/// requests and thousands of long-lived streams.
+///
+/// ```swift
+/// let server = HTTPServer(configuration: .init()) { request, responder in
+///     responder.respond(HTTPResponse(body: "hello"))
+/// }
+/// try server.start()
+/// print(server.port!)
+/// await server.shutdown()
+/// ```
+/// Or scoped: ``withHTTPServer(configuration:logger:handler:_:)``; or as a long-running service: ``run()``.
+public final class HTTPServer: Sendable {
+    /// The configuration the server was created with.
+    public let configuration: HTTPServerConfiguration
+    let logger: Logger
+    let handler: HTTPHandler
+
+    private let lifecycle = Mutex(Lifecycle())
+    private let registry = Mutex(Registry())
+    /// Open TCP connections (connection-started minus connection-closed notifications).
+    let connectionCount = Atomic<Int>(0)
+    private let streamCount = Atomic<Int>(0)
+    private let lastLibraryMessage = Mutex<String?>(nil)
+
+    /// Creates a stopped server.
+    /// - Parameters:
+    ///   - configuration: bind address, limits and timeouts.
+    ///   - logger: receives libmicrohttpd's messages (debug level) and handler misuse (error level).
+    ///   - handler: called on a libmicrohttpd thread for every complete request; must not block.
+    public init(
+        configuration: HTTPServerConfiguration = HTTPServerConfiguration(),
+        logger: Logger = Logger(label: "MicroHTTPD"),
+        handler: @escaping HTTPHandler
+    ) {
+        self.configuration = configuration
+        self.logger = logger
+        self.handler = handler
+    }
+
+    /// The bound TCP port once started (the real one when the configuration asked for port 0).
+    public var port: Int? {
+        lifecycle.withLock { $0.port.map(Int.init) }
+    }
+
+    /// Open TCP connections.
+    public var activeConnectionCount: Int {
+        connectionCount.load(ordering: .relaxed)
+    }
+
+    /// Streaming responses queued and not yet over.
+    public var activeStreamCount: Int {
+        streamCount.load(ordering: .relaxed)
+    }
+
+    /// Binds and starts the worker threads.
+    /// - Throws: ``HTTPServerError`` for a bad configuration, a second start, or when libmicrohttpd
+    ///   refuses (e.g. port in use).
+    public func start() throws(HTTPServerError) {
+        try validateConfiguration()
+        let claimed = lifecycle.withLock { lifecycle in
+            guard case .idle = lifecycle.state else { return false }
+            lifecycle.state = .starting
+            return true
+        }
+        guard claimed else { throw .alreadyStarted("the server was already started or stopped") }
+        warnIfFileLimitTooLow()
+        do {
+            let (daemon, port) = try startDaemon()
+            lifecycle.withLock {
+                $0.state = .running(daemon)
+                $0.port = port
+            }
+        } catch {
+            lifecycle.withLock { $0.state = .idle }
+            throw error
+        }
+    }
+
+    /// Shuts down gracefully; idempotent, and concurrent callers all wait for the same shutdown.
+    ///
+    /// Stops accepting connections, ends every stream (clients receive the terminating chunk),
+    /// answers pending deferred requests with ``HTTPServerRejection/shuttingDown``, waits up to
+    /// ``HTTPServerConfiguration/shutdownGracePeriod`` for those to reach their clients, then stops
+    /// the daemon (closing idle keep-alive connections). Never stops with suspended connections.
+    public func shutdown() async {
+        enum Step {
+            case stop(DaemonResources)
+            case wait
+            case done
+        }
+        let step = lifecycle.withLock { lifecycle -> Step in
+            switch lifecycle.state {
+            case .idle:
+                lifecycle.state = .stopped
+                return .done
+            case .running(let daemon):
+                lifecycle.state = .stopping
+                return .stop(daemon)
+            case .starting, .stopping:
+                return .wait
+            case .stopped:
+                return .done
+            }
+        }
+        switch step {
+        case .done:
+            return
+        case .wait:
+            await waitUntilStopped()
+        case .stop(let daemon):
+            // Detached so that a cancelled caller still drains and stops properly.
+            await Task.detached { await self.stopDaemon(daemon) }.value
+        }
+    }
+
+    /// Starts the server if needed, then runs until the task is cancelled or ``shutdown()`` is
+    /// called; either way returns after a graceful shutdown (a `ServiceLifecycle`-style `run()`).
+    public func run() async throws {
+        if lifecycle.withLock({ if case .idle = $0.state { true } else { false } }) {
+            try start()
+        }
+        await withTaskCancellationHandler {
+            await waitUntilStopped()
+        } onCancel: {
+            Task { await self.shutdown() }
+        }
+    }
+
+    // MARK: Shutdown internals
+
+    private func waitUntilStopped() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let stopped = lifecycle.withLock { lifecycle in
+                if case .stopped = lifecycle.state { return true }
+                lifecycle.waiters.append(continuation)
+                return false
+            }
+            if stopped { continuation.resume() }
+        }
+    }
+
+    private func stopDaemon(_ daemon: DaemonResources) async {
+        let listenSocket = MHD_quiesce_daemon(daemon.daemon.raw)
+        let parked = registry.withLock { registry in
+            registry.shuttingDown = true
+            return Array(registry.exchanges.values)
+        }
+        for exchange in parked {
+            exchange.shutdown()
+        }
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: configuration.shutdownGracePeriod)
+        while registry.withLock({ !$0.exchanges.isEmpty }) && clock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+        let remaining = registry.withLock { $0.exchanges.count }
+        if remaining > 0 {
+            logger.warning(
+                "HTTP requests still in flight after the shutdown grace period",
+                metadata: ["http.server.pending": "\(remaining)"]
+            )
+        }
+        // Safe: every parked request was resumed and none can suspend again (shuttingDown is set);
+        // MHD_stop_daemon processes pending resumes before it checks for suspended connections.
+        MHD_stop_daemon(daemon.daemon.raw)
+        if listenSocket >= 0 {
+            close(listenSocket)
+        }
+        daemon.release()
+        Unmanaged.passUnretained(self).release()
+        let waiters = lifecycle.withLock { lifecycle in
+            lifecycle.state = .stopped
+            defer { lifecycle.waiters = [] }
+            return lifecycle.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    // MARK: Called from callbacks
+
+    /// Registers a request that may outlive its handler call; `false` once shutdown has begun.
+    func park(_ exchange: Exchange) -> Bool {
+        registry.withLock { registry in
+            guard !registry.shuttingDown else { return false }
+            registry.exchanges[ObjectIdentifier(exchange)] = exchange
+            return true
+        }
+    }
+
+    func unpark(_ exchange: Exchange) {
+        _ = registry.withLock { $0.exchanges.removeValue(forKey: ObjectIdentifier(exchange)) }
+    }
+
+    func streamStarted() {
+        streamCount.add(1, ordering: .relaxed)
+    }
+
+    func streamEnded() {
+        streamCount.subtract(1, ordering: .relaxed)
+    }
+
+    func libraryLogged(_ message: String) {
+        lastLibraryMessage.withLock { $0 = message }
+        logger.debug("libmicrohttpd message", metadata: ["mhd.message": "\(message)"])
+    }
+
+    // MARK: Start internals
+
+    /// Past `RLIMIT_NOFILE`, accept() fails and libmicrohttpd stops accepting until a connection
+    /// closes: clients would wait in the backlog instead of getting the 503.
+    private func warnIfFileLimitTooLow() {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
+        let needed = configuration.connectionLimit + configuration.connectionLimitHeadroom + 64
+        if limit.rlim_cur != rlim_t.max && Int(clamping: limit.rlim_cur) < needed {
+            logger.warning(
+                "The open-file limit is below the connection limit; raise ulimit -n",
+                metadata: ["process.rlimit_nofile": "\(limit.rlim_cur)", "http.server.needed_fds": "\(needed)"]
+            )
+        }
+    }
+
+    private func validateConfiguration() throws(HTTPServerError) {
+        let c = configuration
+        if c.threadPoolSize < 1 || c.threadPoolSize > 1024 {
+            throw .invalidConfiguration("threadPoolSize must be in 1...1024, got \(c.threadPoolSize)")
+        }
+        if c.connectionLimit < 1 || c.connectionLimitHeadroom < 0
+            || c.connectionLimit + c.connectionLimitHeadroom > Int(UInt32.max)
+        {
+            throw .invalidConfiguration(
+                "connectionLimit must be ≥ 1 and connectionLimitHeadroom ≥ 0, got \(c.connectionLimit)/\(c.connectionLimitHeadroom)"
+            )
+        }
+        if c.connectionMemoryLimit < 2048 {
+            throw .invalidConfiguration("connectionMemoryLimit must be ≥ 2048 bytes, got \(c.connectionMemoryLimit)")
+        }
+        if c.idleTimeoutSeconds < 0 || c.idleTimeoutSeconds > Int(UInt32.max) {
+            throw .invalidConfiguration("idleTimeoutSeconds must be ≥ 0, got \(c.idleTimeoutSeconds)")
+        }
+        if c.maxBodySize < 0 {
+            throw .invalidConfiguration("maxBodySize must be ≥ 0, got \(c.maxBodySize)")
+        }
+        if let backlog = c.listenBacklog, backlog < 1 || backlog > Int(Int32.max) {
+            throw .invalidConfiguration("listenBacklog must be ≥ 1, got \(backlog)")
+        }
+    }
+
+    private func startDaemon() throws(HTTPServerError) -> (DaemonResources, UInt16) {
+        let c = configuration
+        let address = UnsafeMutablePointer<sockaddr_storage>.allocate(capacity: 1)
+        let family = cmhd_make_sockaddr(c.host, c.port, address)
+        guard family != 0 else {
+            address.deallocate()
+            throw .invalidConfiguration("host must be a numeric IPv4 or IPv6 address, got \"\(c.host)\"")
+        }
+        let self_ = Unmanaged.passRetained(self)
+        let loggerBox = UnsafeMutablePointer<cmhd_logger>.allocate(capacity: 1)
+        loggerBox.initialize(to: cmhd_logger(function: logThunk, context: self_.toOpaque()))
+        let resources = DaemonResources(address: address, logger: loggerBox)
+
+        var flags =
+            MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
+            | MHD_USE_ERROR_LOG.rawValue
+        if family == 6 { flags |= MHD_USE_IPv6.rawValue }
+        if c.turbo { flags |= MHD_USE_TURBO.rawValue }
+
+        let hardLimit = max(c.connectionLimit + c.connectionLimitHeadroom, c.threadPoolSize)
+        var options: [MHD_OptionItem] = [
+            MHD_OptionItem(option: MHD_OPTION.SOCK_ADDR, value: 0, ptr_value: UnsafeMutableRawPointer(address)),
+            MHD_OptionItem(option: MHD_OPTION.CONNECTION_LIMIT, value: hardLimit, ptr_value: nil),
+            MHD_OptionItem(option: MHD_OPTION.CONNECTION_MEMORY_LIMIT, value: c.connectionMemoryLimit, ptr_value: nil),
+            MHD_OptionItem(option: MHD_OPTION.CONNECTION_TIMEOUT, value: c.idleTimeoutSeconds, ptr_value: nil),
+            MHD_OptionItem(
+                option: MHD_OPTION.NOTIFY_COMPLETED,
+                value: unsafeBitCast(requestCompletedThunk, to: Int.self),
+                ptr_value: self_.toOpaque()
+            ),
+            MHD_OptionItem(
+                option: MHD_OPTION.NOTIFY_CONNECTION,
+                value: unsafeBitCast(connectionNotifyThunk, to: Int.self),
+                ptr_value: self_.toOpaque()
+            ),
+            MHD_OptionItem(
+                option: MHD_OPTION.URI_LOG_CALLBACK,
+                value: unsafeBitCast(uriLogThunk, to: Int.self),
+                ptr_value: self_.toOpaque()
+            ),
+        ]
+        if c.threadPoolSize > 1 {
+            options.append(MHD_OptionItem(option: MHD_OPTION.THREAD_POOL_SIZE, value: c.threadPoolSize, ptr_value: nil))
+        }
+        if let backlog = c.listenBacklog {
+            options.append(MHD_OptionItem(option: MHD_OPTION.LISTEN_BACKLOG_SIZE, value: backlog, ptr_value: nil))
+        }
+        options.append(MHD_OptionItem(option: MHD_OPTION.END, value: 0, ptr_value: nil))
+
+        lastLibraryMessage.withLock { $0 = nil }
+        let started = options.withUnsafeBufferPointer { items in
+            cmhd_start_daemon(flags, c.port, accessHandlerThunk, self_.toOpaque(), items.baseAddress, loggerBox)
+        }
+        guard let started else {
+            self_.release()
+            resources.release()
+            let detail = lastLibraryMessage.withLock { $0 } ?? "no message from libmicrohttpd"
+            throw .startFailed("could not listen on \(c.host):\(c.port): \(detail)")
+        }
+        var daemon = resources
+        daemon.daemon = ConnectionDaemon(raw: started)
+        return (daemon, cmhd_daemon_bind_port(started))
+    }
+}
+
+/// What the daemon needs alive until `MHD_stop_daemon` returns.
+struct DaemonResources: @unchecked Sendable {
+    let address: UnsafeMutablePointer<sockaddr_storage>
+    let logger: UnsafeMutablePointer<cmhd_logger>
+    var daemon = ConnectionDaemon(raw: OpaquePointer(bitPattern: 1)!)
+
+    func release() {
+        address.deallocate()
+        logger.deinitialize(count: 1)
+        logger.deallocate()
+    }
+}
+
+struct ConnectionDaemon: @unchecked Sendable {
+    let raw: OpaquePointer
+}
+
+private struct Lifecycle: ~Copyable {
+    enum State {
+        case idle
+        case starting
+        case running(DaemonResources)
+        case stopping
+        case stopped
+    }
+
+    var state: State = .idle
+    var port: UInt16?
+    var waiters: [CheckedContinuation<Void, Never>] = []
+}
+
+private struct Registry: ~Copyable {
+    var exchanges: [ObjectIdentifier: Exchange] = [:]
+    var shuttingDown = false
+}
+
+/// Runs `body` with a started server and shuts it down gracefully afterwards (also on error).
+/// - Parameters:
+///   - configuration: the server configuration (default: 127.0.0.1, ephemeral port).
+///   - logger: the server's logger.
+///   - handler: the request handler.
+///   - body: receives the running server (read ``HTTPServer/port`` for the bound port).
+/// - Throws: ``HTTPServerError`` if the server cannot start, or what `body` throws.
+public func withHTTPServer<Result>(
+    configuration: HTTPServerConfiguration = HTTPServerConfiguration(),
+    logger: Logger = Logger(label: "MicroHTTPD"),
+    handler: @escaping HTTPHandler,
+    isolation: isolated (any Actor)? = #isolation,
+    _ body: (HTTPServer) async throws -> sending Result
+) async throws -> sending Result {
+    let server = HTTPServer(configuration: configuration, logger: logger, handler: handler)
+    try server.start()
+    do {
+        let result = try await body(server)
+        await server.shutdown()
+        return result
+    } catch {
+        await server.shutdown()
+        throw error
+    }
+}

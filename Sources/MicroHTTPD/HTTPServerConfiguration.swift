@@ -1,0 +1,126 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Settings of an ``HTTPServer``. Every property has a documented default.
+public struct HTTPServerConfiguration: Sendable {
+    /// Numeric bind address. Default `127.0.0.1`; `0.0.0.0` for every IPv4 interface,
+    /// `::1` / `::` for IPv6 (host names are not resolved).
+    public var host: String = "127.0.0.1"
+
+    /// TCP port. Default `0`: an ephemeral port, readable from ``HTTPServer/port`` after start.
+    public var port: UInt16 = 0
+
+    /// Worker threads, each with its own epoll loop. Default: the number of active cores.
+    public var threadPoolSize: Int = HTTPServerConfiguration.activeCoreCount
+
+    /// Connections served normally. Default 10,000. Connections beyond it (up to
+    /// `connectionLimit + connectionLimitHeadroom`) get ``HTTPServerRejection/connectionLimitReached``
+    /// (503, `Connection: close`) instead of waiting unanswered in the listen backlog. Raise
+    /// `ulimit -n` to match.
+    public var connectionLimit: Int = 10_000
+
+    /// Extra connections libmicrohttpd accepts above ``connectionLimit`` only to answer them with 503.
+    /// Default 128. libmicrohttpd splits its hard limit evenly across the worker threads.
+    public var connectionLimitHeadroom: Int = 128
+
+    /// Memory pool per connection in bytes: request line, headers and the response write buffer share it.
+    /// Default 16 KiB. A request whose header block does not fit gets 431 (URL: 414) from libmicrohttpd.
+    public var connectionMemoryLimit: Int = 16 * 1024
+
+    /// Seconds a connection may stay idle (no bytes either way) before it is closed. Default 60; 0 = never.
+    /// Suspended connections (idle streams, pending deferred responses) are exempt.
+    public var idleTimeoutSeconds: Int = 60
+
+    /// Largest accepted request body in bytes. Default 1 MiB. A larger `Content-Length` is answered
+    /// with 413 before the body is read; a chunked body that grows past it is read, discarded and
+    /// answered with 413.
+    public var maxBodySize: Int = 1 << 20
+
+    /// How long ``HTTPServer/shutdown()`` waits for ended streams and pending deferred responses to
+    /// reach their clients before stopping the daemon. Default 5 s.
+    public var shutdownGracePeriod: Duration = .seconds(5)
+
+    /// Listen backlog. Default `nil` (libmicrohttpd's default, `SOMAXCONN`).
+    public var listenBacklog: Int? = nil
+
+    /// Use libmicrohttpd's `MHD_USE_TURBO` (skips some `shutdown()` calls). Default `false`.
+    public var turbo: Bool = false
+
+    /// Builds the response for requests the server answers itself (limits, shutdown, dropped responders).
+    /// Default: a `text/plain` body with ``HTTPServerRejection/message``.
+    public var rejectionResponse: @Sendable (HTTPServerRejection) -> HTTPResponse = { rejection in
+        HTTPResponse(
+            status: rejection.status,
+            headers: ["Content-Type": "text/plain; charset=utf-8"],
+            body: rejection.message + "\n"
+        )
+    }
+
+    /// Creates the default configuration.
+    public init() {}
+
+    /// Creates a configuration bound to `host`:`port` with the other defaults.
+    public init(host: String, port: UInt16 = 0) {
+        self.host = host
+        self.port = port
+    }
+
+    /// The number of cores available to the process (at least 1).
+    public static var activeCoreCount: Int {
+        max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+    }
+}
+
+/// A request the server answers itself, without calling the handler (or after the handler failed to).
+/// Its response is built by ``HTTPServerConfiguration/rejectionResponse``.
+public struct HTTPServerRejection: Sendable, Hashable, CustomStringConvertible {
+    private enum Code: Sendable, Hashable {
+        case connectionLimitReached
+        case payloadTooLarge
+        case shuttingDown
+        case noResponse
+    }
+
+    private let code: Code
+
+    /// The HTTP status the server uses.
+    public var status: Int {
+        switch code {
+        case .connectionLimitReached, .shuttingDown: 503
+        case .payloadTooLarge: 413
+        case .noResponse: 500
+        }
+    }
+
+    /// A short human-readable explanation.
+    public var message: String {
+        switch code {
+        case .connectionLimitReached: "The server has reached its connection limit; retry later."
+        case .payloadTooLarge: "The request body is larger than the server accepts."
+        case .shuttingDown: "The server is shutting down."
+        case .noResponse: "The request handler did not produce a response."
+        }
+    }
+
+    /// A stable identifier: `connection_limit`, `payload_too_large`, `shutting_down`, `no_response`.
+    public var identifier: String {
+        switch code {
+        case .connectionLimitReached: "connection_limit"
+        case .payloadTooLarge: "payload_too_large"
+        case .shuttingDown: "shutting_down"
+        case .noResponse: "no_response"
+        }
+    }
+
+    public var description: String { "\(identifier) (\(status)): \(message)" }
+
+    /// More connections are open than ``HTTPServerConfiguration/connectionLimit`` (503, connection closed).
+    public static let connectionLimitReached = Self(code: .connectionLimitReached)
+    /// The body exceeds ``HTTPServerConfiguration/maxBodySize`` (413).
+    public static let payloadTooLarge = Self(code: .payloadTooLarge)
+    /// A deferred request was still pending, or a request arrived, during shutdown (503).
+    public static let shuttingDown = Self(code: .shuttingDown)
+    /// The handler released its ``HTTPResponder`` without responding (500).
+    public static let noResponse = Self(code: .noResponse)
+}

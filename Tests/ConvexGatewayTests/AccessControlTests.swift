@@ -1,0 +1,283 @@
+import ConvexValues
+import Foundation
+import Testing
+
+@testable import ConvexGateway
+
+/// The access-control components on their own: no server, no clock, no I/O.
+struct SecretTests {
+    @Test func matchesOnlyTheExactKey() throws {
+        let secret = try Secret("s3cr3t-key", source: "test")
+        #expect(secret.matches(Array("s3cr3t-key".utf8)))
+        #expect(!secret.matches(Array("s3cr3t-kex".utf8)))
+        #expect(!secret.matches(Array("s3cr3t-ke".utf8)))
+        #expect(!secret.matches(Array("s3cr3t-key2".utf8)))
+        #expect(!secret.matches([UInt8]()))
+        #expect(!secret.matches(Array("S3CR3T-KEY".utf8)))
+    }
+
+    @Test func neverPrintsItsValue() throws {
+        let secret = try Secret("hunter2hunter2", source: "test")
+        #expect(secret.description == "<redacted>")
+        #expect("\(secret)" == "<redacted>")
+        #expect(String(reflecting: secret) == "<redacted>")
+        var configuration = AccessConfiguration()
+        configuration.apiKey = secret
+        #expect(!"\(configuration)".contains("hunter2"))
+    }
+
+    @Test func loadsFromTheEnvironmentOrAFile() throws {
+        #expect(try Secret.load(value: nil, valueName: "A", file: nil, fileName: "B") == nil)
+        let direct = try #require(try Secret.load(value: " key-1\n", valueName: "A", file: nil, fileName: "B"))
+        #expect(direct.matches(Array("key-1".utf8)))
+
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("secret-\(UUID().uuidString)").path
+        try "file-key-2\n".write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let fromFile = try #require(try Secret.load(value: nil, valueName: "A", file: path, fileName: "B"))
+        #expect(fromFile.matches(Array("file-key-2".utf8)))
+    }
+
+    @Test func refusesAmbiguousEmptyOrUnreadableSecretsWithoutQuotingThem() {
+        #expect(throws: SecretError.self) {
+            try Secret.load(value: "x", valueName: "A", file: "/etc/hostname", fileName: "B")
+        }
+        #expect(throws: SecretError.self) { try Secret.load(value: "  \n", valueName: "A", file: nil, fileName: "B") }
+        #expect(throws: SecretError.self) {
+            try Secret.load(value: "two words", valueName: "A", file: nil, fileName: "B")
+        }
+        do throws(SecretError) {
+            _ = try Secret.load(value: nil, valueName: "A", file: "/nonexistent/key", fileName: "GATEWAY_API_KEY_FILE")
+            Issue.record("an unreadable file must fail")
+        } catch {
+            #expect(error.message.contains("GATEWAY_API_KEY_FILE"))
+            #expect(error.message.contains("/nonexistent/key"))
+        }
+        do throws(SecretError) {
+            _ = try Secret.load(value: "not printable\u{7}", valueName: "GATEWAY_API_KEY", file: nil, fileName: "B")
+            Issue.record("a control character must fail")
+        } catch {
+            #expect(!error.message.contains("not printable"))
+        }
+    }
+}
+
+struct FunctionPatternTests {
+    @Test(arguments: [
+        ("messages:list", "messages:list", true),
+        ("messages:list", "messages:lis", false),
+        ("messages:*", "messages:list", true),
+        ("messages:*", "messages:send", true),
+        ("messages:*", "messages/x:list", false),
+        ("messages", "messages:default", true),
+        ("messages", "messages:list", false),
+        ("*", "anything:default", true),
+        ("*", "anything:else", false),
+        ("admin/**", "admin/users:delete", true),
+        ("admin/**", "admin/a/b:c", true),
+        ("admin/**", "administrator:x", false),
+        ("*:list", "messages:list", true),
+        ("*:list", "dir/messages:list", false),
+        ("**:list", "dir/messages:list", true),
+        ("**:internal*", "a/b:internalReset", true),
+        ("**:internal*", "a/b:reset", false),
+        ("m?:f", "m1:f", true),
+        ("m?:f", "m/:f", false),
+        ("**", "x/y:z", true),
+    ])
+    func matches(pattern: String, path: String, expected: Bool) throws {
+        #expect(try FunctionPattern(pattern).matches(path) == expected)
+    }
+
+    @Test func refusesPatternsNoPathCanMatch() throws {
+        #expect(throws: FunctionPatternError.self) { try FunctionPattern("") }
+        #expect(throws: FunctionPatternError.self) { try FunctionPattern("messages:li st") }
+        #expect(throws: FunctionPatternError.self) { try FunctionPattern("a%2Fb:c") }
+        #expect(try FunctionPattern.list(" a:b , ,c:* ").map(\.description) == ["a:b", "c:*"])
+    }
+
+    @Test func denyWinsOverAllow() throws {
+        let filter = FunctionFilter(
+            allow: try FunctionPattern.list("messages:*,mlb:*"), deny: try FunctionPattern.list("messages:send"))
+        #expect(filter.permits("messages:list"))
+        #expect(!filter.permits("messages:send"))
+        #expect(filter.permits("mlb:first_place_team"))
+        #expect(!filter.permits("echo:echoMutation"))
+        #expect(FunctionFilter().isOpen)
+        #expect(FunctionFilter().permits("any:thing"))
+        let denyOnly = FunctionFilter(deny: try FunctionPattern.list("conformance/**,conformance:*"))
+        #expect(!denyOnly.permits("conformance:add"))
+        #expect(denyOnly.permits("messages:list"))
+    }
+}
+
+struct CORSPolicyTests {
+    @Test func parsesOrigins() throws {
+        #expect(
+            try CORSPolicy.origins("https://App.example.com, http://localhost:3000") == [
+                "https://app.example.com", "http://localhost:3000",
+            ])
+        #expect(try CORSPolicy.origins("*") == ["*"])
+        for bad in ["app.example.com", "https://a.com/path", "ftp://a.com", "https://", "https://a b.com"] {
+            #expect(throws: CORSOriginError.self, "\(bad)") { try CORSPolicy.origins(bad) }
+        }
+    }
+
+    @Test func headersForListedOriginsEchoTheOrigin() {
+        let policy = CORSPolicy(origins: ["https://app.example.com"])
+        #expect(policy.allows(origin: "https://APP.example.com"))
+        #expect(!policy.allows(origin: "https://evil.example.com"))
+        #expect(!policy.allows(origin: "null"))
+        let headers = Dictionary(
+            policy.responseHeaders(origin: "https://app.example.com"), uniquingKeysWith: { a, _ in a })
+        #expect(headers["Access-Control-Allow-Origin"] == "https://app.example.com")
+        #expect(headers["Vary"] == "Origin")
+        #expect(headers["Access-Control-Allow-Credentials"] == nil)
+        #expect(headers["Access-Control-Expose-Headers"] == "ETag, Retry-After")
+    }
+
+    @Test func wildcardWithCredentialsEchoesTheOrigin() {
+        let open = CORSPolicy(origins: ["*"])
+        let openHeaders = open.responseHeaders(origin: "https://x.test")
+        #expect(openHeaders.first?.0 == "Access-Control-Allow-Origin")
+        #expect(openHeaders.first?.1 == "*")
+        let credentialed = CORSPolicy(origins: ["*"], allowCredentials: true)
+        let headers = Dictionary(
+            credentialed.responseHeaders(origin: "https://x.test"), uniquingKeysWith: { a, _ in a })
+        #expect(headers["Access-Control-Allow-Origin"] == "https://x.test")
+        #expect(headers["Access-Control-Allow-Credentials"] == "true")
+    }
+}
+
+struct RateLimiterTests {
+    @Test func bucketRefillsAtTheRate() {
+        let start = ContinuousClock.now
+        var bucket = TokenBucket(burst: 2, now: start)
+        #expect(bucket.take(now: start, rate: 1, burst: 2) == nil)
+        #expect(bucket.take(now: start, rate: 1, burst: 2) == nil)
+        let wait = bucket.take(now: start, rate: 1, burst: 2)
+        #expect(wait == .seconds(1))
+        #expect(bucket.take(now: start + .milliseconds(500), rate: 1, burst: 2) == .milliseconds(500))
+        #expect(bucket.take(now: start + .seconds(1), rate: 1, burst: 2) == nil)
+        #expect(!bucket.isFull(now: start + .seconds(1), rate: 1, burst: 2))
+        #expect(bucket.isFull(now: start + .seconds(3), rate: 1, burst: 2))
+        // Refill never exceeds the burst.
+        #expect(bucket.take(now: start + .seconds(100), rate: 1, burst: 2) == nil)
+        #expect(bucket.take(now: start + .seconds(100), rate: 1, burst: 2) == nil)
+        #expect(bucket.take(now: start + .seconds(100), rate: 1, burst: 2) != nil)
+    }
+
+    @Test func limitsEachClientSeparatelyWithRetryAfter() {
+        let limiter = RateLimiter(rate: 0.5, burst: 1)
+        let now = ContinuousClock.now
+        #expect(limiter.admit("10.0.0.1", now: now) == nil)
+        #expect(limiter.admit("10.0.0.1", now: now) == 2)
+        #expect(limiter.admit("10.0.0.2", now: now) == nil)
+        #expect(limiter.admit("10.0.0.1", now: now + .seconds(1.5)) == 1)
+        #expect(limiter.admit("10.0.0.1", now: now + .seconds(2)) == nil)
+    }
+
+    @Test func keysIPv6ByNetworkAndMappedIPv4ByAddress() {
+        #expect(RateLimiter.clientKey("2001:db8:1:2:aaaa::1") == RateLimiter.clientKey("2001:db8:1:2:bbbb::2"))
+        #expect(RateLimiter.clientKey("2001:db8:1:2::1") != RateLimiter.clientKey("2001:db8:1:3::1"))
+        #expect(RateLimiter.clientKey("::ffff:192.0.2.7") == "192.0.2.7")
+        #expect(RateLimiter.clientKey("192.0.2.7") == "192.0.2.7")
+        #expect(RateLimiter.clientKey(nil) == "unknown")
+    }
+
+    @Test func forgetsQuietClientsSoMemoryStaysBounded() {
+        let limiter = RateLimiter(rate: 100, burst: 1, capacity: 2000)
+        let now = ContinuousClock.now
+        for i in 0..<5000 {
+            _ = limiter.admit("10.1.\(i / 256).\(i % 256)", now: now + .milliseconds(i))
+        }
+        #expect(limiter.trackedClients <= 2000)
+    }
+}
+
+struct AccessScreenTests {
+    static func request(
+        _ path: String, method: String = "GET", headers: [String: String] = [:], remote: String? = "127.0.0.1"
+    ) -> GatewayRequest {
+        var request = GatewayRequest(method: method, rawPath: path, query: [], headers: headers, body: [])
+        request.remoteAddress = remote
+        return request
+    }
+
+    @Test func apiKeyGuardsEverythingButProbesAndTheContract() throws {
+        var configuration = AccessConfiguration()
+        configuration.apiKey = try Secret("k-123", source: "test")
+        let access = AccessControl(configuration: configuration)
+        let missing = try #require(access.screen(Self.request("/query/messages:list")))
+        #expect(missing.status == 401)
+        #expect(String(decoding: missing.body, as: UTF8.self).hasPrefix(#"{"error":{"code":"InvalidAPIKey","#))
+        #expect(missing.headers.contains { $0.0 == "WWW-Authenticate" })
+        let wrong = try #require(access.screen(Self.request("/metrics", headers: ["X-API-Key": "k-124"])))
+        #expect(wrong.status == 401)
+        #expect(
+            access.screen(Self.request("/query/messages:list", headers: ["x-api-key": "k-123"])).map(\.status) == nil)
+        for open in ["/healthz", "/readyz", "/openapi.yaml"] {
+            #expect(access.screen(Self.request(open)).map(\.status) == nil, "\(open)")
+        }
+        #expect(access.screen(Self.request("/nowhere"))?.status == 401)
+    }
+
+    @Test func preflightAndOriginChecks() throws {
+        var configuration = AccessConfiguration()
+        configuration.cors = CORSPolicy(origins: ["https://app.test"])
+        configuration.apiKey = try Secret("k", source: "test")
+        let access = AccessControl(configuration: configuration)
+        let preflight = try #require(
+            access.screen(
+                Self.request(
+                    "/mutation/messages:send", method: "OPTIONS",
+                    headers: ["Origin": "https://app.test", "Access-Control-Request-Method": "POST"])))
+        #expect(preflight.status == 204)
+        #expect(
+            preflight.headers.contains { $0.0 == "Access-Control-Allow-Methods" && $0.1 == CORSPolicy.allowedMethods })
+        let foreign = try #require(access.screen(Self.request("/query/x:y", headers: ["Origin": "https://evil.test"])))
+        #expect(foreign.status == 403)
+        #expect(String(decoding: foreign.body, as: UTF8.self).contains("OriginNotAllowed"))
+        #expect(
+            access.responseHeaders(for: Self.request("/healthz", headers: ["Origin": "https://app.test"])).count >= 1)
+        #expect(access.responseHeaders(for: Self.request("/healthz")).isEmpty)
+
+        let off = AccessControl(configuration: AccessConfiguration())
+        #expect(
+            off.screen(Self.request("/query/x:y", method: "OPTIONS", headers: ["Origin": "https://any.test"])).map(
+                \.status) == nil)
+        #expect(off.responseHeaders(for: Self.request("/healthz", headers: ["Origin": "https://any.test"])).isEmpty)
+    }
+
+    @Test func rateLimitCountsFunctionRoutesPerAddress() throws {
+        var configuration = AccessConfiguration()
+        configuration.rateLimit = 0.001
+        configuration.rateLimitBurst = 2
+        let access = AccessControl(configuration: configuration)
+        #expect(access.screen(Self.request("/query/a:b")).map(\.status) == nil)
+        #expect(access.screen(Self.request("/mutation/a:b", method: "POST")).map(\.status) == nil)
+        let limited = try #require(access.screen(Self.request("/subscribe/a:b")))
+        #expect(limited.status == 429)
+        #expect(limited.headers.contains { $0.0 == "Retry-After" && Int($0.1).map { $0 >= 1 } == true })
+        #expect(access.screen(Self.request("/healthz")).map(\.status) == nil)
+        #expect(access.screen(Self.request("/metrics")).map(\.status) == nil)
+        #expect(access.screen(Self.request("/query/a:b", remote: "127.0.0.2")).map(\.status) == nil)
+    }
+}
+
+struct QueryTextTests {
+    @Test(arguments: [
+        ("a=1&b=%C3%A9", true), ("args=%7B%22a%22%3A1%7D", true), ("x=%zz&y=%", true), ("p=a+b", true), ("", true),
+        ("a=%FF", false), ("%C0%AF=1", false), ("t=%E2%82", false), ("ok=1&bad=%ED%A0%80", false),
+    ])
+    func acceptsOnlyUTF8(query: String, valid: Bool) {
+        #expect((QueryText.validate(query) == nil) == valid, "\(query)")
+    }
+
+    @Test func namesTheParameter() throws {
+        let error = try #require(QueryText.validate("good=1&bad=%FF"))
+        #expect(error.status == 400)
+        #expect(error.code == .invalidArguments)
+        #expect(error.message.contains("'bad'"))
+    }
+}

@@ -1,0 +1,208 @@
+import ConvexValues
+import Foundation
+import TestSupport
+import Testing
+
+@testable import ConvexGateway
+
+/// The access controls and request limits through a real gateway on a real deployment.
+@Suite(.timeLimit(.minutes(2)))
+struct AccessEndToEndTests {
+    @Test func apiKeyIsRequiredExceptOnProbesAndIsComparedExactly() async throws {
+        let key = try Secret("gw-key-0123456789", source: "test")
+        try await GatewayHarness.run(configure: { $0.access.apiKey = key }) { h in
+            let missing = try await h.get("/query/messages:list")
+            #expect(missing.status == 401)
+            #expect(missing.errorCode == "InvalidAPIKey")
+            #expect(missing.header("WWW-Authenticate") != nil)
+            let wrong = try await h.get("/query/messages:list", headers: ["X-API-Key": "gw-key-0123456788"])
+            #expect(wrong.status == 401)
+            #expect(wrong.errorCode == "InvalidAPIKey")
+            let metrics = try await h.get("/metrics")
+            #expect(metrics.status == 401)
+            let post = try await h.post("/mutation/messages:send", json: #"{"body":"x"}"#)
+            #expect(post.status == 401)
+
+            let ok = try await h.get("/query/messages:list", headers: ["X-API-Key": "gw-key-0123456789"])
+            #expect(ok.status == 200)
+            let okLower = try await h.get("/metrics", headers: ["x-api-key": "gw-key-0123456789"])
+            #expect(okLower.status == 200)
+            #expect(okLower.text.contains(#"status="401""#))
+            for open in ["/healthz", "/readyz"] {
+                #expect(try await h.get(open).status == 200, "\(open)")
+            }
+            let stream = try await h.openStream(
+                "/subscribe/messages:list?channel=key", headers: ["X-API-Key": "gw-key-0123456789"])
+            defer { stream.close() }
+            #expect(stream.head.status == 200)
+            let refusedStream = try await h.get("/subscribe/messages:list?channel=key")
+            #expect(refusedStream.status == 401)
+        }
+    }
+
+    @Test func aDeniedFunctionAnswersExactlyAsAnUnknownOne() async throws {
+        let deny = try FunctionPattern.list("messages:send,conformance:*")
+        try await GatewayHarness.run(configure: { $0.access.functions.deny = deny }) { h in
+            for (denied, unknown) in [("messages:send", "messages:sent"), ("conformance:add", "conformancf:add")] {
+                for method in ["POST /mutation/", "POST /action/", "POST /query/", "GET /query/", "GET /subscribe/"] {
+                    let parts = method.split(separator: " ")
+                    let verb = String(parts[0])
+                    let prefix = String(parts[1])
+                    let body: String? = verb == "POST" ? #"{"body":"x"}"# : nil
+                    let refused = try await h.request(verb, prefix + denied, body: body)
+                    let missing = try await h.request(verb, prefix + unknown, body: body)
+                    #expect(refused.status == 404, "\(method)\(denied)")
+                    #expect(missing.status == 404, "\(method)\(unknown)")
+                    #expect(
+                        Self.withoutRequestID(refused.text)
+                            == Self.withoutRequestID(missing.text.replacingOccurrences(of: unknown, with: denied)),
+                        "\(method)")
+                    #expect(refused.header("Content-Type") == missing.header("Content-Type"))
+                    let refusedNames: [String] = refused.head.headers.map { $0.0 }.filter { $0 != "Date" }
+                    let missingNames: [String] = missing.head.headers.map { $0.0 }.filter { $0 != "Date" }
+                    #expect(refusedNames == missingNames)
+                }
+            }
+            // Other functions are untouched.
+            let list = try await h.get("/query/messages:list?channel=deny")
+            #expect(list.status == 200)
+            // Other errors still come first, as for an unknown function.
+            let badFormat = try await h.get("/query/messages:send?format=xml")
+            #expect(badFormat.status == 400)
+        }
+    }
+
+    /// Error text with the deployment's per-request id blanked: `[Request ID: 5be9e612f73c7d9a]` → `[Request ID: *]`.
+    static func withoutRequestID(_ text: String) -> String {
+        guard let start = text.range(of: "[Request ID: "), let end = text[start.upperBound...].firstIndex(of: "]")
+        else {
+            return text
+        }
+        return text.replacingCharacters(in: start.upperBound..<end, with: "*")
+    }
+
+    @Test func anAllowlistRefusesEverythingElse() async throws {
+        let allow = try FunctionPattern.list("messages:*")
+        try await GatewayHarness.run(configure: { $0.access.functions.allow = allow }) { h in
+            #expect(try await h.get("/query/messages:list").status == 200)
+            let other = try await h.get("/query/mlb:first_place_team?division=AL%20East")
+            #expect(other.status == 404)
+            #expect(other.errorCode == "FunctionNotFound")
+        }
+    }
+
+    @Test func corsForRestAndEventStreams() async throws {
+        try await GatewayHarness.run(configure: {
+            $0.access.cors = CORSPolicy(origins: ["https://app.test"], allowCredentials: true, maxAgeSeconds: 120)
+        }) { h in
+            let preflight = try await h.request(
+                "OPTIONS", "/mutation/messages:send",
+                headers: [
+                    "Origin": "https://app.test", "Access-Control-Request-Method": "POST",
+                    "Access-Control-Request-Headers": "content-type, x-api-key",
+                ])
+            #expect(preflight.status == 204)
+            #expect(preflight.header("Access-Control-Allow-Origin") == "https://app.test")
+            #expect(preflight.header("Access-Control-Allow-Methods")?.contains("POST") == true)
+            #expect(preflight.header("Access-Control-Allow-Headers")?.lowercased().contains("x-api-key") == true)
+            #expect(preflight.header("Access-Control-Max-Age") == "120")
+            #expect(preflight.header("Access-Control-Allow-Credentials") == "true")
+
+            let get = try await h.get("/query/messages:list", headers: ["Origin": "https://app.test"])
+            #expect(get.status == 200)
+            #expect(get.header("Access-Control-Allow-Origin") == "https://app.test")
+            #expect(get.header("Vary") == "Origin")
+            #expect(get.header("Access-Control-Expose-Headers")?.contains("ETag") == true)
+            let error = try await h.get("/query/nope:nothing", headers: ["Origin": "https://app.test"])
+            #expect(error.status == 404)
+            #expect(error.header("Access-Control-Allow-Origin") == "https://app.test")
+
+            let stream = try await h.openStream(
+                "/subscribe/messages:list?channel=cors", headers: ["Origin": "https://app.test"])
+            defer { stream.close() }
+            #expect(stream.head.status == 200)
+            #expect(stream.head.header("Access-Control-Allow-Origin") == "https://app.test")
+            #expect(stream.head.header("Access-Control-Allow-Credentials") == "true")
+            _ = try #require(try await stream.nextEventAsync())
+
+            let foreign = try await h.get("/query/messages:list", headers: ["Origin": "https://evil.test"])
+            #expect(foreign.status == 403)
+            #expect(foreign.errorCode == "OriginNotAllowed")
+            #expect(foreign.header("Access-Control-Allow-Origin") == nil)
+            let noOrigin = try await h.get("/query/messages:list")
+            #expect(noOrigin.status == 200)
+            #expect(noOrigin.header("Access-Control-Allow-Origin") == nil)
+        }
+    }
+
+    @Test func optionsIs405WhenCORSIsOff() async throws {
+        try await GatewayHarness.run { h in
+            let options = try await h.request(
+                "OPTIONS", "/query/messages:list", headers: ["Origin": "https://app.test"])
+            #expect(options.status == 405)
+            #expect(options.header("Access-Control-Allow-Origin") == nil)
+        }
+    }
+
+    @Test func rateLimitAnswers429WithRetryAfterPerClient() async throws {
+        try await GatewayHarness.run(configure: {
+            $0.access.rateLimit = 0.2
+            $0.access.rateLimitBurst = 3
+        }) { h in
+            for _ in 0..<3 {
+                #expect(try await h.get("/query/messages:list?channel=rl").status == 200)
+            }
+            let limited = try await h.post("/mutation/messages:send", json: #"{"body":"x","channel":"rl"}"#)
+            #expect(limited.status == 429)
+            #expect(limited.errorCode == "RateLimited")
+            let retryAfter = try #require(limited.header("Retry-After").flatMap { Int($0) })
+            #expect(retryAfter >= 1 && retryAfter <= 5)
+            // Probes and metrics are not rate limited.
+            #expect(try await h.get("/healthz").status == 200)
+            let metrics = try await h.get("/metrics")
+            #expect(metrics.text.contains(#"status="429""#))
+        }
+    }
+
+    @Test func oversizedHeadersAndURLsAreRefusedByTheMemoryPool() async throws {
+        try await GatewayHarness.run(configure: { $0.access.connectionMemoryLimit = 8192 }) { h in
+            let port = h.port
+            let header = try await blocking {
+                try RawConnection.get(
+                    "/healthz", port: port, headers: "X-Big: \(String(repeating: "a", count: 9000))\r\n")
+            }
+            #expect(header.status == 431)
+            let url = try await blocking {
+                try RawConnection.get("/query/messages:list?x=" + String(repeating: "b", count: 9000), port: port)
+            }
+            #expect(url.status == 414)
+            // A request that fits still works.
+            let fits = try await h.get("/healthz", headers: ["X-Small": String(repeating: "c", count: 2000)])
+            #expect(fits.status == 200)
+        }
+    }
+
+    @Test func aSlowSenderIsDisconnectedAfterTheIdleTimeout() async throws {
+        try await GatewayHarness.run(configure: { $0.access.idleTimeoutSeconds = 1 }) { h in
+            let port = h.port
+            let closed = try await blocking {
+                let connection = try RawConnection(port: port, receiveTimeoutSeconds: 10)
+                defer { connection.close() }
+                try connection.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+                let start = ContinuousClock.now
+                let closed = connection.waitForClose()
+                return (closed, ContinuousClock.now - start)
+            }
+            #expect(closed.0)
+            #expect(closed.1 < .seconds(8))
+            // An open event stream is not idle-timed out.
+            let stream = try await h.openStream("/subscribe/messages:list?channel=idle")
+            defer { stream.close() }
+            _ = try #require(try await stream.nextEventAsync())
+            try await Task.sleep(for: .milliseconds(2500))
+            _ = try await h.post("/mutation/messages:send", json: #"{"body":"later","channel":"idle"}"#)
+            let later = try #require(try await stream.nextEventAsync())
+            #expect(later.data.contains("later"))
+        }
+    }
+}

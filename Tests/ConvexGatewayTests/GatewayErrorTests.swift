@@ -1,0 +1,133 @@
+import ConvexGateway
+import ConvexLocal
+import ConvexValues
+import Foundation
+import TestSupport
+import Testing
+
+/// Every error status of the README's error table, against a real gateway and deployment.
+@Suite(.timeLimit(.minutes(2)))
+struct GatewayErrorTests {
+    @Test func badRequestsAre400WithOneErrorShape() async throws {
+        try await GatewayHarness.run { h in
+            let malformed = try await h.post("/mutation/messages:send", json: #"{"body":"#)
+            #expect(malformed.status == 400)
+            #expect(malformed.errorCode == "MalformedJSON")
+            #expect(malformed.json?["error"]?["message"] != nil)
+
+            let notObject = try await h.post("/mutation/messages:send", json: "[1,2]")
+            #expect(notObject.status == 400)
+            #expect(notObject.errorCode == "InvalidArguments")
+
+            let badQuery = try await h.get("/query/messages:list?channel=a&channel=b")
+            #expect(badQuery.status == 400)
+            #expect(badQuery.errorCode == "InvalidArguments")
+
+            let badArgs = try await h.get("/query/messages:list?args=%7Bnope")
+            #expect(badArgs.status == 400)
+
+            let badPath = try await h.get("/query/..%2Fetc:passwd")
+            #expect(badPath.status == 400)
+            #expect(badPath.errorCode == "InvalidFunctionPath")
+
+            let badFormat = try await h.get("/query/messages:list?format=xml")
+            #expect(badFormat.status == 400)
+            #expect(badFormat.errorCode == "InvalidFormat")
+        }
+    }
+
+    @Test func unknownFunctionIs404AndValidationIs400() async throws {
+        try await GatewayHarness.run { h in
+            let unknown = try await h.get("/query/nope:nothing")
+            #expect(unknown.status == 404)
+            #expect(unknown.errorCode == "FunctionNotFound")
+            let unknownMutation = try await h.post("/mutation/nope:nothing", json: "{}")
+            #expect(unknownMutation.status == 404)
+            let unknownStream = try await h.get("/subscribe/nope:nothing")
+            #expect(unknownStream.status == 404)
+
+            let invalid = try await h.post("/mutation/messages:send", json: #"{"body":5}"#)
+            #expect(invalid.status == 400)
+            #expect(invalid.errorCode == "ArgumentValidationError")
+
+            let noRoute = try await h.get("/nowhere")
+            #expect(noRoute.status == 404)
+            #expect(noRoute.errorCode == "NotFound")
+        }
+    }
+
+    @Test func convexErrorIs422WithDataAndOtherFailuresAre500() async throws {
+        try await GatewayHarness.run { h in
+            let convexError = try await h.post("/mutation/mlb:record_win", json: #"{"team":"Nobody"}"#)
+            #expect(convexError.status == 422)
+            #expect(convexError.errorCode == "ConvexError")
+            #expect(convexError.json?["error"]?["data"]?["code"] == .string("UnknownTeam"))
+
+            let failed = try await h.post("/mutation/conformance:plainError", json: "{}")
+            #expect(failed.status == 500)
+            #expect(failed.errorCode == "FunctionFailed")
+            #expect(failed.json?["error"]?["message"] != nil)
+        }
+    }
+
+    @Test func methodContentTypeAndBodySize() async throws {
+        try await GatewayHarness.run(configure: { $0.maxBodyBytes = 1024 }) { h in
+            let wrongMethod = try await h.get("/mutation/messages:send")
+            #expect(wrongMethod.status == 405)
+            #expect(wrongMethod.header("Allow") == "POST")
+            let wrongOnQuery = try await h.request("DELETE", "/query/messages:list")
+            #expect(wrongOnQuery.status == 405)
+            #expect(wrongOnQuery.header("Allow") == "GET, HEAD, POST")
+
+            let xml = try await h.post("/mutation/messages:send", json: "<a/>", headers: ["Content-Type": "application/xml"])
+            #expect(xml.status == 415)
+            #expect(xml.errorCode == "UnsupportedMediaType")
+
+            let big = try await h.post(
+                "/mutation/messages:send", json: #"{"body":""# + String(repeating: "x", count: 4096) + #""}"#)
+            #expect(big.status == 413)
+            #expect(big.errorCode == "PayloadTooLarge")
+        }
+    }
+
+    @Test func unreachableUpstreamIs503WithRetryAfter() async throws {
+        // A deployment URL where nothing listens.
+        let closed = try await LocalDeployment.start(port: 0, logger: quietLogger)
+        let url = closed.url
+        await closed.shutdown()
+        try await GatewayHarness.run(configure: { $0.connectTimeout = .milliseconds(500) }, deploymentURL: url) { h in
+            let response = try await h.get("/query/messages:list")
+            #expect(response.status == 503)
+            #expect(response.header("Retry-After") != nil)
+            #expect(response.errorCode == "UpstreamUnavailable")
+            let mutation = try await h.post("/mutation/messages:send", json: #"{"body":"x"}"#)
+            #expect(mutation.status == 503)
+            let ready = try await h.get("/readyz")
+            #expect(ready.status == 503)
+        }
+    }
+
+    @Test func slowUpstreamIs504() async throws {
+        try await GatewayHarness.run(configure: { $0.upstreamTimeout = .milliseconds(300) }) { h in
+            let response = try await h.post("/action/conformance:sleep", json: #"{"ms":2000}"#)
+            #expect(response.status == 504)
+            #expect(response.errorCode == "UpstreamTimeout")
+        }
+    }
+
+    @Test func connectionLimitIs503() async throws {
+        try await GatewayHarness.run(configure: { $0.maxConnections = 2 }) { h in
+            let port = h.port
+            let held = try (0..<2).map { _ in try RawConnection(port: port) }
+            defer { held.forEach { $0.close() } }
+            // Each held connection must be accepted before the third arrives.
+            for connection in held {
+                try connection.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                _ = try await blocking { try connection.readResponse() }
+            }
+            let refused = try await h.get("/healthz")
+            #expect(refused.status == 503)
+            #expect(refused.errorCode == "Overloaded")
+        }
+    }
+}

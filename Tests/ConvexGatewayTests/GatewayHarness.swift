@@ -1,0 +1,98 @@
+import Convex
+import ConvexGateway
+import ConvexLocal
+import ConvexValues
+import Foundation
+import Logging
+import TestSupport
+
+let quietLogger: Logger = {
+    var logger = Logger(label: "ConvexGatewayTests")
+    logger.logLevel = .critical
+    return logger
+}()
+
+/// A real gateway on 127.0.0.1, port 0, over a real local deployment, torn down after `body`.
+struct GatewayHarness: Sendable {
+    let gateway: Gateway
+    let deployment: LocalDeployment
+    var port: Int { gateway.port ?? 0 }
+
+    static func run<T: Sendable>(
+        configure: (inout GatewayConfiguration) -> Void = { _ in },
+        deploymentURL: String? = nil,
+        _ body: (GatewayHarness) async throws -> T
+    ) async throws -> T {
+        let deployment = try await LocalDeployment.start(port: 0, logger: quietLogger)
+        var configuration = GatewayConfiguration()
+        configuration.port = 0
+        configuration.threads = 2
+        // Generous: the whole suite runs in parallel on two cores, so connecting can take seconds.
+        configuration.connectTimeout = .seconds(30)
+        configure(&configuration)
+        var clientConfiguration = ConvexClientConfiguration()
+        clientConfiguration.connectTimeout = .seconds(10)
+        let factory = try ClientUpstream.factory(
+            deploymentUrl: deploymentURL ?? deployment.url, configuration: clientConfiguration, logger: quietLogger)
+        let gateway = Gateway(configuration: configuration, logger: quietLogger, upstreamFactory: factory)
+        try gateway.start()
+        let harness = GatewayHarness(gateway: gateway, deployment: deployment)
+        do {
+            let result = try await body(harness)
+            await gateway.shutdown()
+            await deployment.shutdown()
+            return result
+        } catch {
+            await gateway.shutdown()
+            await deployment.shutdown()
+            throw error
+        }
+    }
+
+    func get(_ target: String, headers: [String: String] = [:]) async throws -> TestResponse {
+        let port = self.port
+        return try await blocking { try RawConnection.request("GET", target, port: port, headers: headers) }
+    }
+
+    func post(_ target: String, json: String, headers: [String: String] = ["Content-Type": "application/json"])
+        async throws -> TestResponse
+    {
+        let port = self.port
+        return try await blocking {
+            try RawConnection.request("POST", target, port: port, headers: headers, body: Array(json.utf8))
+        }
+    }
+
+    func request(_ method: String, _ target: String, headers: [String: String] = [:], body: String? = nil)
+        async throws -> TestResponse
+    {
+        let port = self.port
+        return try await blocking {
+            try RawConnection.request(method, target, port: port, headers: headers, body: body.map { Array($0.utf8) })
+        }
+    }
+
+    func openStream(_ target: String, headers: [String: String] = [:]) async throws -> EventStreamReader {
+        let port = self.port
+        return try await blocking { try EventStreamReader(port: port, target: target, headers: headers) }
+    }
+}
+
+extension EventStreamReader {
+    func nextEventAsync() async throws -> ReceivedEvent? {
+        try await blocking { try self.nextEvent() }
+    }
+
+    func nextAsync() async throws -> ReceivedEvent? {
+        try await blocking { try self.next() }
+    }
+}
+
+extension TestResponse {
+    /// The body parsed as plain JSON.
+    var json: ConvexValue? { try? ConvexValue(plainJSON: body) }
+    var errorCode: String? {
+        if case .string(let code)? = json?["error"]?["code"] { return code }
+        return nil
+    }
+}

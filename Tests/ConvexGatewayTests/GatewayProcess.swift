@@ -1,0 +1,158 @@
+import Foundation
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The real `convex-gateway` executable (built next to the test binary by `swift build --build-tests`) on the
+/// embedded deployment, in its own process on 127.0.0.1 with a port it picks itself. Running it apart lets the
+/// hostile-input tests count exactly its descriptors and memory (`/proc/<pid>/fd`, `VmRSS`) while other suites run,
+/// and notice if it crashes.
+final class GatewayProcess: @unchecked Sendable {
+    let process: Process
+    let port: Int
+    let logPath: String
+    var pid: Int32 { process.processIdentifier }
+
+    private init(process: Process, port: Int, logPath: String) {
+        self.process = process
+        self.port = port
+        self.logPath = logPath
+    }
+
+    /// `CONVEX_GATEWAY_BINARY`, or `convex-gateway` beside the running test binary.
+    static func binaryPath() throws -> String {
+        if let path = ProcessInfo.processInfo.environment["CONVEX_GATEWAY_BINARY"], !path.isEmpty { return path }
+        let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let path = URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent("convex-gateway").path
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw TestFailure("convex-gateway not found at \(path): build it first with `swift build --build-tests`")
+        }
+        return path
+    }
+
+    /// Starts the gateway with `environment` added to a clean configuration, runs `body`, then stops it with SIGTERM
+    /// and checks that it was still running and exits cleanly.
+    static func run<T: Sendable>(
+        environment extra: [String: String] = [:], _ body: (GatewayProcess) async throws -> T
+    ) async throws -> T {
+        let logPath = FileManager.default.temporaryDirectory
+            .appendingPathComponent("convex-gateway-\(UUID().uuidString).log").path
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try binaryPath())
+        process.currentDirectoryURL = packageRoot
+        var environment = ProcessInfo.processInfo.environment.filter {
+            !$0.key.hasPrefix("GATEWAY_") && !$0.key.hasPrefix("CONVEX_") && $0.key != "LOG_LEVEL"
+        }
+        environment["GATEWAY_PORT"] = "0"
+        environment["GATEWAY_THREADS"] = "2"
+        environment["GATEWAY_IDLE_TIMEOUT_SECONDS"] = "5"
+        environment["LOG_LEVEL"] = "notice"
+        // A closed stream is noticed at its next write: heartbeats every 2 s let descriptors settle quickly.
+        environment["GATEWAY_HEARTBEAT_SECONDS"] = "2"
+        environment.merge(extra) { _, new in new }
+        process.environment = environment
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        try process.run()
+        defer { try? FileManager.default.removeItem(atPath: logPath) }
+
+        var port: Int?
+        let deadline = ContinuousClock.now + .seconds(30)
+        while port == nil && ContinuousClock.now < deadline && process.isRunning {
+            try await Task.sleep(for: .milliseconds(50))
+            port = parsePort(log: (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")
+        }
+        guard let port else {
+            if process.isRunning { process.terminate() }
+            let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+            throw TestFailure("convex-gateway did not report its port; log:\n\(log)")
+        }
+        let gateway = GatewayProcess(process: process, port: port, logPath: logPath)
+        do {
+            let result = try await body(gateway)
+            #expect(process.isRunning, "the gateway process died during the test")
+            let status = await gateway.stop()
+            #expect(status == 0, "the gateway exited with status \(status) after SIGTERM")
+            return result
+        } catch {
+            _ = await gateway.stop()
+            throw error
+        }
+    }
+
+    /// SIGTERM, then up to 15 s for a graceful exit (SIGKILL after that). Returns the exit status.
+    func stop() async -> Int32 {
+        if process.isRunning { process.terminate() }
+        let deadline = ContinuousClock.now + .seconds(15)
+        while process.isRunning && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return -9
+        }
+        return process.terminationStatus
+    }
+
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    /// Open descriptors of the gateway process.
+    var descriptorCount: Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
+    }
+
+    /// Resident memory of the gateway process in bytes.
+    var residentBytes: Int {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
+        else { return -1 }
+        let kib = line.split(separator: " ").compactMap { Int($0) }.first ?? -1
+        return kib * 1024
+    }
+
+    /// Descriptor count and memory once the gateway has been quiet for a moment.
+    struct Usage: CustomStringConvertible {
+        var descriptors: Int
+        var residentBytes: Int
+        var description: String { "\(descriptors) fds, \(residentBytes >> 20) MiB RSS" }
+    }
+
+    func usage() -> Usage { Usage(descriptors: descriptorCount, residentBytes: residentBytes) }
+
+    /// Waits (up to `settle`) for the descriptor count to come back to `baseline` (plus `slack`), then checks it
+    /// and the memory growth against the bounds.
+    func expectNoLeaks(
+        since baseline: Usage, descriptorSlack: Int = 3, memoryGrowthLimit: Int = 32 << 20,
+        settle: Duration = .seconds(20), sourceLocation: SourceLocation = #_sourceLocation
+    ) async {
+        let deadline = ContinuousClock.now + settle
+        while descriptorCount > baseline.descriptors + descriptorSlack && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        let after = usage()
+        if ProcessInfo.processInfo.environment["HOSTILE_VERBOSE"] != nil {
+            print("gateway usage: before \(baseline), after \(after)")
+        }
+        #expect(
+            after.descriptors <= baseline.descriptors + descriptorSlack,
+            "descriptors leaked: before \(baseline), after \(after)", sourceLocation: sourceLocation)
+        #expect(
+            after.residentBytes - baseline.residentBytes <= memoryGrowthLimit,
+            "memory grew beyond \(memoryGrowthLimit >> 20) MiB: before \(baseline), after \(after)",
+            sourceLocation: sourceLocation)
+    }
+
+    static func parsePort(log: String) -> Int? {
+        guard let range = log.range(of: "http.port=") else { return nil }
+        let digits = log[range.upperBound...].prefix { $0.isNumber }
+        return Int(digits).flatMap { $0 > 0 ? $0 : nil }
+    }
+
+    static let packageRoot: URL = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+}

@@ -1,0 +1,224 @@
+import ConvexValues
+import Logging
+import Synchronization
+import Testing
+
+@testable import ConvexGateway
+
+/// An in-process upstream whose subscriptions the test drives by hand; the hub's bookkeeping is tested against it.
+/// (End-to-end tests run the hub against a real deployment.)
+final class ScriptedUpstream: ConvexUpstream {
+    private let continuations = Mutex<[Int: AsyncStream<UpstreamResult>.Continuation]>([:])
+    private let opened = Atomic<Int>(0)
+    private let nextID = Atomic<Int>(0)
+
+    var subscribeCount: Int { opened.load(ordering: .relaxed) }
+    var activeCount: Int { continuations.withLock { $0.count } }
+
+    func subscribe(_ function: String, args: ConvexValue) -> AsyncStream<UpstreamResult> {
+        opened.add(1, ordering: .relaxed)
+        let id = nextID.add(1, ordering: .relaxed).newValue
+        let (stream, continuation) = AsyncStream<UpstreamResult>.makeStream()
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.continuations.withLock { $0.removeValue(forKey: id) }
+        }
+        continuations.withLock { $0[id] = continuation }
+        return stream
+    }
+
+    func push(_ result: UpstreamResult) {
+        for c in continuations.withLock({ Array($0.values) }) { c.yield(result) }
+    }
+
+    func endAll() {
+        for c in continuations.withLock({ Array($0.values) }) { c.finish() }
+    }
+
+    func query(_ function: String, args: ConvexValue) async throws(UpstreamFailure) -> ConvexValue { .null }
+    func mutation(_ function: String, args: ConvexValue) async throws(UpstreamFailure) -> ConvexValue { .null }
+    func action(_ function: String, args: ConvexValue) async throws(UpstreamFailure) -> ConvexValue { .null }
+    var isConnected: Bool { true }
+    func waitUntilConnected(timeout: Duration) async -> Bool { true }
+    func close() async { endAll() }
+}
+
+final class RecordingSink: EventSink {
+    let format: OutputFormat
+    private let events = Mutex<[String]>([])
+    private let finished = Atomic<Bool>(false)
+
+    init(format: OutputFormat = .encoded) { self.format = format }
+
+    func deliver(_ event: [UInt8], coalesce: Bool) {
+        events.withLock { $0.append(String(decoding: event, as: UTF8.self)) }
+    }
+
+    func finish() { finished.store(true, ordering: .relaxed) }
+
+    var received: [String] { events.withLock { $0 } }
+    var isFinished: Bool { finished.load(ordering: .relaxed) }
+}
+
+func waitUntil(_ condition: () -> Bool) async {
+    for _ in 0..<500 where !condition() {
+        try? await Task.sleep(for: .milliseconds(5))
+    }
+}
+
+@Suite(.timeLimit(.minutes(1))) struct SubscriptionHubTests {
+    let function = try! FunctionPath(parsing: "messages:list")
+
+    func makeHub(keepWarm: Duration = .milliseconds(100), max: Int = 100) -> SubscriptionHub {
+        SubscriptionHub(keepWarm: keepWarm, maxSubscriptions: max, metrics: GatewayMetrics(), logger: Logger(label: "test")) {
+            value, _ in value.convexJSON()
+        }
+    }
+
+    @Test func streamsShareOneUpstreamSubscriptionAndGetEachChangeOnce() async throws {
+        let hub = makeHub()
+        let upstream = ScriptedUpstream()
+        let key = SubscriptionHub.Key(identity: "", function: function, args: [:])
+        let a = RecordingSink(), b = RecordingSink()
+        try hub.attach(a, to: key, args: [:], upstream: upstream, lastEventID: nil)
+        try hub.attach(b, to: key, args: [:], upstream: upstream, lastEventID: nil)
+        await waitUntil { upstream.activeCount == 1 }
+        #expect(upstream.subscribeCount == 1)
+        upstream.push(.value(.float64(1)))
+        upstream.push(.value(.float64(1)))  // unchanged: no event
+        upstream.push(.value(.float64(2)))
+        await waitUntil { a.received.count == 2 && b.received.count == 2 }
+        #expect(a.received.map { $0.hasSuffix("data: 1.0\n\n") } == [true, false])
+        #expect(a.received == b.received)
+        let hot = try #require(hub.currentBody(for: key, format: .encoded))
+        #expect(hot.body == Array("2.0".utf8))
+        hub.detach(a, from: key)
+        hub.detach(b, from: key)
+    }
+
+    @Test func lastEventIDSuppressesAnUnchangedFirstEvent() async throws {
+        let hub = makeHub()
+        let upstream = ScriptedUpstream()
+        let key = SubscriptionHub.Key(identity: "", function: function, args: [:])
+        let first = RecordingSink()
+        try hub.attach(first, to: key, args: [:], upstream: upstream, lastEventID: nil)
+        await waitUntil { upstream.activeCount == 1 }
+        upstream.push(.value("hello"))
+        await waitUntil { first.received.count == 1 }
+        let id = try #require(first.received.first?.split(separator: "\n").first { $0.hasPrefix("id: ") }?.dropFirst(4))
+
+        let same = RecordingSink()
+        try hub.attach(same, to: key, args: [:], upstream: upstream, lastEventID: String(id))
+        let stale = RecordingSink()
+        try hub.attach(stale, to: key, args: [:], upstream: upstream, lastEventID: "1-abc")
+        #expect(same.received.isEmpty)
+        #expect(stale.received.count == 1)
+        upstream.push(.value("changed"))
+        await waitUntil { same.received.count == 1 }
+        #expect(same.received.first?.contains("data: \"changed\"") == true)
+    }
+
+    @Test func errorsArriveAsErrorEventsAndTheStreamCarriesOn() async throws {
+        let hub = makeHub()
+        let upstream = ScriptedUpstream()
+        let key = SubscriptionHub.Key(identity: "", function: function, args: [:])
+        let sink = RecordingSink()
+        try hub.attach(sink, to: key, args: [:], upstream: upstream, lastEventID: nil)
+        await waitUntil { upstream.activeCount == 1 }
+        upstream.push(.failure(.functionFailed(message: "boom")))
+        upstream.push(.value(true))
+        await waitUntil { sink.received.count == 2 }
+        #expect(sink.received[0].hasPrefix("event: error\nid: "))
+        #expect(sink.received[0].contains(#"data: {"error":{"code":"FunctionFailed","message":"boom"}}"#))
+        #expect(sink.received[1].hasSuffix("data: true\n\n"))
+        #expect(!sink.isFinished)
+    }
+
+    @Test func coldGetWaitsForTheFirstResultAndTheSubscriptionStaysWarmThenCloses() async throws {
+        let hub = makeHub(keepWarm: .milliseconds(200))
+        let upstream = ScriptedUpstream()
+        let key = SubscriptionHub.Key(identity: "", function: function, args: ["n": 1.0])
+        async let first = hub.firstResult(for: key, args: ["n": 1.0], upstream: upstream, timeout: .seconds(5))
+        await waitUntil { upstream.activeCount == 1 }
+        upstream.push(.value(.int64(7)))
+        let snapshot = try #require(await first)
+        #expect(snapshot.result == .value(.int64(7)))
+        #expect(hub.currentBody(for: key, format: .encoded) != nil)
+        await waitUntil { upstream.activeCount == 0 }
+        #expect(upstream.activeCount == 0)
+        #expect(hub.subscriptionCount == 0)
+    }
+
+    @Test func coldGetTimesOutWithNil() async {
+        let hub = makeHub()
+        let upstream = ScriptedUpstream()
+        let key = SubscriptionHub.Key(identity: "", function: function, args: [:])
+        let result = await hub.firstResult(for: key, args: [:], upstream: upstream, timeout: .milliseconds(50))
+        #expect(result == nil)
+    }
+
+    @Test func identitiesDoNotShare() async throws {
+        let hub = makeHub()
+        let alice = ScriptedUpstream(), bob = ScriptedUpstream()
+        let a = RecordingSink(), b = RecordingSink()
+        let keyA = SubscriptionHub.Key(identity: "alice", function: function, args: [:])
+        let keyB = SubscriptionHub.Key(identity: "bob", function: function, args: [:])
+        try hub.attach(a, to: keyA, args: [:], upstream: alice, lastEventID: nil)
+        try hub.attach(b, to: keyB, args: [:], upstream: bob, lastEventID: nil)
+        await waitUntil { alice.activeCount == 1 && bob.activeCount == 1 }
+        alice.push(.value("secret of alice"))
+        await waitUntil { a.received.count == 1 }
+        #expect(b.received.isEmpty)
+    }
+
+    @Test func upstreamEndFinishesStreamsAndShutdownFinishesTheRest() async throws {
+        let hub = makeHub()
+        let upstream = ScriptedUpstream()
+        let key = SubscriptionHub.Key(identity: "", function: function, args: [:])
+        let sink = RecordingSink()
+        try hub.attach(sink, to: key, args: [:], upstream: upstream, lastEventID: nil)
+        await waitUntil { upstream.activeCount == 1 }
+        upstream.endAll()
+        await waitUntil { sink.isFinished }
+        #expect(sink.isFinished)
+
+        let other = RecordingSink()
+        try hub.attach(other, to: key, args: [:], upstream: upstream, lastEventID: nil)
+        hub.shutdown()
+        #expect(other.isFinished)
+        #expect(throws: SubscriptionHub.AttachError.self) {
+            try hub.attach(RecordingSink(), to: key, args: [:], upstream: upstream, lastEventID: nil)
+        }
+    }
+
+    @Test func subscriptionLimit() throws {
+        let hub = makeHub(max: 1)
+        let upstream = ScriptedUpstream()
+        try hub.attach(RecordingSink(), to: .init(identity: "", function: function, args: ["a": 1.0]), args: ["a": 1.0], upstream: upstream, lastEventID: nil)
+        #expect(throws: SubscriptionHub.AttachError.self) {
+            try hub.attach(RecordingSink(), to: .init(identity: "", function: function, args: ["a": 2.0]), args: ["a": 2.0], upstream: upstream, lastEventID: nil)
+        }
+    }
+}
+
+@Suite(.timeLimit(.minutes(1))) struct UpstreamPoolTests {
+    @Test func oneConnectionPerIdentityAndIdleUserConnectionsClose() async {
+        let made = Mutex<[UpstreamIdentity]>([])
+        let pool = UpstreamPool(idleTimeout: .milliseconds(20), logger: Logger(label: "test")) { identity in
+            made.withLock { $0.append(identity) }
+            return ScriptedUpstream()
+        }
+        let anon = pool.upstream(for: .anonymous)
+        let alice = pool.upstream(for: .bearer("alice.jwt"))
+        let alice2 = pool.upstream(for: .bearer("alice.jwt"))
+        let bob = pool.upstream(for: .bearer("bob.jwt"))
+        #expect(anon.id == "")
+        #expect(alice.id == alice2.id)
+        #expect(alice.id != bob.id)
+        #expect(!alice.id.contains("alice"))
+        #expect(made.withLock { $0.count } == 3)
+        try? await Task.sleep(for: .milliseconds(40))
+        await pool.closeIdle { $0 == bob.id }
+        #expect(pool.connectionCount == 2)  // anonymous stays; bob is claimed as in use
+        #expect(pool.upstream(for: .bearer("alice.jwt")).id != alice.id)
+    }
+}

@@ -1,0 +1,231 @@
+import Foundation
+import Testing
+import TestSupport
+
+@testable import MicroHTTPD
+
+@Suite("Limits and shutdown", .serialized, .timeLimit(.minutes(1)))
+struct LifecycleTests {
+    @Test("connections over the limit get 503 with Connection: close")
+    func connectionLimit() async throws {
+        let configuration = testConfiguration {
+            $0.connectionLimit = 2
+            $0.connectionLimitHeadroom = 8
+        }
+        try await withHTTPServer(configuration: configuration, logger: quietLogger, handler: staticHandler("ok")) {
+            server in
+            let port = try #require(server.port)
+            let (held, over) = try await blocking {
+                var held: [RawConnection] = []
+                for _ in 0..<2 {
+                    let connection = try RawConnection(port: port)
+                    try connection.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                    guard try connection.readResponse().status == 200 else { throw TestFailure("expected 200") }
+                    held.append(connection)
+                }
+                let third = try RawConnection(port: port)
+                try third.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                let response = try third.readResponse()
+                return (held, (response, third.waitForClose()))
+            }
+            #expect(over.0.status == 503)
+            #expect(over.0.header("Connection")?.lowercased() == "close")
+            #expect(over.1, "the over-limit connection is closed")
+            held.forEach { $0.close() }
+            #expect(await eventually { server.activeConnectionCount == 0 })
+            let after = try await blocking { try RawConnection.get("/", port: port) }
+            #expect(after.status == 200)
+        }
+    }
+
+    @Test("oversized header and URL get 431 and 414 from libmicrohttpd")
+    func headerAndURLLimits() async throws {
+        let configuration = testConfiguration { $0.connectionMemoryLimit = 8192 }
+        try await withHTTPServer(configuration: configuration, logger: quietLogger, handler: staticHandler("ok")) {
+            server in
+            let port = try #require(server.port)
+            let (bigHeader, bigURL, fine) = try await blocking {
+                let big = String(repeating: "h", count: 9000)
+                return (
+                    try RawConnection.get("/", port: port, headers: "X-Big: \(big)\r\n"),
+                    try RawConnection.get("/\(big)", port: port),
+                    try RawConnection.get("/", port: port, headers: "X-Ok: \(String(repeating: "h", count: 3000))\r\n")
+                )
+            }
+            #expect(bigHeader.status == 431)
+            #expect(bigURL.status == 414)
+            #expect(fine.status == 200)
+        }
+    }
+
+    @Test("idle keep-alive connections time out; suspended streams are exempt")
+    func idleTimeout() async throws {
+        let collector = WriterCollector()
+        let handler: HTTPHandler = { request, responder in
+            if request.path == "/events" {
+                collector.handler(request, responder)
+            } else {
+                responder.respond(HTTPResponse(body: "ok"))
+            }
+        }
+        let configuration = testConfiguration { $0.idleTimeoutSeconds = 1 }
+        try await withHTTPServer(configuration: configuration, logger: quietLogger, handler: handler) { server in
+            let port = try #require(server.port)
+            let idle = try RawConnection(port: port)
+            let stream = try RawConnection(port: port)
+            try await blocking {
+                try idle.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                _ = try idle.readResponse()
+                try stream.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+                _ = try stream.readHead()
+                _ = try stream.readChunk()
+            }
+            let clock = ContinuousClock()
+            let start = clock.now
+            #expect(try await blocking { idle.waitForClose() }, "the idle connection is closed by the timeout")
+            #expect(clock.now - start < .seconds(5))
+            try await Task.sleep(for: .milliseconds(1500))
+            let writer = try #require(collector.writers.value.first)
+            #expect(writer.write("data: still here\n\n"))
+            #expect(try await blocking { try stream.readChunk() } == Array("data: still here\n\n".utf8))
+        }
+    }
+
+    @Test("shutdown ends open streams with the terminating chunk")
+    func shutdownEndsStreams() async throws {
+        let collector = WriterCollector()
+        let server = HTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: collector.handler)
+        try server.start()
+        let port = try #require(server.port)
+        let connections = try await blocking {
+            try (0..<3).map { _ in
+                let connection = try RawConnection(port: port)
+                try connection.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+                _ = try connection.readHead()
+                _ = try connection.readChunk()
+                return connection
+            }
+        }
+        collector.writers.value[0].write("data: pending\n\n")
+        async let stopped: Void = server.shutdown()
+        let endings = try await blocking {
+            try connections.map { connection -> [[UInt8]?] in
+                var chunks: [[UInt8]?] = []
+                while true {
+                    let chunk = try connection.readChunk()
+                    chunks.append(chunk)
+                    if chunk == nil { return chunks }
+                }
+            }
+        }
+        await stopped
+        // Each client sees the terminating chunk (and stream 0 its pending event first).
+        #expect(endings[0] == [Array("data: pending\n\n".utf8), nil])
+        #expect(endings[1] == [nil])
+        #expect(endings[2] == [nil])
+        #expect(collector.reasons.value == [.serverShutdown, .serverShutdown, .serverShutdown])
+        #expect(server.activeStreamCount == 0)
+    }
+
+    @Test("shutdown answers a pending deferred request with 503")
+    func shutdownAnswersDeferred() async throws {
+        let held = Box<HTTPResponder?>(nil)
+        let server = HTTPServer(configuration: testConfiguration(), logger: quietLogger) { _, responder in
+            held.set(responder)  // never answered by the handler
+        }
+        try server.start()
+        let port = try #require(server.port)
+        let connection = try RawConnection(port: port)
+        try await blocking { try connection.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n") }
+        #expect(await eventually { held.value != nil })
+        async let stopped: Void = server.shutdown()
+        let response = try await blocking { try connection.readResponse() }
+        await stopped
+        #expect(response.status == 503)
+        #expect(held.value?.respond(HTTPResponse(body: "too late")) == false)
+    }
+
+    @Test("shutdown is idempotent, also concurrently and before start")
+    func idempotentShutdown() async throws {
+        let neverStarted = HTTPServer(logger: quietLogger, handler: staticHandler(""))
+        await neverStarted.shutdown()
+        await neverStarted.shutdown()
+        #expect(throws: HTTPServerError.self) { try neverStarted.start() }
+
+        let server = HTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: staticHandler("ok"))
+        try server.start()
+        let port = try #require(server.port)
+        #expect(try await blocking { try RawConnection.get("/", port: port) }.status == 200)
+        async let first: Void = server.shutdown()
+        async let second: Void = server.shutdown()
+        _ = await (first, second)
+        await server.shutdown()
+        #expect(throws: (any Error).self) { try RawConnection.get("/", port: port) }
+    }
+
+    @Test("run() returns after a graceful shutdown when its task is cancelled")
+    func runUntilCancelled() async throws {
+        let server = HTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: staticHandler("ok"))
+        let task = Task { try await server.run() }
+        #expect(await eventually { server.port != nil })
+        let port = try #require(server.port)
+        #expect(try await blocking { try RawConnection.get("/", port: port) }.status == 200)
+        task.cancel()
+        try await task.value
+        #expect(throws: (any Error).self) { try RawConnection.get("/", port: port) }
+    }
+}
+
+@Suite("Exchange state machine", .timeLimit(.minutes(1)))
+struct ExchangeStateMachineTests {
+    @Test func answerDuringHandlerIsQueuedOnReturn() {
+        var machine = ExchangeStateMachine()
+        #expect(machine.provide(.response(HTTPResponse(status: 204))) == .stored)
+        #expect(machine.provide(.response(HTTPResponse())) == .rejected)
+        guard case .queue(.response(let response), endStream: false) = machine.handlerReturned() else {
+            Issue.record("expected queue")
+            return
+        }
+        #expect(response.status == 204)
+    }
+
+    @Test func laterAnswerResumesOnce() {
+        var machine = ExchangeStateMachine()
+        guard case .suspend = machine.handlerReturned() else {
+            Issue.record("expected suspend")
+            return
+        }
+        #expect(machine.provide(.response(HTTPResponse())) == .resume)
+        #expect(machine.provide(.response(HTTPResponse())) == .rejected)
+        guard case .queue(.response, _) = machine.calledAfterResume() else {
+            Issue.record("expected queue")
+            return
+        }
+        #expect(machine.completed() == nil)
+        #expect(machine.provide(.response(HTTPResponse())) == .rejected)
+    }
+
+    @Test func shutdownResolvesSuspendedWith503AndPreventsSuspension() {
+        var suspended = ExchangeStateMachine()
+        _ = suspended.handlerReturned()
+        guard case .resume = suspended.shutdown() else {
+            Issue.record("expected resume")
+            return
+        }
+        guard case .queue(.rejection(let rejection), _) = suspended.calledAfterResume() else {
+            Issue.record("expected a rejection")
+            return
+        }
+        #expect(rejection == .shuttingDown)
+
+        var handling = ExchangeStateMachine()
+        guard case .none = handling.shutdown() else {
+            Issue.record("expected no action while the handler runs")
+            return
+        }
+        guard case .queue(.rejection(.shuttingDown), _) = handling.handlerReturned() else {
+            Issue.record("a request must not suspend once shutdown started")
+            return
+        }
+    }
+}

@@ -1,0 +1,345 @@
+import Foundation
+import MicroHTTPD
+import Testing
+import TestSupport
+
+@Suite("Requests and responses", .serialized, .timeLimit(.minutes(1)))
+struct RequestResponseTests {
+    @Test("synchronous response, and two requests reuse one TCP connection")
+    func synchronousKeepAlive() async throws {
+        let seenPorts = Box<[UInt16]>([])
+        let handler: HTTPHandler = { request, responder in
+            seenPorts.update { $0.append(request.remotePort ?? 0) }
+            responder.respond(
+                HTTPResponse(
+                    status: 200,
+                    headers: ["Content-Type": "text/plain", "X-Multi": "a", "x-multi": "b"],
+                    body: "hello \(request.path)"
+                )
+            )
+        }
+        try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: handler) { server in
+            let port = try #require(server.port)
+            #expect(port > 0)
+            let (first, second) = try await blocking {
+                let connection = try RawConnection(port: port)
+                try connection.send("GET /one HTTP/1.1\r\nHost: x\r\n\r\n")
+                let first = try connection.readResponse()
+                try connection.send("GET /two HTTP/1.1\r\nHost: x\r\n\r\n")
+                let second = try connection.readResponse()
+                return (first, second)
+            }
+            #expect(first.status == 200)
+            #expect(first.text == "hello /one")
+            #expect(first.header("Connection") == nil)
+            #expect(first.head.headers.filter { $0.0.lowercased() == "x-multi" }.map(\.1) == ["a", "b"])
+            #expect(second.status == 200)
+            #expect(second.text == "hello /two")
+            let ports = seenPorts.value
+            #expect(ports.count == 2)
+            #expect(ports.first == ports.last, "both requests should arrive on the same TCP connection")
+        }
+    }
+
+    @Test("deferred response from a Task keeps the connection alive")
+    func deferredResponse() async throws {
+        let handler: HTTPHandler = { request, responder in
+            Task {
+                try? await Task.sleep(for: .milliseconds(30))
+                responder.respond(HTTPResponse(status: 201, body: "later \(request.path)"))
+            }
+        }
+        try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: handler) { server in
+            let port = try #require(server.port)
+            let (first, second) = try await blocking {
+                let connection = try RawConnection(port: port)
+                try connection.send("GET /a HTTP/1.1\r\nHost: x\r\n\r\n")
+                let first = try connection.readResponse()
+                try connection.send("GET /b HTTP/1.1\r\nHost: x\r\n\r\n")
+                return (first, try connection.readResponse())
+            }
+            #expect(first.status == 201)
+            #expect(first.text == "later /a")
+            #expect(first.header("Connection") == nil)
+            #expect(second.text == "later /b")
+        }
+    }
+
+    @Test("a prepared response is shared across requests and threads")
+    func preparedResponse() async throws {
+        let prepared = try HTTPPreparedResponse(
+            HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: #"{"v":1}"#)
+        )
+        let handler: HTTPHandler = { request, responder in
+            if request.path == "/later" {
+                Task { responder.respond(prepared) }
+            } else {
+                responder.respond(prepared)
+            }
+        }
+        try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: handler) { server in
+            let port = try #require(server.port)
+            let responses = try await blocking {
+                let connection = try RawConnection(port: port)
+                return try ["/a", "/later", "/b"].map { path in
+                    try connection.send("GET \(path) HTTP/1.1\r\nHost: x\r\n\r\n")
+                    return try connection.readResponse()
+                }
+            }
+            #expect(responses.map(\.text) == [#"{"v":1}"#, #"{"v":1}"#, #"{"v":1}"#])
+            #expect(responses.allSatisfy { $0.header("Content-Type") == "application/json" })
+        }
+        #expect(throws: HTTPServerError.self) { try HTTPPreparedResponse(HTTPResponse(status: 42)) }
+        #expect(throws: HTTPServerError.self) {
+            try HTTPPreparedResponse(HTTPResponse(headers: ["X-Bad": "a\r\nInjected: yes"]))
+        }
+    }
+
+    @Test("a header with CR/LF is refused and the client gets 500, not a split response")
+    func headerInjection() async throws {
+        let handler: HTTPHandler = { _, responder in
+            responder.respond(HTTPResponse(headers: ["X-Bad": "a\r\nInjected: yes"], body: "x"))
+        }
+        try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: handler) { server in
+            let port = try #require(server.port)
+            let response = try await blocking { try RawConnection.get("/", port: port) }
+            #expect(response.status == 500)
+            #expect(response.header("Injected") == nil)
+        }
+    }
+
+    @Test("a released responder without an answer gives 500")
+    func droppedResponder() async throws {
+        try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: { _, _ in }) {
+            server in
+            let port = try #require(server.port)
+            let response = try await blocking { try RawConnection.get("/", port: port) }
+            #expect(response.status == 500)
+        }
+    }
+
+    @Test("POST bodies arrive complete, with Content-Length and chunked")
+    func postBody() async throws {
+        let handler: HTTPHandler = { request, responder in
+            responder.respond(
+                HTTPResponse(status: 200, body: "\(request.method) \(request.body.count) \(request.body.last ?? 0)"))
+        }
+        let payload = [UInt8]((0..<5000).map { UInt8($0 % 251) })
+        try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: handler) { server in
+            let port = try #require(server.port)
+            let (plain, chunked) = try await blocking {
+                let connection = try RawConnection(port: port)
+                try connection.send("POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: \(payload.count)\r\n\r\n")
+                try connection.send(payload)
+                let plain = try connection.readResponse()
+                try connection.send("POST /p HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+                try connection.send("10\r\n0123456789abcdef\r\n3\r\nxyz\r\n0\r\n\r\n")
+                return (plain, try connection.readResponse())
+            }
+            #expect(plain.text == "POST 5000 \(payload[4999])")
+            #expect(chunked.text == "POST 19 \(UInt8(ascii: "z"))")
+        }
+    }
+
+    @Test("a Content-Length above the limit gets 413 before the body is sent")
+    func earlyPayloadTooLarge() async throws {
+        let called = Box(false)
+        let handler: HTTPHandler = { _, responder in
+            called.set(true)
+            responder.respond(HTTPResponse(body: "ok"))
+        }
+        let configuration = testConfiguration { $0.maxBodySize = 1024 }
+        try await withHTTPServer(configuration: configuration, logger: quietLogger, handler: handler) { server in
+            let port = try #require(server.port)
+            let (response, closed) = try await blocking {
+                let connection = try RawConnection(port: port)
+                // Headers only: the 413 must come without the body ever being sent.
+                try connection.send("POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n")
+                let response = try connection.readResponse()
+                return (response, connection.waitForClose())
+            }
+            #expect(response.status == 413)
+            #expect(response.header("Connection")?.lowercased() == "close")
+            #expect(closed)
+            #expect(called.value == false)
+        }
+    }
+
+    @Test("a chunked body growing past the limit gets 413 after the body")
+    func chunkedPayloadTooLarge() async throws {
+        let called = Box(false)
+        let handler: HTTPHandler = { _, responder in
+            called.set(true)
+            responder.respond(HTTPResponse(body: "ok"))
+        }
+        let configuration = testConfiguration { $0.maxBodySize = 1024 }
+        try await withHTTPServer(configuration: configuration, logger: quietLogger, handler: handler) { server in
+            let port = try #require(server.port)
+            let response = try await blocking {
+                let connection = try RawConnection(port: port)
+                try connection.send("POST /p HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+                let chunk = String(repeating: "a", count: 700)
+                try connection.send("2bc\r\n\(chunk)\r\n2bc\r\n\(chunk)\r\n0\r\n\r\n")
+                return try connection.readResponse()
+            }
+            #expect(response.status == 413)
+            #expect(called.value == false)
+        }
+    }
+
+    @Test("query items keep order, repeats, empty values and value-less names")
+    func queryItems() async throws {
+        let captured = Box<HTTPRequest?>(nil)
+        let handler: HTTPHandler = { request, responder in
+            captured.set(request)
+            responder.respond(HTTPResponse(body: "ok"))
+        }
+        try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: handler) { server in
+            let port = try #require(server.port)
+            let target = "/q?a=1&a=2&A=3&b=hello+world&c=%41%42%26&flag&e=&=novalue"
+            _ = try await blocking { try RawConnection.get(target, port: port) }
+            let request = try #require(captured.value)
+            #expect(
+                request.queryItems == [
+                    HTTPQueryItem(name: "a", value: "1"),
+                    HTTPQueryItem(name: "a", value: "2"),
+                    HTTPQueryItem(name: "A", value: "3"),
+                    HTTPQueryItem(name: "b", value: "hello world"),
+                    HTTPQueryItem(name: "c", value: "AB&"),
+                    HTTPQueryItem(name: "flag", value: nil),
+                    HTTPQueryItem(name: "e", value: ""),
+                    HTTPQueryItem(name: "", value: "novalue"),
+                ]
+            )
+            #expect(request.queryItems(named: "a").map(\.value) == ["1", "2"])
+            #expect(request.target == target)
+            #expect(request.rawQuery == "a=1&a=2&A=3&b=hello+world&c=%41%42%26&flag&e=&=novalue")
+        }
+    }
+
+    @Test("the path is percent-decoded, the raw target keeps %2F")
+    func rawTarget() async throws {
+        let captured = Box<[HTTPRequest]>([])
+        let handler: HTTPHandler = { request, responder in
+            captured.update { $0.append(request) }
+            responder.respond(HTTPResponse(body: "ok"))
+        }
+        try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: handler) { server in
+            let port = try #require(server.port)
+            _ = try await blocking {
+                let connection = try RawConnection(port: port)
+                try connection.send("GET /query/dir%2Ffile%3Afn?x=%2F HTTP/1.1\r\nHost: x\r\n\r\n")
+                _ = try connection.readResponse()
+                try connection.send("GET /query/dir/file:fn+a%20b HTTP/1.1\r\nHost: x\r\n\r\n")
+                _ = try connection.readResponse()
+                try connection.send("GET /nul%00cut/%zz?k=x%00y HTTP/1.1\r\nHost: x\r\n\r\n")
+                return try connection.readResponse()
+            }
+            let requests = captured.value
+            try #require(requests.count == 3)
+            #expect(requests[0].path == "/query/dir/file:fn")
+            #expect(requests[0].target == "/query/dir%2Ffile%3Afn?x=%2F")
+            #expect(requests[0].rawPath == "/query/dir%2Ffile%3Afn")
+            #expect(requests[0].queryItems == [HTTPQueryItem(name: "x", value: "/")])
+            // Each request on the connection gets its own target.
+            #expect(requests[1].path == "/query/dir/file:fn+a b")
+            #expect(requests[1].target == "/query/dir/file:fn+a%20b")
+            #expect(requests[1].rawQuery == nil)
+            // %00 ends libmicrohttpd's decoded (C string) path; only the raw target keeps the rest.
+            #expect(requests[2].path == "/nul")
+            #expect(requests[2].target == "/nul%00cut/%zz?k=x%00y")
+            // Query values keep an embedded NUL (they are read with lengths).
+            #expect(requests[2].queryItems == [HTTPQueryItem(name: "k", value: "x\u{0}y")])
+        }
+    }
+
+    @Test("headers: order kept, case-insensitive lookup, client address")
+    func headers() async throws {
+        let captured = Box<HTTPRequest?>(nil)
+        let handler: HTTPHandler = { request, responder in
+            captured.set(request)
+            responder.respond(HTTPResponse(body: "ok"))
+        }
+        try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: handler) { server in
+            let port = try #require(server.port)
+            _ = try await blocking {
+                try RawConnection.get(
+                    "/h", port: port, headers: "X-Custom: one\r\nx-custom: two\r\nLast-Event-ID: 41\r\n")
+            }
+            let request = try #require(captured.value)
+            #expect(request.headers["X-CUSTOM"] == "one")
+            #expect(request.headers.values(for: "x-Custom") == ["one", "two"])
+            #expect(request.headers["last-event-id"] == "41")
+            #expect(request.headers["missing"] == nil)
+            #expect(request.method == "GET")
+            #expect(request.version == "HTTP/1.1")
+            #expect(request.remoteAddress == "127.0.0.1")
+            #expect((request.remotePort ?? 0) > 0)
+        }
+    }
+
+    @Test("HEAD gets the headers without a body")
+    func head() async throws {
+        try await withHTTPServer(
+            configuration: testConfiguration(), logger: quietLogger, handler: staticHandler("twelve bytes")
+        ) { server in
+            let port = try #require(server.port)
+            let (headResponse, next) = try await blocking {
+                let connection = try RawConnection(port: port)
+                try connection.send("HEAD / HTTP/1.1\r\nHost: x\r\n\r\n")
+                let head = try connection.readResponse(method: "HEAD")
+                try connection.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                return (head, try connection.readResponse())
+            }
+            #expect(headResponse.status == 200)
+            #expect(headResponse.header("Content-Length") == "12")
+            #expect(next.text == "twelve bytes")
+        }
+    }
+
+    @Test("binds IPv6 loopback (::1); curl as the client")
+    func ipv6Loopback() async throws {
+        let handler: HTTPHandler = { request, responder in
+            responder.respond(HTTPResponse(body: "from \(request.remoteAddress ?? "?")"))
+        }
+        let configuration = testConfiguration { $0.host = "::1" }
+        try await withHTTPServer(configuration: configuration, logger: quietLogger, handler: handler) { server in
+            let port = try #require(server.port)
+            let output = try await blocking {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+                process.arguments = ["-sS", "-g", "--max-time", "10", "http://[::1]:\(port)/"]
+                let pipe = Pipe()
+                process.standardOutput = pipe
+                try process.run()
+                let data = pipe.fileHandleForReading.readDataToEndOfFile()
+                process.waitUntilExit()
+                return String(decoding: data, as: UTF8.self)
+            }
+            #expect(output == "from ::1")
+        }
+    }
+
+    @Test("start fails clearly for a bad host or a port in use")
+    func startErrors() async throws {
+        let bad = HTTPServer(
+            configuration: HTTPServerConfiguration(host: "localhost"), logger: quietLogger, handler: staticHandler(""))
+        #expect(throws: HTTPServerError.self) { try bad.start() }
+        try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: staticHandler("")) {
+            server in
+            let port = try #require(server.port)
+            let clash = HTTPServer(
+                configuration: testConfiguration { $0.port = UInt16(port) }, logger: quietLogger,
+                handler: staticHandler(""))
+            do throws(HTTPServerError) {
+                try clash.start()
+                Issue.record("second server on the same port started")
+                await clash.shutdown()
+            } catch {
+                #expect(error.hasSameKind(as: .startFailed("")))
+                #expect(error.message.contains("\(port)"))
+            }
+            #expect(throws: HTTPServerError.self) { try server.start() }
+        }
+    }
+}

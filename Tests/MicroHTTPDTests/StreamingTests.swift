@@ -1,0 +1,270 @@
+import Foundation
+import Testing
+import TestSupport
+
+@testable import MicroHTTPD
+
+/// Collects the stream writers the handler starts, in order.
+final class WriterCollector: Sendable {
+    let writers = Box<[HTTPStreamWriter]>([])
+    let reasons = Box<[HTTPStreamCloseReason]>([])
+
+    var handler: HTTPHandler {
+        { [self] _, responder in
+            guard
+                let writer = responder.startStream(
+                    headers: ["Content-Type": "text/event-stream", "Cache-Control": "no-store"]
+                )
+            else { return }
+            writer.onClose { reason in self.reasons.update { $0.append(reason) } }
+            writer.write(": connected\n\n")
+            writers.update { $0.append(writer) }
+        }
+    }
+}
+
+@Suite("Streaming responses", .serialized, .timeLimit(.minutes(1)))
+struct StreamingTests {
+    @Test("events arrive one at a time, then the terminating chunk")
+    func incrementalDelivery() async throws {
+        let collector = WriterCollector()
+        try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: collector.handler) {
+            server in
+            let port = try #require(server.port)
+            let connection = try RawConnection(port: port)
+            let head = try await blocking {
+                try connection.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+                return try connection.readHead()
+            }
+            #expect(head.status == 200)
+            #expect(head.header("Transfer-Encoding") == "chunked")
+            #expect(head.header("Content-Type") == "text/event-stream")
+            #expect(try await blocking { try connection.readChunk() } == Array(": connected\n\n".utf8))
+            let writer = try #require(collector.writers.value.first)
+            for index in 1...3 {
+                // The next event is written only after the previous one was received: nothing is buffered.
+                #expect(writer.write("data: \(index)\n\n"))
+                let chunk = try await blocking { try connection.readChunk() }
+                #expect(chunk == Array("data: \(index)\n\n".utf8))
+            }
+            writer.finish()
+            #expect(writer.write("late") == false)
+            #expect(try await blocking { try connection.readChunk() } == nil)
+            #expect(await writer.closed() == .finished)
+            #expect(collector.reasons.value == [.finished])
+            #expect(await eventually { server.activeStreamCount == 0 })
+            // The connection stays usable after the stream ended.
+            let next = try await blocking {
+                try connection.send("GET /again HTTP/1.1\r\nHost: x\r\n\r\n")
+                return try connection.readHead()
+            }
+            #expect(next.status == 200)
+        }
+    }
+
+    @Test("an idle stream is suspended: the content reader is not called again")
+    func idleStreamIsNotPolled() async throws {
+        let collector = WriterCollector()
+        try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: collector.handler) {
+            server in
+            let port = try #require(server.port)
+            let connection = try RawConnection(port: port)
+            _ = try await blocking {
+                try connection.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+                _ = try connection.readHead()
+                return try connection.readChunk()
+            }
+            let writer = try #require(collector.writers.value.first)
+            #expect(await eventually { writer.readerCalls.load(ordering: .relaxed) >= 2 })
+            try await Task.sleep(for: .milliseconds(100))
+            let settled = writer.readerCalls.load(ordering: .relaxed)
+            try await Task.sleep(for: .milliseconds(500))
+            // A busy-looping reader would be called millions of times in half a second.
+            #expect(writer.readerCalls.load(ordering: .relaxed) == settled)
+            writer.write("data: wake\n\n")
+            #expect(try await blocking { try connection.readChunk() } == Array("data: wake\n\n".utf8))
+        }
+    }
+
+    @Test("500 streams all receive a broadcast")
+    func broadcastToManyStreams() async throws {
+        let collector = WriterCollector()
+        let count = 500
+        try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: collector.handler) {
+            server in
+            let port = try #require(server.port)
+            let connections = try await blocking {
+                var connections: [RawConnection] = []
+                for _ in 0..<count {
+                    let connection = try RawConnection(port: port)
+                    try connection.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+                    connections.append(connection)
+                }
+                for connection in connections {
+                    guard try connection.readHead().status == 200, try connection.readChunk() != nil else {
+                        throw TestFailure("stream did not start")
+                    }
+                }
+                return connections
+            }
+            #expect(collector.writers.value.count == count)
+            #expect(server.activeStreamCount == count)
+            for writer in collector.writers.value {
+                #expect(writer.write("event: update\ndata: {\"v\":1}\n\n"))
+            }
+            let received = try await blocking {
+                try connections.map { try $0.readChunk() }
+            }
+            #expect(received.allSatisfy { $0 == Array("event: update\ndata: {\"v\":1}\n\n".utf8) })
+        }
+    }
+
+    @Test("concurrent writers on one stream lose no bytes and no wake-ups")
+    func concurrentWriters() async throws {
+        let collector = WriterCollector()
+        try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: collector.handler) {
+            server in
+            let port = try #require(server.port)
+            let connection = try RawConnection(port: port)
+            _ = try await blocking {
+                try connection.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+                _ = try connection.readHead()
+                return try connection.readChunk()
+            }
+            let writer = try #require(collector.writers.value.first)
+            let writers = 8
+            let messages = 300
+            let message = Array("data: 0123456789\n\n".utf8)
+            async let received: Int = blocking {
+                var total = 0
+                while total < writers * messages * message.count {
+                    guard let chunk = try connection.readChunk() else { break }
+                    total += chunk.count
+                }
+                return total
+            }
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<writers {
+                    group.addTask {
+                        for index in 0..<messages {
+                            writer.write(message)
+                            if index % 50 == 0 { try? await Task.sleep(for: .milliseconds(1)) }
+                        }
+                    }
+                }
+            }
+            #expect(try await received == writers * messages * message.count)
+            writer.finish()
+            #expect(try await blocking { try connection.readChunk() } == nil)
+        }
+    }
+
+    @Test("a client that went away is detected after writes")
+    func clientDisconnect() async throws {
+        let collector = WriterCollector()
+        try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: collector.handler) {
+            server in
+            let port = try #require(server.port)
+            try await blocking {
+                let connection = try RawConnection(port: port)
+                try connection.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+                _ = try connection.readHead()
+                _ = try connection.readChunk()
+                connection.close()
+            }
+            let writer = try #require(collector.writers.value.first)
+            var writes = 0
+            while !writer.isClosed && writes < 200 {
+                writer.write(": heartbeat\n\n")
+                writes += 1
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            #expect(writer.isClosed, "the disconnect should be noticed within 200 writes")
+            #expect(await writer.closed() == .clientDisconnected)
+            #expect(await eventually { server.activeStreamCount == 0 })
+        }
+    }
+
+    @Test("a stream can be started later from a Task, and replacePending coalesces")
+    func deferredStreamAndCoalescing() async throws {
+        let writerBox = Box<HTTPStreamWriter?>(nil)
+        let handler: HTTPHandler = { _, responder in
+            Task {
+                try? await Task.sleep(for: .milliseconds(20))
+                let writer = responder.startStream(headers: ["Content-Type": "text/event-stream"])
+                // Not yet sent: these three writes coalesce to the latest.
+                writer?.write("data: 1\n\n")
+                writer?.replacePending(with: Array("data: 2\n\n".utf8))
+                writer?.replacePending(with: Array("data: 3\n\n".utf8))
+                writerBox.set(writer)
+            }
+        }
+        try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: handler) { server in
+            let port = try #require(server.port)
+            let connection = try RawConnection(port: port)
+            let (head, first) = try await blocking {
+                try connection.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+                return (try connection.readHead(), try connection.readChunk())
+            }
+            #expect(head.status == 200)
+            #expect(first == Array("data: 3\n\n".utf8))
+            let writer = try #require(writerBox.value)
+            #expect(writer.pendingByteCount == 0)
+            writer.finish()
+            #expect(try await blocking { try connection.readChunk() } == nil)
+        }
+    }
+}
+
+@Suite("Stream buffer state machine", .timeLimit(.minutes(1)))
+struct StreamBufferTests {
+    @Test func suspendsWhenEmptyAndResumesOnWrite() {
+        var buffer = StreamBuffer()
+        var storage = [UInt8](repeating: 0, count: 16)
+        let action = storage.withUnsafeMutableBytes { buffer.read(into: $0) }
+        #expect(action == .suspend)
+        #expect(buffer.isSuspended)
+        #expect(buffer.write([1, 2, 3]) == .acceptedResume)
+        #expect(buffer.write([4]) == .accepted)
+        let read = storage.withUnsafeMutableBytes { buffer.read(into: $0) }
+        #expect(read == .bytes(4))
+        #expect(Array(storage[0..<4]) == [1, 2, 3, 4])
+    }
+
+    @Test func splitsAcrossSmallBuffersAndKeepsPartialWriteOnReplace() {
+        var buffer = StreamBuffer()
+        _ = buffer.write(Array(repeating: 7, count: 10))
+        _ = buffer.write([8, 8])
+        var storage = [UInt8](repeating: 0, count: 4)
+        #expect(storage.withUnsafeMutableBytes { buffer.read(into: $0) } == .bytes(4))
+        let (action, dropped) = buffer.replacePending(with: [9])
+        #expect(action == .accepted)
+        #expect(dropped == 2, "only the unsent write is dropped; the partly sent one stays whole")
+        #expect(buffer.pendingByteCount == 7)
+        var rest = [UInt8](repeating: 0, count: 64)
+        #expect(rest.withUnsafeMutableBytes { buffer.read(into: $0) } == .bytes(7))
+        #expect(Array(rest[0..<7]) == [7, 7, 7, 7, 7, 7, 9])
+    }
+
+    @Test func finishDrainsThenEnds() {
+        var buffer = StreamBuffer()
+        _ = buffer.write([1])
+        #expect(buffer.finish() == .accepted)
+        #expect(buffer.write([2]) == .rejected)
+        var storage = [UInt8](repeating: 0, count: 8)
+        #expect(storage.withUnsafeMutableBytes { buffer.read(into: $0) } == .bytes(1))
+        #expect(storage.withUnsafeMutableBytes { buffer.read(into: $0) } == .endOfStream)
+        #expect(buffer.close(.finished) == true)
+        #expect(buffer.closeReason == .finished)
+        #expect(buffer.close(.clientDisconnected) == false)
+    }
+
+    @Test func shutdownFinishIsReportedAsShutdown() {
+        var buffer = StreamBuffer()
+        var storage = [UInt8](repeating: 0, count: 8)
+        _ = storage.withUnsafeMutableBytes { buffer.read(into: $0) }
+        #expect(buffer.finish(byShutdown: true) == .acceptedResume)
+        #expect(buffer.close(.finished) == true)
+        #expect(buffer.closeReason == .serverShutdown)
+    }
+}

@@ -1,0 +1,220 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// Helpers shared by the test targets that talk HTTP to a real server on loopback.
+
+public struct TestFailure: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// Runs blocking socket work on its own thread, off the Swift concurrency pool (which the server's
+/// deferred handlers need), and returns its result.
+public func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        let thread = Thread {
+            continuation.resume(with: Result { try body() })
+        }
+        thread.start()
+    }
+}
+
+/// Thread-safe holder for values captured by handlers.
+public final class Box<Value: Sendable>: Sendable {
+    private let storage: Mutex<Value>
+    public init(_ value: Value) { storage = Mutex(value) }
+    public var value: Value { storage.withLock { $0 } }
+    public func set(_ value: Value) { storage.withLock { $0 = value } }
+    public func update<R>(_ body: (inout Value) -> R) -> R { storage.withLock { body(&$0) } }
+}
+
+/// Polls `condition` until it holds or `timeout` passes.
+public func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
+    let clock = ContinuousClock()
+    let deadline = clock.now.advanced(by: timeout)
+    while clock.now < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(5))
+    }
+    return condition()
+}
+
+public struct ResponseHead: Sendable {
+    public var status: Int
+    public var headers: [(String, String)]
+
+    public func header(_ name: String) -> String? {
+        headers.first { $0.0.lowercased() == name.lowercased() }?.1
+    }
+}
+
+public struct TestResponse: Sendable {
+    public var head: ResponseHead
+    public var body: [UInt8]
+    public var status: Int { head.status }
+    public var text: String { String(decoding: body, as: UTF8.self) }
+    public func header(_ name: String) -> String? { head.header(name) }
+}
+
+/// A minimal blocking HTTP/1.1 client on a raw TCP socket, so tests see exactly what goes over the wire
+/// (keep-alive reuse, chunk boundaries, terminating chunk, connection close).
+public final class RawConnection: @unchecked Sendable {
+    public let fd: Int32
+    private var buffer: [UInt8] = []
+    private var closed = false
+
+    public init(port: Int, receiveTimeoutSeconds: Int = 10) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestFailure("socket() failed: errno \(errno)") }
+        var timeout = timeval(tv_sec: receiveTimeoutSeconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard result == 0 else {
+            Glibc.close(fd)
+            throw TestFailure("connect() failed: errno \(errno)")
+        }
+    }
+
+    deinit { close() }
+
+    public func close() {
+        guard !closed else { return }
+        closed = true
+        Glibc.close(fd)
+    }
+
+    public func send(_ text: String) throws { try send(Array(text.utf8)) }
+
+    public func send(_ bytes: [UInt8]) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard sent > 0 else { throw TestFailure("send() failed: errno \(errno)") }
+            offset += sent
+        }
+    }
+
+    /// Reads more bytes into the buffer; `false` at end of stream.
+    private func fill() throws -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if count == 0 { return false }
+        guard count > 0 else { throw TestFailure("recv() failed or timed out: errno \(errno)") }
+        buffer.append(contentsOf: chunk[0..<count])
+        return true
+    }
+
+    public func readLine() throws -> String {
+        while true {
+            if let index = buffer.indices.dropLast().first(where: { buffer[$0] == 13 && buffer[$0 + 1] == 10 }) {
+                let line = String(decoding: buffer[0..<index], as: UTF8.self)
+                buffer.removeFirst(index + 2)
+                return line
+            }
+            guard try fill() else { throw TestFailure("connection closed while reading a line") }
+        }
+    }
+
+    public func readBytes(_ count: Int) throws -> [UInt8] {
+        while buffer.count < count {
+            guard try fill() else { throw TestFailure("connection closed while reading \(count) bytes") }
+        }
+        let bytes = Array(buffer[0..<count])
+        buffer.removeFirst(count)
+        return bytes
+    }
+
+    public func readHead() throws -> ResponseHead {
+        let statusLine = try readLine()
+        let parts = statusLine.split(separator: " ", maxSplits: 2)
+        guard parts.count >= 2, let status = Int(parts[1]) else { throw TestFailure("bad status line: \(statusLine)") }
+        var headers: [(String, String)] = []
+        while true {
+            let line = try readLine()
+            if line.isEmpty { break }
+            guard let colon = line.firstIndex(of: ":") else { throw TestFailure("bad header line: \(line)") }
+            headers.append(
+                (String(line[..<colon]), String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces))
+            )
+        }
+        return ResponseHead(status: status, headers: headers)
+    }
+
+    /// Reads one chunk of a chunked body; `nil` for the terminating chunk (trailers consumed).
+    public func readChunk() throws -> [UInt8]? {
+        let sizeLine = try readLine()
+        guard let size = Int(sizeLine.split(separator: ";")[0], radix: 16) else {
+            throw TestFailure("bad chunk size line: \(sizeLine)")
+        }
+        if size == 0 {
+            while try !readLine().isEmpty {}
+            return nil
+        }
+        let data = try readBytes(size)
+        guard try readLine().isEmpty else { throw TestFailure("chunk not followed by CRLF") }
+        return data
+    }
+
+    public func readResponse(method: String = "GET") throws -> TestResponse {
+        let head = try readHead()
+        if method == "HEAD" || head.status == 204 || head.status == 304 {
+            return TestResponse(head: head, body: [])
+        }
+        if let length = head.header("Content-Length").flatMap({ Int($0) }) {
+            return TestResponse(head: head, body: try readBytes(length))
+        }
+        if head.header("Transfer-Encoding")?.lowercased() == "chunked" {
+            var body: [UInt8] = []
+            while let chunk = try readChunk() { body += chunk }
+            return TestResponse(head: head, body: body)
+        }
+        while try fill() {}
+        defer { buffer = [] }
+        return TestResponse(head: head, body: buffer)
+    }
+
+    /// Whether the peer closed the connection (reads until EOF, error or timeout).
+    public func waitForClose() -> Bool {
+        while true {
+            do {
+                if try !fill() { return true }
+            } catch {
+                return errno == ECONNRESET
+            }
+        }
+    }
+}
+
+extension RawConnection {
+    public static func get(_ target: String, port: Int, headers: String = "") throws -> TestResponse {
+        let connection = try RawConnection(port: port)
+        try connection.send("GET \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\n\(headers)Connection: close\r\n\r\n")
+        return try connection.readResponse()
+    }
+}
+
+extension RawConnection {
+    /// One request on a fresh connection (`Connection: close`), with an optional body.
+    public static func request(
+        _ method: String, _ target: String, port: Int, headers: [String: String] = [:], body: [UInt8]? = nil
+    ) throws -> TestResponse {
+        let connection = try RawConnection(port: port, receiveTimeoutSeconds: 30)
+        var head = "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        if let body { head += "Content-Length: \(body.count)\r\n" }
+        try connection.send(Array((head + "\r\n").utf8) + (body ?? []))
+        return try connection.readResponse(method: method)
+    }
+}
