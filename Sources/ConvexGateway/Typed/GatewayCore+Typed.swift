@@ -1,0 +1,42 @@
+import ConvexValues
+
+/// Typed inputs and the per-deployment OpenAPI document, as used by ``GatewayCore``'s routing.
+extension GatewayCore {
+    /// Arguments coerced by the function's validators when a function spec is loaded; unchanged otherwise.
+    func typed(_ function: FunctionPath, _ args: ConvexValue) throws(GatewayError) -> ConvexValue {
+        guard let spec = functionSpecs?.current else { return args }
+        do {
+            return try spec.coerce(args, for: function)
+        } catch {
+            throw error.gatewayError
+        }
+    }
+
+    /// `functions=1` (or `true`) on `/openapi.yaml` asks for the per-deployment document.
+    static func wantsFunctionsDocument(_ request: GatewayRequest) -> Bool {
+        request.query.contains { $0.name == "functions" && ($0.value == "1" || $0.value == "true") }
+    }
+
+    /// The per-deployment document (JSON text, which is YAML 1.2), or 404 without a function spec.
+    func functionsDocument(_ format: OutputFormat) throws(GatewayError) -> GatewayResponse {
+        guard let spec = functionSpecs?.current else {
+            throw GatewayError(
+                status: 404, code: .routeNotFound,
+                message: "No function spec is available; configure the deployment's admin key (--admin-key) to get the functions document")
+        }
+        let document = FunctionOpenAPI.document(spec, format: format, include: access.configuration.functions.permits)
+        return GatewayResponse(
+            status: 200, headers: [("Content-Type", "application/yaml")], body: document.json(mode: .plain))
+    }
+}
+
+extension GatewayCore.Route {
+    /// Whether handling this request uses the function spec (so it should wait for the first fetch).
+    func usesFunctionSpec(_ request: GatewayRequest) -> Bool {
+        switch self {
+        case .query, .mutation, .action, .subscribe: true
+        case .openAPI: GatewayCore.wantsFunctionsDocument(request)
+        case .health, .ready, .metrics: false
+        }
+    }
+}
