@@ -98,7 +98,8 @@ struct FunctionOpenAPITests {
             let args = Self.at(doc, "paths", "/mutation/typed:store", "post", "requestBody", "content", "application/json", "schema")
             #expect(Self.at(args, "properties", "team", "properties", "wins", "oneOf") != nil)
 
-            let clean = Self.parse(try await h.get("/openapi.yaml?functions=1&format=clean").body)
+            let cleanResponse = try await h.get("/openapi.yaml?functions=1&format=clean")
+            let clean = Self.parse(cleanResponse.body)
             #expect(Self.resultSchema(clean, "/query/conformance:typed", "post") == #"{"pattern":"^-?[0-9]+$","type":"string"}"#)
             let encodedResponse = try await h.get("/openapi.yaml?functions=1&format=encoded")
             let encoded = Self.parse(encodedResponse.body)
@@ -107,7 +108,7 @@ struct FunctionOpenAPITests {
             let encodedStore = Self.at(encoded, "paths", "/mutation/typed:store", "post", "responses", "200", "content", "application/json", "schema")
             #expect(Self.text(Self.at(encodedStore, "properties", "logo", "required")) == #"["$bytes"]"#)
 
-            for response in [plain, encodedResponse] {
+            for response in [plain, cleanResponse, encodedResponse] {
                 let (status, output) = try Self.validate(response.body)
                 #expect(status == 0, "openapi-spec-validator: \(output)")
             }

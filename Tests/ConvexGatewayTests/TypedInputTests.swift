@@ -2,6 +2,7 @@ import ConvexGateway
 import ConvexLocal
 import ConvexValues
 import Foundation
+import TestSupport
 import Testing
 
 /// Typed inputs end to end: a real gateway fetching the function spec of a real local deployment with its admin key.
@@ -103,6 +104,44 @@ struct TypedInputTests {
             }
             #expect(after.status == 200, "\(after.text)")
             #expect(after.text == "5")
+        }
+    }
+}
+
+/// The `convex-gateway` executable: the embedded deployment gets a random admin key, a configured key comes from the
+/// environment or a file and never reaches the log.
+@Suite("Typed inputs in the executable", .timeLimit(.minutes(1)))
+struct TypedInputProcessTests {
+    static func typedCall(_ gateway: GatewayProcess) async throws -> TestResponse {
+        let port = gateway.port
+        return try await blocking {
+            try RawConnection.request(
+                "POST", "/query/conformance:typed", port: port, headers: [:], body: Array(#"{"x": 81}"#.utf8))
+        }
+    }
+
+    @Test("embedded deployment: typed inputs work with no configuration")
+    func embedded() async throws {
+        try await GatewayProcess.run { gateway in
+            let response = try await Self.typedCall(gateway)
+            #expect(response.status == 200, "\(response.text)")
+            #expect(response.text == "81")
+        }
+    }
+
+    @Test("admin key from a file: used for the spec, never logged")
+    func keyFile() async throws {
+        let key = "typed-key-\(UUID().uuidString)"
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("admin-key-\(UUID().uuidString)")
+        try Data((key + "\n").utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        try await GatewayProcess.run(environment: ["CONVEX_ADMIN_KEY_FILE": file.path, "LOG_LEVEL": "trace"]) { gateway in
+            let response = try await Self.typedCall(gateway)
+            #expect(response.text == "81")
+            let document = try await blocking { try RawConnection.request("GET", "/openapi.yaml?functions=1", port: gateway.port) }
+            #expect(document.status == 200)
+            #expect(gateway.log.contains("function spec fetched"))
+            #expect(!gateway.log.contains(key))
         }
     }
 }
