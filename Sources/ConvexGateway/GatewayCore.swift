@@ -326,7 +326,9 @@ public final class GatewayCore: Sendable {
         _ function: FunctionPath, _ args: ConvexValue, _ identity: UpstreamIdentity, _ format: OutputFormat
     ) async -> GatewayResponse {
         await pool.withUpstream(for: identity) { _, upstream in
-            await call(upstream, format: format) { upstream in try await upstream.query(function.description, args: args) }
+            await retryingWithFreshSpec(function, args) { args in  // Typed inputs (Typed/)
+                await call(upstream, format: format) { upstream in try await upstream.query(function.description, args: args) }
+            }
         }
     }
 
@@ -335,10 +337,12 @@ public final class GatewayCore: Sendable {
         _ format: OutputFormat
     ) async -> GatewayResponse {
         await pool.withUpstream(for: identity) { _, upstream in
-            await call(upstream, format: format) { upstream in
-                isMutation
-                    ? try await upstream.mutation(function.description, args: args)
-                    : try await upstream.action(function.description, args: args)
+            await retryingWithFreshSpec(function, args) { args in  // Typed inputs (Typed/)
+                await call(upstream, format: format) { upstream in
+                    isMutation
+                        ? try await upstream.mutation(function.description, args: args)
+                        : try await upstream.action(function.description, args: args)
+                }
             }
         }
     }
@@ -378,11 +382,7 @@ public final class GatewayCore: Sendable {
         }
         switch result {
         case .success(let value): return .json(render(value, format))
-        case .failure(let failure):
-            // Typed inputs (Typed/): the deployment's functions may have changed; refetch the spec (rate-limited).
-            if case .unknownFunction = failure { functionSpecs?.refreshSoon() }
-            if case .invalidArguments = failure { functionSpecs?.refreshSoon() }
-            return errorResponse(failure.gatewayError, format: format)
+        case .failure(let failure): return errorResponse(failure.gatewayError, format: format)
         }
     }
 

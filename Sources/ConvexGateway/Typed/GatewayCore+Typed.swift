@@ -12,6 +12,19 @@ extension GatewayCore {
         }
     }
 
+    /// Runs a call; when it fails as an unknown function (404) or with invalid arguments (400) — neither ran the
+    /// function — refetches the spec (rate-limited) and, if the fresh spec coerces the arguments differently, calls
+    /// once more with them.
+    func retryingWithFreshSpec(
+        _ function: FunctionPath, _ args: ConvexValue, _ perform: (ConvexValue) async -> GatewayResponse
+    ) async -> GatewayResponse {
+        let first = await perform(args)
+        guard let specs = functionSpecs, first.status == 400 || first.status == 404 else { return first }
+        guard let fresh = await specs.refresh(), let retried = try? fresh.coerce(args, for: function), retried != args
+        else { return first }
+        return await perform(retried)
+    }
+
     /// `functions=1` (or `true`) on `/openapi.yaml` asks for the per-deployment document.
     static func wantsFunctionsDocument(_ request: GatewayRequest) -> Bool {
         request.query.contains { $0.name == "functions" && ($0.value == "1" || $0.value == "true") }
