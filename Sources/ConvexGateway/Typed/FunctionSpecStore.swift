@@ -62,12 +62,6 @@ public final class FunctionSpecStore: Sendable {
         return await task.value
     }
 
-    /// Refreshes in the background (rate-limited), e.g. after a call failed as an unknown function or with invalid
-    /// arguments.
-    public func refreshSoon() {
-        Task { await self.refresh() }
-    }
-
     private func fetchAndStore() async -> FunctionSpec? {
         let fetched: FunctionSpec?
         do {
