@@ -31,6 +31,8 @@ public struct GatewayConfiguration: Sendable {
     public var openAPIFile: String?
     /// API key, function allow/deny lists, CORS, rate limit and connection limits (Access/AccessConfiguration.swift).
     public var access = AccessConfiguration()
+    /// Typed inputs (Typed/): where to fetch the deployment's function spec; `nil` leaves arguments as sent.
+    public var functionSpec: FunctionSpecSource?
 
     public init() {}
 }

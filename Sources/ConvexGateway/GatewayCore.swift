@@ -14,6 +14,8 @@ public final class GatewayCore: Sendable {
     let logger: Logger
     private let render: @Sendable (ConvexValue, OutputFormat) -> [UInt8]
     private let openAPIDocument: [UInt8]?
+    /// Typed inputs (Typed/): the deployment's function spec, when configured.
+    public let functionSpecs: FunctionSpecStore?
 
     public init(
         configuration: GatewayConfiguration,
@@ -35,6 +37,9 @@ public final class GatewayCore: Sendable {
             access.filter(upstreamFactory(identity, metrics))
         }
         self.openAPIDocument = configuration.openAPIFile.flatMap { FileManager.default.contents(atPath: $0) }.map { Array($0) }
+        // Typed inputs (Typed/): fetch the function spec once at start.
+        self.functionSpecs = configuration.functionSpec.map { FunctionSpecStore(source: $0, logger: logger) }
+        functionSpecs?.start()
     }
 
     // MARK: Routing
@@ -133,6 +138,20 @@ public final class GatewayCore: Sendable {
         } catch {
             return .respond(finish(request, template: "unmatched", errorResponse(error, format: configuration.defaultFormat)))
         }
+        // Typed inputs (Typed/): function calls and the functions document wait for the first function spec fetch.
+        if let specs = functionSpecs, specs.firstFetchPending, route.usesFunctionSpec(request) {
+            return .deferred { [self] in
+                await specs.waitForFirstFetch()
+                switch handleRoute(request, route) {
+                case .respond(let response): return .response(response)
+                case .deferred(let next): return await next()
+                }
+            }
+        }
+        return handleRoute(request, route)
+    }
+
+    private func handleRoute(_ request: GatewayRequest, _ route: Route) -> GatewayHandling {
         let template = route.template
         do throws(GatewayError) {
             let format = try requestFormat(request)
@@ -150,6 +169,9 @@ public final class GatewayCore: Sendable {
                     GatewayResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")], body: body)))
             case .openAPI:
                 try allow(request, ["GET", "HEAD"])
+                if Self.wantsFunctionsDocument(request) {  // Typed/FunctionOpenAPI.swift
+                    return .respond(finish(request, template: template, try functionsDocument(format)))
+                }
                 guard let document = openAPIDocument else {
                     throw GatewayError(status: 404, code: .routeNotFound, message: "The OpenAPI document is not available on this gateway")
                 }
@@ -159,12 +181,12 @@ public final class GatewayCore: Sendable {
                 try allow(request, ["GET", "HEAD", "POST"])
                 let identity = try callerIdentity(request)
                 if request.method == "POST" {
-                    let args = try postArguments(request)
+                    let args = try typed(function, try postArguments(request))
                     return .deferred { [self] in
                         .response(finish(request, template: template, await queryResponse(function, args, identity, format)))
                     }
                 }
-                let args = try RequestArguments.fromQuery(request.query)
+                let args = try typed(function, try RequestArguments.fromQuery(request.query))
                 if wantsEventStream(request) {
                     return .deferred { [self] in await startStream(request, template, function, args, identity, format) }
                 }
@@ -172,12 +194,12 @@ public final class GatewayCore: Sendable {
             case .subscribe(let function):
                 try allow(request, ["GET"])
                 let identity = try callerIdentity(request)
-                let args = try RequestArguments.fromQuery(request.query)
+                let args = try typed(function, try RequestArguments.fromQuery(request.query))
                 return .deferred { [self] in await startStream(request, template, function, args, identity, format) }
             case .mutation(let function), .action(let function):
                 try allow(request, ["POST"])
                 let identity = try callerIdentity(request)
-                let args = try postArguments(request)
+                let args = try typed(function, try postArguments(request))
                 let isMutation: Bool = if case .mutation = route { true } else { false }
                 return .deferred { [self] in
                     .response(finish(request, template: template,
@@ -304,7 +326,9 @@ public final class GatewayCore: Sendable {
         _ function: FunctionPath, _ args: ConvexValue, _ identity: UpstreamIdentity, _ format: OutputFormat
     ) async -> GatewayResponse {
         await pool.withUpstream(for: identity) { _, upstream in
-            await call(upstream, format: format) { upstream in try await upstream.query(function.description, args: args) }
+            await retryingWithFreshSpec(function, args) { args in  // Typed inputs (Typed/)
+                await call(upstream, format: format) { upstream in try await upstream.query(function.description, args: args) }
+            }
         }
     }
 
@@ -313,10 +337,12 @@ public final class GatewayCore: Sendable {
         _ format: OutputFormat
     ) async -> GatewayResponse {
         await pool.withUpstream(for: identity) { _, upstream in
-            await call(upstream, format: format) { upstream in
-                isMutation
-                    ? try await upstream.mutation(function.description, args: args)
-                    : try await upstream.action(function.description, args: args)
+            await retryingWithFreshSpec(function, args) { args in  // Typed inputs (Typed/)
+                await call(upstream, format: format) { upstream in
+                    isMutation
+                        ? try await upstream.mutation(function.description, args: args)
+                        : try await upstream.action(function.description, args: args)
+                }
             }
         }
     }

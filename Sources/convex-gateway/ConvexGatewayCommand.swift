@@ -68,6 +68,12 @@ struct ConvexGatewayCommand: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical. Env LOG_LEVEL. Default info.")
     var logLevel: String?
 
+    @Option(help: "Admin key of the deployment, to fetch its function spec for typed inputs. Env CONVEX_ADMIN_KEY. Default none (embedded: a random key). Secret: never logged.")
+    var adminKey: String?
+
+    @Option(help: "File holding the deployment's admin key. Env CONVEX_ADMIN_KEY_FILE. Default none.")
+    var adminKeyFile: String?
+
     /// API key, function allow/deny lists, CORS, rate limit and connection limits (AccessOptions.swift).
     @OptionGroup(title: "Access controls and limits")
     var access: AccessOptions
@@ -80,11 +86,15 @@ struct ConvexGatewayCommand: AsyncParsableCommand {
 
         var deployment: LocalDeployment?
         let deploymentURL: String
+        var adminKey = settings.adminKey
         if let url = settings.convexURL {
             deploymentURL = url
         } else {
+            // Typed inputs: the embedded deployment gets the configured admin key, else a random one.
+            if adminKey == nil { adminKey = try Secret(Self.randomKey(), source: "generated admin key") }
             let local = try await LocalDeployment.start(
-                .init(host: "127.0.0.1", port: settings.localPort, adminKey: nil, demoFunctions: true), logger: logger)
+                .init(host: "127.0.0.1", port: settings.localPort, adminKey: adminKey?.revealed, demoFunctions: true),
+                logger: logger)
             deployment = local
             deploymentURL = local.url
             logger.notice(
@@ -92,7 +102,9 @@ struct ConvexGatewayCommand: AsyncParsableCommand {
                 metadata: ["convex.url": "\(deploymentURL)"])
         }
         let factory = try ClientUpstream.factory(deploymentUrl: deploymentURL, logger: logger)
-        let gateway = Gateway(configuration: settings.gateway, logger: logger, upstreamFactory: factory)
+        var configuration = settings.gateway
+        if let adminKey { configuration.functionSpec = FunctionSpecSource(deploymentURL: deploymentURL, adminKey: adminKey) }
+        let gateway = Gateway(configuration: configuration, logger: logger, upstreamFactory: factory)
         try gateway.start()
         logger.notice(
             "Gateway listening",
@@ -108,6 +120,14 @@ struct ConvexGatewayCommand: AsyncParsableCommand {
 }
 
 /// Runs until a graceful shutdown (SIGTERM/SIGINT), then drains the gateway and stops the embedded deployment.
+extension ConvexGatewayCommand {
+    /// 32 random bytes as hex, for the embedded deployment's admin key.
+    static func randomKey() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+    }
+}
+
 struct GatewayService: Service {
     let gateway: Gateway
     let deployment: LocalDeployment?
@@ -125,6 +145,8 @@ struct Settings {
     var convexURL: String?
     var localPort = 0
     var logLevel = Logger.Level.info
+    /// The deployment's admin key (typed inputs); secret.
+    var adminKey: Secret?
 
     init(_ command: ConvexGatewayCommand, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
         func value(_ flag: String?, _ name: String) -> String? {
@@ -174,6 +196,13 @@ struct Settings {
         }
         if let port = try int(command.localPort, "CONVEX_LOCAL_PORT", range: 0...65535) { localPort = port }
         try command.access.apply(to: &gateway.access, environment: environment)
+        do {
+            adminKey = try Secret.load(
+                value: value(command.adminKey, "CONVEX_ADMIN_KEY"), valueName: "--admin-key/CONVEX_ADMIN_KEY",
+                file: value(command.adminKeyFile, "CONVEX_ADMIN_KEY_FILE"), fileName: "--admin-key-file/CONVEX_ADMIN_KEY_FILE")
+        } catch {
+            throw ValidationError(error.message)
+        }
         if let level = value(command.logLevel, "LOG_LEVEL") {
             guard let parsed = Logger.Level(rawValue: level) else {
                 throw ValidationError("LOG_LEVEL must be one of trace, debug, info, notice, warning, error, critical")

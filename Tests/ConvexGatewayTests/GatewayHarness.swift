@@ -21,14 +21,21 @@ struct GatewayHarness: Sendable {
     static func run<T: Sendable>(
         configure: (inout GatewayConfiguration) -> Void = { _ in },
         deploymentURL: String? = nil,
+        adminKey: String? = nil,
+        functions: FunctionRegistry = FunctionRegistry(),
         _ body: (GatewayHarness) async throws -> T
     ) async throws -> T {
-        let deployment = try await LocalDeployment.start(port: 0, logger: quietLogger)
+        let deployment = try await LocalDeployment.start(port: 0, adminKey: adminKey, functions: functions, logger: quietLogger)
         var configuration = GatewayConfiguration()
         configuration.port = 0
         configuration.threads = 2
         // Generous: the whole suite runs in parallel on two cores, so connecting can take seconds.
         configuration.connectTimeout = .seconds(30)
+        // Typed inputs: with an admin key the gateway fetches the deployment's function spec.
+        if let adminKey {
+            configuration.functionSpec = FunctionSpecSource(
+                deploymentURL: deployment.url, adminKey: try Secret(adminKey, source: "test admin key"))
+        }
         configure(&configuration)
         var clientConfiguration = ConvexClientConfiguration()
         clientConfiguration.connectTimeout = .seconds(10)

@@ -1,0 +1,114 @@
+import Foundation
+import ConvexValues
+
+/// Turns plain-JSON arguments into the Convex types their validators ask for, so that a client which cannot say
+/// "int64" or "bytes" in JSON can still call such a function:
+///
+/// - where the validator is int64: a JSON number that is a whole number within ±2^53 (beyond that a float64 is not
+///   exact), or a string of decimal digits within the int64 range, becomes an int64;
+/// - where the validator is bytes: a standard base64 string becomes bytes;
+/// - recursively through objects, arrays, optional fields, records and unions. A union is coerced only when the value
+///   matches no member as it is and exactly one member accepts the coerced value; otherwise the value is left alone.
+///
+/// Anything else is left as it is, for the deployment to validate. A value that is meant for an int64 or bytes
+/// validator but cannot become one (1.5, 2^63, "12abc", bad base64) is an ``ArgumentCoercionError`` naming its path.
+public enum ArgumentCoercion {
+    /// Largest magnitude at which every whole float64 is exact.
+    static let exactFloatLimit = 9_007_199_254_740_992.0  // 2^53
+
+    /// Coerces a function's arguments object.
+    public static func coerce(arguments: ConvexValue, validator: SpecValidator) throws(ArgumentCoercionError)
+        -> ConvexValue
+    {
+        try coerce(arguments, validator, path: "")
+    }
+
+    static func coerce(_ value: ConvexValue, _ validator: SpecValidator, path: String) throws(ArgumentCoercionError)
+        -> ConvexValue
+    {
+        switch (validator, value) {
+        case (.int64, .int64), (.bytes, .bytes):
+            return value
+        case (.int64, .float64(let d)):
+            guard d.isFinite, d.rounded(.towardZero) == d else {
+                throw ArgumentCoercionError(path: path, message: "expected an int64, got the non-integral number \(d)")
+            }
+            guard abs(d) <= exactFloatLimit else {
+                throw ArgumentCoercionError(
+                    path: path,
+                    message: "the number \(d) is too large to be exact as a JSON number; send it as a decimal string")
+            }
+            return .int64(Int64(d))
+        case (.int64, .string(let text)):
+            guard let parsed = parseDecimal(text) else {
+                throw ArgumentCoercionError(
+                    path: path, message: "expected an int64, got a string that is not a decimal integer in the int64 range")
+            }
+            return .int64(parsed)
+        case (.bytes, .string(let text)):
+            guard let decoded = Base64.decode(text) else {
+                throw ArgumentCoercionError(path: path, message: "expected bytes as a base64 string, got invalid base64")
+            }
+            return .bytes(Data(decoded))
+        case (.array(let element), .array(let items)):
+            var out: [ConvexValue] = []
+            out.reserveCapacity(items.count)
+            for (index, item) in items.enumerated() {
+                out.append(try coerce(item, element, path: "\(path)[\(index)]"))
+            }
+            return .array(out)
+        case (.object(let fields), .object(let object)):
+            var out = object
+            for (name, item) in object {
+                guard let field = fields[name] else { continue }
+                out[name] = try coerce(item, field.validator, path: path + "." + name)
+            }
+            return .object(out)
+        case (.record(_, let values), .object(let object)):
+            var out = object
+            for (name, item) in object {
+                out[name] = try coerce(item, values, path: path + "." + name)
+            }
+            return .object(out)
+        case (.literal(.int64(let expected)), .float64(let d)):
+            // v.literal(5n) given as 5.
+            return d.isFinite && abs(d) <= exactFloatLimit && d.rounded(.towardZero) == d && Int64(d) == expected
+                ? .int64(expected) : value
+        case (.literal(.int64(let expected)), .string(let text)):
+            return parseDecimal(text) == expected ? .int64(expected) : value
+        case (.union(let members), _):
+            if members.contains(where: { $0.accepts(value) }) { return value }
+            var candidates: [ConvexValue] = []
+            for member in members {
+                guard let coerced = try? coerce(value, member, path: path), coerced != value, member.accepts(coerced)
+                else { continue }
+                if !candidates.contains(coerced) { candidates.append(coerced) }
+            }
+            return candidates.count == 1 ? candidates[0] : value
+        default:
+            return value
+        }
+    }
+
+    /// An optional sign followed by ASCII digits, within the int64 range.
+    static func parseDecimal(_ text: String) -> Int64? {
+        let bytes = Array(text.utf8)
+        let digits = bytes.first == UInt8(ascii: "-") || bytes.first == UInt8(ascii: "+") ? bytes.dropFirst() : bytes[...]
+        guard !digits.isEmpty, digits.count <= 20, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        return Int64(text)
+    }
+}
+
+/// An argument meant for an int64 or bytes validator that cannot become one. Answered as 400
+/// `ArgumentValidationError`.
+public struct ArgumentCoercionError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Where in the arguments, e.g. `.team.wins` or `.tags[2]`.
+    public let path: String
+    public let message: String
+
+    public var description: String { "Argument \(path.isEmpty ? "object" : "'\(path.dropFirst())'"): \(message)" }
+
+    var gatewayError: GatewayError {
+        GatewayError(status: 400, code: .argumentValidation, message: description)
+    }
+}

@@ -1,0 +1,119 @@
+import ConvexValues
+import Foundation
+import Logging
+import Synchronization
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The deployment's function spec as the gateway last fetched it: fetched once at start, refreshed on demand (at
+/// most once per ``FunctionSpecSource/minimumRefreshInterval``). While no spec has been fetched, arguments pass
+/// through unchanged.
+public final class FunctionSpecStore: Sendable {
+    public let source: FunctionSpecSource
+    private let logger: Logger
+
+    private struct State {
+        var spec: FunctionSpec?
+        var lastAttempt: ContinuousClock.Instant?
+        var inFlight: Task<FunctionSpec?, Never>?
+        var firstFetchDone = false
+    }
+
+    private let state = Mutex(State())
+
+    public init(source: FunctionSpecSource, logger: Logger) {
+        self.source = source
+        self.logger = logger
+    }
+
+    /// The spec last fetched, if any.
+    public var current: FunctionSpec? { state.withLock { $0.spec } }
+
+    /// Whether the first fetch has not finished yet.
+    public var firstFetchPending: Bool { !state.withLock { $0.firstFetchDone } }
+
+    /// Starts the first fetch.
+    public func start() {
+        Task { await self.refresh(force: true) }
+    }
+
+    /// Waits for the first fetch (starting it if needed).
+    public func waitForFirstFetch() async {
+        if firstFetchPending { await refresh(force: true) }
+    }
+
+    /// Fetches the spec again unless a fetch is running (then waits for it) or the last one started less than the
+    /// minimum refresh interval ago (then returns the current spec).
+    @discardableResult
+    public func refresh(force: Bool = false) async -> FunctionSpec? {
+        let task: Task<FunctionSpec?, Never>? = state.withLock { state in
+            if let running = state.inFlight { return running }
+            if !force, let last = state.lastAttempt, ContinuousClock.now - last < source.minimumRefreshInterval {
+                return nil
+            }
+            state.lastAttempt = .now
+            let task = Task { await self.fetchAndStore() }
+            state.inFlight = task
+            return task
+        }
+        guard let task else { return current }
+        return await task.value
+    }
+
+    private func fetchAndStore() async -> FunctionSpec? {
+        let fetched: FunctionSpec?
+        do {
+            fetched = try await Self.fetch(source)
+            logger.debug("function spec fetched", metadata: ["gateway.functions": "\(fetched?.functions.count ?? 0)"])
+        } catch {
+            fetched = nil
+            logger.notice("function spec unavailable; arguments pass through unchanged", metadata: ["error": "\(error)"])
+        }
+        return state.withLock { state in
+            if let fetched { state.spec = fetched }
+            state.inFlight = nil
+            state.firstFetchDone = true
+            return state.spec
+        }
+    }
+
+    /// `POST <deployment>/api/function_spec` with `Authorization: Convex <admin key>`.
+    static func fetch(_ source: FunctionSpecSource) async throws(FunctionSpecError) -> FunctionSpec {
+        var base = source.deploymentURL
+        while base.hasSuffix("/") { base.removeLast() }
+        guard let url = URL(string: base + "/api/function_spec"), url.scheme == "http" || url.scheme == "https" else {
+            throw FunctionSpecError(message: "The deployment URL is not an http(s) URL")
+        }
+        var request = URLRequest(url: url, timeoutInterval: source.fetchTimeout.seconds)
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.setValue("Convex \(source.adminKey.revealed)", forHTTPHeaderField: "Authorization")
+        request.httpBody = Data("{}".utf8)
+        let outcome: Result<(Data, Int), FunctionSpecError> = await withCheckedContinuation { continuation in
+            let session = URLSession(configuration: .ephemeral)
+            let task = session.dataTask(with: request) { data, response, error in
+                if let error {
+                    continuation.resume(returning: .failure(FunctionSpecError(message: "fetch failed: \(error.localizedDescription)")))
+                } else {
+                    let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+                    continuation.resume(returning: .success((data ?? Data(), status)))
+                }
+            }
+            task.resume()
+            session.finishTasksAndInvalidate()
+        }
+        let (data, status) = try outcome.get()
+        guard status == 200 else {
+            throw FunctionSpecError(message: "the deployment answered \(status) to the function spec request")
+        }
+        let value: ConvexValue
+        do {
+            value = try ConvexValue(convexJSON: Array(data))
+        } catch {
+            throw FunctionSpecError(message: "the function spec is not valid JSON: \(error.message)")
+        }
+        return try FunctionSpec(specJSON: value)
+    }
+}

@@ -1,0 +1,146 @@
+import ConvexGateway
+import ConvexLocal
+import ConvexValues
+import Foundation
+import TestSupport
+import Testing
+
+/// Typed inputs end to end: a real gateway fetching the function spec of a real local deployment with its admin key.
+@Suite("Typed inputs from the function spec", .timeLimit(.minutes(1)))
+struct TypedInputTests {
+    static let adminKey = "typed-test-admin-key"
+
+    /// Extra functions with bytes and nested int64 arguments, beside the demo functions.
+    static func functions() -> FunctionRegistry {
+        let registry = FunctionRegistry()
+        registry.mutation(
+            "typed:store", args: ["team": .object(["wins": .int64, "logo": .bytes, "tags": .optional(.array(.int64))])],
+            returns: .object(["wins": .int64, "logo": .bytes, "tags": .optional(.array(.int64))])
+        ) { _, args in args["team"] ?? .null }
+        registry.action("typed:choice", args: ["v": .union([.int64, .boolean])]) { _, args in args["v"] ?? .null }
+        return registry
+    }
+
+    @Test("plain JSON numbers reach an int64 argument, by body and by query string")
+    func int64Argument() async throws {
+        try await GatewayHarness.run(adminKey: Self.adminKey, functions: Self.functions()) { h in
+            let posted = try await h.post("/query/conformance:typed", json: #"{"x": 81}"#)
+            #expect(posted.status == 200, "\(posted.text)")
+            #expect(posted.text == "81")
+            let big = try await h.post("/query/conformance:typed", json: #"{"x": "9007199254740993"}"#)
+            #expect(big.text == "9007199254740993")
+            let clean = try await h.post("/query/conformance:typed?format=clean", json: #"{"x": -7, "tags": ["a"]}"#)
+            #expect(clean.text == #""-7""#)
+            let viaQuery = try await h.get("/query/conformance:typed?x=42")
+            #expect(viaQuery.status == 200, "\(viaQuery.text)")
+            #expect(viaQuery.text == "42")
+            let union = try await h.post("/action/typed:choice", json: #"{"v": 3}"#)
+            #expect(union.text == "3")
+        }
+    }
+
+    @Test("a number that cannot be an int64 gets 400 naming the argument")
+    func int64Refused() async throws {
+        try await GatewayHarness.run(adminKey: Self.adminKey, functions: Self.functions()) { h in
+            let fraction = try await h.post("/query/conformance:typed", json: #"{"x": 1.5}"#)
+            #expect(fraction.status == 400)
+            #expect(fraction.errorCode == "ArgumentValidationError")
+            #expect(fraction.text.contains("'x'"), "\(fraction.text)")
+            let range = try await h.post(
+                "/mutation/typed:store", json: #"{"team": {"wins": "99999999999999999999", "logo": ""}}"#)
+            #expect(range.status == 400)
+            #expect(range.text.contains("'team.wins'"), "\(range.text)")
+            let nested = try await h.post("/mutation/typed:store", json: #"{"team": {"wins": 1, "logo": "", "tags": [1, 2.5]}}"#)
+            #expect(nested.text.contains("'team.tags[1]'"), "\(nested.text)")
+        }
+    }
+
+    @Test("base64 strings reach a bytes argument; results render per output mode")
+    func bytesArgument() async throws {
+        try await GatewayHarness.run(adminKey: Self.adminKey, functions: Self.functions()) { h in
+            let body = #"{"team": {"wins": 81, "logo": "AQID", "tags": [1, "2"]}}"#
+            let plain = try await h.post("/mutation/typed:store", json: body)
+            #expect(plain.status == 200, "\(plain.text)")
+            #expect(plain.json == ["logo": "AQID", "tags": [1.0, 2.0], "wins": 81.0])
+            let encoded = try await h.post("/mutation/typed:store?format=encoded", json: body)
+            let value = try ConvexValue(convexJSON: encoded.body)
+            #expect(value == ["logo": .bytes(Data([1, 2, 3])), "tags": [.int64(1), .int64(2)], "wins": .int64(81)])
+            let badBase64 = try await h.post("/mutation/typed:store", json: #"{"team": {"wins": 1, "logo": "%%"}}"#)
+            #expect(badBase64.status == 400)
+            #expect(badBase64.text.contains("'team.logo'"), "\(badBase64.text)")
+        }
+    }
+
+    @Test("without an admin key arguments pass through as before")
+    func withoutSpec() async throws {
+        try await GatewayHarness.run(functions: Self.functions()) { h in
+            let posted = try await h.post("/query/conformance:typed", json: #"{"x": 81}"#)
+            #expect(posted.status == 400)
+            #expect(posted.errorCode == "ArgumentValidationError")
+            let wrapped = try await h.post("/query/conformance:typed", json: #"{"x": {"$integer": "UQAAAAAAAAA="}}"#)
+            #expect(wrapped.text == "81")
+            let document = try await h.get("/openapi.yaml?functions=1")
+            #expect(document.status == 404)
+        }
+    }
+
+    @Test("a function added after start is typed on its first call, after a refetch")
+    func refreshOnDemand() async throws {
+        let functions = Self.functions()
+        try await GatewayHarness.run(
+            configure: { $0.functionSpec?.minimumRefreshInterval = .seconds(2) }, adminKey: Self.adminKey,
+            functions: functions
+        ) { h in
+            let first = try await h.post("/query/conformance:typed", json: #"{"x": 1}"#)
+            #expect(first.status == 200)
+            functions.mutation("typed:lateMutation", args: ["n": .int64]) { _, args in args["n"] ?? .null }
+            try await Task.sleep(for: .milliseconds(2200))  // past the refresh interval since the first fetch
+            // The first call fails validation upstream; the gateway refetches the spec and calls once more.
+            let after = try await h.post("/mutation/typed:lateMutation", json: #"{"n": 5}"#)
+            #expect(after.status == 200, "\(after.text)")
+            #expect(after.text == "5")
+            // Within the refresh interval the spec is not fetched again: the failure is answered as it is.
+            functions.mutation("typed:tooSoon", args: ["n": .int64]) { _, args in args["n"] ?? .null }
+            let tooSoon = try await h.post("/mutation/typed:tooSoon", json: #"{"n": 5}"#)
+            #expect(tooSoon.status == 400)
+        }
+    }
+}
+
+/// The `convex-gateway` executable: the embedded deployment gets a random admin key, a configured key comes from the
+/// environment or a file and never reaches the log.
+@Suite("Typed inputs in the executable", .timeLimit(.minutes(1)))
+struct TypedInputProcessTests {
+    static func typedCall(_ gateway: GatewayProcess) async throws -> TestResponse {
+        let port = gateway.port
+        return try await blocking {
+            try RawConnection.request(
+                "POST", "/query/conformance:typed", port: port, headers: [:], body: Array(#"{"x": 81}"#.utf8))
+        }
+    }
+
+    @Test("embedded deployment: typed inputs work with no configuration")
+    func embedded() async throws {
+        try await GatewayProcess.run { gateway in
+            let response = try await Self.typedCall(gateway)
+            #expect(response.status == 200, "\(response.text)")
+            #expect(response.text == "81")
+        }
+    }
+
+    @Test("admin key from a file: used for the spec, never logged")
+    func keyFile() async throws {
+        let key = "typed-key-\(UUID().uuidString)"
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("admin-key-\(UUID().uuidString)")
+        try Data((key + "\n").utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        try await GatewayProcess.run(environment: ["CONVEX_ADMIN_KEY_FILE": file.path, "LOG_LEVEL": "trace"]) { gateway in
+            let response = try await Self.typedCall(gateway)
+            #expect(response.text == "81")
+            let document = try await blocking { try RawConnection.request("GET", "/openapi.yaml?functions=1", port: gateway.port) }
+            #expect(document.status == 200)
+            #expect(gateway.log.contains("function spec fetched"))
+            #expect(!gateway.log.contains(key))
+        }
+    }
+}
