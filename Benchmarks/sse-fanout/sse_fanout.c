@@ -113,11 +113,11 @@ static int wait_all(int count, int target, double timeout_ms) {
         int left = (int)(deadline - now_ms());
         if (left <= 0) return -1;
         int n = epoll_wait(epfd, evs, 512, left);
-        double t = now_ms();
         for (int e = 0; e < n; e++) {
             int i = evs[e].data.u32;
             int before = streams[i].events;
             int got = drain(i);
+            double t = now_ms();
             if (got < 0) { fprintf(stderr, "stream %d closed by the server after %d events\n", i, before); exit(1); }
             streams[i].events += got;
             if (before < target && streams[i].events >= target) { streams[i].arrival = t; done++; }
@@ -141,14 +141,22 @@ static int open_streams(int from, int to, const char *request, size_t length) {
         int n = epoll_wait(epfd, evs, 512, 1000);
         for (int e = 0; e < n; e++) {
             int i = evs[e].data.u32;
-            if (i < from || i >= to || wrote[i - from] || !(evs[e].events & EPOLLOUT)) continue;
+            if (i < from || i >= to || wrote[i - from]) {
+                /* Edge-triggered: read now, or this readiness is never reported again. */
+                int got = drain(i);
+                if (got < 0) { fprintf(stderr, "stream %d closed by the server while opening\n", i); exit(1); }
+                streams[i].events += got;
+                continue;
+            }
+            if (!(evs[e].events & EPOLLOUT)) continue;
             if (write(streams[i].fd, request, length) != (ssize_t)length) { perror("write request"); exit(1); }
             wrote[i - from] = 1;
             sent++;
             struct epoll_event in = {.events = EPOLLIN | EPOLLET, .data.u32 = i};
             epoll_ctl(epfd, EPOLL_CTL_MOD, streams[i].fd, &in);
             int got = drain(i);
-            if (got > 0) streams[i].events += got;
+            if (got < 0) { fprintf(stderr, "stream %d closed by the server while opening\n", i); exit(1); }
+            streams[i].events += got;
         }
     }
     free(wrote);
