@@ -26,7 +26,7 @@ LOCAL_PORT=${LOCAL_PORT:-18091}
 C_PORT=${C_PORT:-18092}
 OUT=bench-out/gateway
 mkdir -p "$OUT" .build-release
-ulimit -n 30000
+ulimit -n 20000
 
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install -y wrk)" >&2; exit 1; }
 pkg-config --exists libmicrohttpd || { echo "libmicrohttpd-dev is not installed" >&2; exit 1; }
