@@ -5,7 +5,9 @@
  * (queue on the second call, so keep-alive is kept), the same 50-byte JSON body.
  *
  * Build: gcc -O2 -Wall -o hello hello.c $(pkg-config --cflags --libs libmicrohttpd) -lpthread
- * Usage: hello [port] [threads]
+ * Usage: hello [port] [threads] [body] [extra-header]
+ *   body          the response body to serve instead of the 50-byte default (to match another server's body size)
+ *   extra-header  one more response header as "Name: value" (to match another server's header bytes)
  */
 #include <arpa/inet.h>
 #include <microhttpd.h>
@@ -16,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char body[] = "{\"ok\":true,\"service\":\"gateway\",\"ts\":1700000,\"v\":1}";
+static const char default_body[] = "{\"ok\":true,\"service\":\"gateway\",\"ts\":1700000,\"v\":1}";
 static struct MHD_Response *shared_response;
 static int marker;
 
@@ -42,8 +44,23 @@ int main(int argc, char **argv) {
     unsigned short port = argc > 1 ? (unsigned short)atoi(argv[1]) : 18081;
     unsigned int threads = argc > 2 ? (unsigned int)atoi(argv[2]) : (unsigned int)sysconf(_SC_NPROCESSORS_ONLN);
 
+    const char *body = argc > 3 ? argv[3] : default_body;
     shared_response = MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_PERSISTENT);
     MHD_add_response_header(shared_response, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    if (argc > 4) {
+        char name[256];
+        const char *colon = strchr(argv[4], ':');
+        size_t length = colon ? (size_t)(colon - argv[4]) : 0;
+        if (length == 0 || length >= sizeof name) {
+            fprintf(stderr, "hello: extra header must be \"Name: value\"\n");
+            return 2;
+        }
+        memcpy(name, argv[4], length);
+        name[length] = 0;
+        const char *value = colon + 1;
+        while (*value == ' ') value++;
+        MHD_add_response_header(shared_response, name, value);
+    }
 
     struct sockaddr_in address;
     memset(&address, 0, sizeof address);
@@ -66,7 +83,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "hello: could not start on 127.0.0.1:%u\n", port);
         return 1;
     }
-    printf("hello (C) listening on 127.0.0.1:%u with %u threads\n", port, threads);
+    printf("hello (C) listening on 127.0.0.1:%u with %u threads, %zu-byte body\n", port, threads, strlen(body));
     fflush(stdout);
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Gateway benchmarks (BENCHMARKS.md, "Gateway"), all on loopback, every load run bounded in time:
+#   1. hot GET /query (answered from a live subscription) vs the C libmicrohttpd hello-world serving a body of the
+#      same bytes and the same extra header: wrk -t2 -c64 -d10s, interleaved RUNS times each, medians, ratio;
+#   2. cold GET/POST latency added over the embedded deployment's own HTTP API (Benchmarks/gateway_latency.py);
+#   3. SSE fan-out: STREAMS streams on one query, ROUNDS mutations, time until each stream has the event, and memory
+#      per idle stream (Benchmarks/sse-fanout/sse_fanout.c), after a smaller SMALL_STREAMS run to show how latency
+#      scales with the stream count (and the client's own share).
+# Usage: Benchmarks/run-gateway.sh [hot|latency|fanout|all]
+#   env: THREADS (default: cores), RUNS=3, DURATION=10s, CONNECTIONS=64, LATENCY_REQUESTS=1000,
+#        STREAMS=10000, SMALL_STREAMS=1000, ROUNDS=5
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+WHAT=${1:-all}
+THREADS=${THREADS:-$(nproc)}
+RUNS=${RUNS:-3}
+DURATION=${DURATION:-10s}
+CONNECTIONS=${CONNECTIONS:-64}
+LATENCY_REQUESTS=${LATENCY_REQUESTS:-1000}
+STREAMS=${STREAMS:-10000}
+SMALL_STREAMS=${SMALL_STREAMS:-1000}
+ROUNDS=${ROUNDS:-5}
+GW_PORT=${GW_PORT:-18090}
+LOCAL_PORT=${LOCAL_PORT:-18091}
+C_PORT=${C_PORT:-18092}
+OUT=bench-out/gateway
+mkdir -p "$OUT" .build-release
+ulimit -n 20000
+
+command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install -y wrk)" >&2; exit 1; }
+pkg-config --exists libmicrohttpd || { echo "libmicrohttpd-dev is not installed" >&2; exit 1; }
+
+machine() { echo "-- $(date -u +%H:%M:%S) UTC, load average:$(uptime | sed 's/.*load average://')"; }
+
+echo "== building (release)"
+# shellcheck disable=SC2046
+gcc -O2 -Wall -o .build-release/mhd-hello-c Benchmarks/mhd-hello/C/hello.c \
+    $(pkg-config --cflags --libs libmicrohttpd) -lpthread
+gcc -O2 -Wall -o .build-release/sse-fanout Benchmarks/sse-fanout/sse_fanout.c
+swift build -c release --scratch-path .build-release --product convex-gateway 2>&1 | tail -1
+GATEWAY=.build-release/release/convex-gateway
+
+GW_PID=
+C_PID=
+stop() { # pid-variable
+    local pid=${!1}
+    if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+    eval "$1="
+}
+cleanup() { stop C_PID; stop GW_PID; }
+trap cleanup EXIT
+
+wait_for() { # url
+    for _ in $(seq 1 200); do
+        if [ "$(curl -s -o /dev/null -w '%{http_code}' "$1")" = 200 ]; then return 0; fi
+        sleep 0.1
+    done
+    echo "$1 did not answer 200" >&2
+    return 1
+}
+
+start_gateway() { # log-name
+    "$GATEWAY" --port "$GW_PORT" --local-port "$LOCAL_PORT" --threads "$THREADS" --heartbeat-seconds 3600 \
+        --max-connections 12000 --log-level notice >"$OUT/$1.log" 2>&1 &
+    GW_PID=$!
+    wait_for "http://127.0.0.1:$GW_PORT/readyz"
+}
+
+median() { sort -n "$1" | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+
+wrk_one() { # name url run
+    local name=$1 url=$2 run=$3
+    wrk -t2 -c"$CONNECTIONS" -d"$DURATION" --latency "$url" >"$OUT/hot-$name-$run.txt"
+    local rps p50 p99 bad
+    rps=$(awk '/^Requests\/sec/ {print $2}' "$OUT/hot-$name-$run.txt")
+    p50=$(awk '$1 == "50%" {print $2}' "$OUT/hot-$name-$run.txt")
+    p99=$(awk '$1 == "99%" {print $2}' "$OUT/hot-$name-$run.txt")
+    bad=$(awk '/Non-2xx|Socket errors/ {$1=$1; print}' "$OUT/hot-$name-$run.txt" | tr '\n' ' ')
+    printf '%-8s run %d: %12s req/s  p50 %-9s p99 %-9s %s\n' "$name" "$run" "$rps" "$p50" "$p99" "$bad"
+    echo "$rps" >>"$OUT/hot-$name.rps"
+}
+
+hot() {
+    echo "== 1. hot GET /query vs C hello-world (wrk -t2 -c$CONNECTIONS -d$DURATION, $THREADS server threads, $RUNS interleaved runs each)"
+    start_gateway hot-gateway
+    local path="/query/mlb:first_place_team?division=AL%20Central"
+    local url="http://127.0.0.1:$GW_PORT$path"
+    # Warm the subscription (each later GET keeps it warm), then take the body and the ETag header it answers with.
+    curl -s -o /dev/null "$url"
+    sleep 0.5
+    curl -s -D "$OUT/hot-headers.txt" -o "$OUT/hot-body.json" "$url"
+    local body etag
+    body=$(cat "$OUT/hot-body.json")
+    etag=$(awk -F': ' 'tolower($1) == "etag" {print $2}' "$OUT/hot-headers.txt" | tr -d '\r')
+    echo "gateway response headers:"; sed 's/^/    /' "$OUT/hot-headers.txt"
+    echo "body (${#body} bytes): $body"
+    rm -f "$OUT/hot-c.rps" "$OUT/hot-gateway.rps"
+    machine
+    for run in $(seq 1 "$RUNS"); do
+        .build-release/mhd-hello-c "$C_PORT" "$THREADS" "$body" "ETag: $etag" >"$OUT/hot-c-server.log" 2>&1 &
+        C_PID=$!
+        wait_for "http://127.0.0.1:$C_PORT/"
+        wrk_one c "http://127.0.0.1:$C_PORT/" "$run"
+        stop C_PID
+        wrk_one gateway "$url" "$run"
+    done
+    machine
+    local c g
+    c=$(median "$OUT/hot-c.rps")
+    g=$(median "$OUT/hot-gateway.rps")
+    echo "medians: C hello-world $c req/s, gateway hot GET $g req/s"
+    awk -v g="$g" -v c="$c" 'BEGIN { printf "ratio gateway/C: %.2f (target >= 0.80)\n", g / c }'
+    curl -s "http://127.0.0.1:$GW_PORT/metrics" | grep -E '^gateway_upstream_subscriptions|^gateway_requests_total.*query' | head -5 || true
+    stop GW_PID
+}
+
+latency() {
+    echo "== 2. cold latency added over the deployment's HTTP API ($LATENCY_REQUESTS sequential requests per row)"
+    start_gateway latency-gateway
+    machine
+    python3 Benchmarks/gateway_latency.py "$GW_PORT" "$LOCAL_PORT" "$LATENCY_REQUESTS"
+    machine
+    stop GW_PID
+}
+
+fanout_one() { # streams
+    start_gateway "fanout-$1-gateway"
+    machine
+    .build-release/sse-fanout "$GW_PORT" "$GW_PID" "$1" "$ROUNDS" \
+        "/subscribe/conformance:counter?name=fanout" "/mutation/conformance:increment" '{"name":"fanout"}'
+    machine
+    stop GW_PID
+}
+
+fanout() {
+    echo "== 3. SSE fan-out ($ROUNDS mutations; $SMALL_STREAMS then $STREAMS streams, a fresh gateway each)"
+    fanout_one "$SMALL_STREAMS"
+    fanout_one "$STREAMS"
+}
+
+case "$WHAT" in
+    hot) hot ;;
+    latency) latency ;;
+    fanout) fanout ;;
+    all) hot; latency; fanout ;;
+    *) echo "usage: $0 [hot|latency|fanout|all]" >&2; exit 2 ;;
+esac
