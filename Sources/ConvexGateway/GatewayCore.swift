@@ -96,7 +96,7 @@ public final class GatewayCore: Sendable {
                 bytes.append(b)
                 continue
             }
-            guard let h = it.popFirst(), let l = it.popFirst(), let hi = hexValue(h), let lo = hexValue(l) else {
+            guard let h = it.popFirst(), let l = it.popFirst(), let hi = hexDigitValue(h), let lo = hexDigitValue(l) else {
                 throw GatewayError.badRequest("Malformed percent-encoding in the function path", code: .invalidFunctionPath)
             }
             let decoded = hi << 4 | lo
@@ -111,15 +111,6 @@ public final class GatewayCore: Sendable {
             throw GatewayError.badRequest("Function path is not valid UTF-8", code: .invalidFunctionPath)
         }
         return string
-    }
-
-    private static func hexValue(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - 0x30
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - 0x61 + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - 0x41 + 10
-        default: nil
-        }
     }
 
     // MARK: Handling

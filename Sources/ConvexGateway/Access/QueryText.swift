@@ -30,7 +30,7 @@ enum QueryText {
                 out.append(UInt8(ascii: " "))
             } else if byte == UInt8(ascii: "%"), index != bytes.endIndex,
                 case let second = bytes.index(after: index), second != bytes.endIndex,
-                let high = hex(bytes[index]), let low = hex(bytes[second])
+                let high = hexDigitValue(bytes[index]), let low = hexDigitValue(bytes[second])
             {
                 out.append(high << 4 | low)
                 index = bytes.index(after: second)
@@ -40,13 +40,14 @@ enum QueryText {
         }
         return out
     }
+}
 
-    private static func hex(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - 0x30
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - 0x61 + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - 0x41 + 10
-        default: nil
-        }
+/// The value of one hex digit of a percent-escape, `nil` for any other byte.
+func hexDigitValue(_ c: UInt8) -> UInt8? {
+    switch c {
+    case UInt8(ascii: "0")...UInt8(ascii: "9"): c - 0x30
+    case UInt8(ascii: "a")...UInt8(ascii: "f"): c - 0x61 + 10
+    case UInt8(ascii: "A")...UInt8(ascii: "F"): c - 0x41 + 10
+    default: nil
     }
 }
