@@ -26,7 +26,6 @@ public final class UpstreamPool: Sendable {
     private struct State {
         var members: [UpstreamIdentity: Member] = [:]
         var nextID = 1
-        var closed = false
     }
 
     private let state = Mutex(State())
@@ -106,7 +105,6 @@ public final class UpstreamPool: Sendable {
 
     public func closeAll() async {
         let all = state.withLock { state -> [any ConvexUpstream] in
-            state.closed = true
             defer { state.members = [:] }
             return state.members.values.map(\.upstream)
         }
