@@ -97,6 +97,10 @@ public final class Gateway: Sendable {
     }
 
     private static func serve(_ request: HTTPRequest, _ responder: HTTPResponder, core: GatewayCore) {
+        if let hot = core.hotAnswer(request) {
+            responder.respond(hot)
+            return
+        }
         var headers: [String: String] = [:]
         for field in request.headers where headers[field.name.lowercased()] == nil {
             headers[field.name.lowercased()] = field.value
@@ -109,6 +113,7 @@ public final class Gateway: Sendable {
             body: request.body)
         gatewayRequest.remoteAddress = request.remoteAddress
         gatewayRequest.rawQuery = request.rawQuery.map(String.init)
+        gatewayRequest.target = request.target
         switch core.handle(gatewayRequest) {
         case .respond(let response):
             responder.respond(HTTPResponse(response))

@@ -16,6 +16,8 @@ public final class GatewayCore: Sendable {
     private let openAPIDocument: [UInt8]?
     /// Typed inputs (Typed/): the deployment's function spec, when configured.
     public let functionSpecs: FunctionSpecStore?
+    /// Remembered hot `GET` targets (HotQueries.swift).
+    let hotQueries: HotQueries
 
     public init(
         configuration: GatewayConfiguration,
@@ -28,6 +30,7 @@ public final class GatewayCore: Sendable {
         self.render = render
         let metrics = GatewayMetrics()
         self.metrics = metrics
+        self.hotQueries = HotQueries(metrics: metrics)
         self.hub = SubscriptionHub(
             keepWarm: configuration.keepWarm, maxSubscriptions: configuration.maxSubscriptions, metrics: metrics,
             logger: logger, render: render)
@@ -51,10 +54,12 @@ public final class GatewayCore: Sendable {
         case subscribe(FunctionPath)
         case health, ready, metrics, openAPI
 
+        static let queryTemplate = "/query/{function}"
+
         /// The route's template, used as the metrics label.
         var template: String {
             switch self {
-            case .query: "/query/{function}"
+            case .query: Self.queryTemplate
             case .mutation: "/mutation/{function}"
             case .action: "/action/{function}"
             case .subscribe: "/subscribe/{function}"
@@ -177,11 +182,12 @@ public final class GatewayCore: Sendable {
                         .response(finish(request, template: template, await queryResponse(function, args, identity, format)))
                     }
                 }
+                let specGeneration = functionSpecs?.generation ?? 0
                 let args = try typed(function, try RequestArguments.fromQuery(request.query))
                 if wantsEventStream(request) {
                     return .deferred { [self] in await startStream(request, template, function, args, identity, format) }
                 }
-                return hotOrColdQuery(request, template, function, args, identity, format)
+                return hotOrColdQuery(request, template, function, args, identity, format, specGeneration: specGeneration)
             case .subscribe(let function):
                 try allow(request, ["GET"])
                 let identity = try callerIdentity(request)
@@ -278,11 +284,14 @@ public final class GatewayCore: Sendable {
 
     private func hotOrColdQuery(
         _ request: GatewayRequest, _ template: String, _ function: FunctionPath, _ args: ConvexValue,
-        _ identity: UpstreamIdentity, _ format: OutputFormat
+        _ identity: UpstreamIdentity, _ format: OutputFormat, specGeneration: UInt64
     ) -> GatewayHandling {
         let (identityID, upstream) = pool.upstream(for: identity)
         let key = SubscriptionHub.Key(identity: identityID, function: function, args: args)
         if let hot = hub.currentBody(for: key, format: format) {
+            if case .value = hot.snapshot.result, identity == .anonymous {
+                rememberHotTarget(request, key: key, format: format, live: hot.live, specGeneration: specGeneration)
+            }
             return .respond(finish(request, template: template, response(for: hot.snapshot, body: hot.body, format: format)))
         }
         return .deferred { [self] in
@@ -302,7 +311,7 @@ public final class GatewayCore: Sendable {
         }
     }
 
-    private func response(for snapshot: SubscriptionHub.Snapshot, body: [UInt8], format: OutputFormat) -> GatewayResponse {
+    func response(for snapshot: SubscriptionHub.Snapshot, body: [UInt8], format: OutputFormat) -> GatewayResponse {
         switch snapshot.result {
         case .value:
             var response = GatewayResponse.json(body)

@@ -43,6 +43,22 @@ public final class GatewayMetrics: Sendable {
     /// Counts one answered request and records how long it took. `route` is the route's template
     /// (`/query/{function}`), never the raw path, so the label set stays bounded.
     public func recordRequest(route: String, status: Int, duration: Duration) {
+        requestRecorder(route: route, status: status).record(duration)
+    }
+
+    /// The counter and histogram for answers on one route with one status, looked up once: the hot `GET` path keeps
+    /// one instead of finding both on every request.
+    public struct RequestRecorder: Sendable {
+        let counter: Counter
+        let histogram: DurationHistogram
+
+        public func record(_ duration: Duration) {
+            counter.increment()
+            histogram.record(duration)
+        }
+    }
+
+    public func requestRecorder(route: String, status: Int) -> RequestRecorder {
         let key = RequestKey(route: route, status: status)
         let counter = requestCounters.withLock { counters in
             if let existing = counters[key] { return existing }
@@ -54,7 +70,6 @@ public final class GatewayMetrics: Sendable {
             counters[key] = made
             return made
         }
-        counter.increment()
         let histogram = durations.withLock { histograms in
             if let existing = histograms[route] { return existing }
             let made = registry.makeDurationHistogram(
@@ -67,7 +82,7 @@ public final class GatewayMetrics: Sendable {
             histograms[route] = made
             return made
         }
-        histogram.record(duration)
+        return RequestRecorder(counter: counter, histogram: histogram)
     }
 
     public func streamOpened() { activeStreams.increment() }

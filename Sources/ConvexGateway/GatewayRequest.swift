@@ -12,6 +12,8 @@ public struct GatewayRequest: Sendable {
     public var remoteAddress: String? = nil
     /// The query string as sent (after `?`, still percent-encoded), to check that it decodes to UTF-8.
     public var rawQuery: String? = nil
+    /// The request target as sent (path and query), which the hot `GET` path remembers answers by.
+    public var target: String? = nil
 
     public init(
         method: String, rawPath: String, query: [(name: String, value: String?)], headers: [String: String],

@@ -59,8 +59,8 @@ public final class SubscriptionHub: Sendable {
         var waiters: [UInt64: CheckedContinuation<Snapshot?, Never>] = [:]
         var readers = 0
         var lingerToken: UInt64 = 0
-        /// When a `GET` last read the current result; a read extends the keep-warm period.
-        var lastRead = ContinuousClock.now
+        /// The current result's revision and the last `GET` read, readable without the hub's lock.
+        let live = LiveResult()
         var task: Task<Void, Never>?
         /// Rendered `GET` bodies and SSE events of `current`, by output mode.
         var bodies: [OutputFormat: [UInt8]] = [:]
@@ -98,23 +98,32 @@ public final class SubscriptionHub: Sendable {
 
     // MARK: GET
 
-    /// The hot path: the rendered body of a live subscription's current result, without waiting.
-    public func currentBody(for key: Key, format: OutputFormat) -> (snapshot: Snapshot, body: [UInt8])? {
-        let found: (Snapshot, [UInt8]?)? = state.withLock { state in
-            guard let current = state.entries[key]?.current else { return nil }
-            state.entries[key]!.lastRead = .now
-            return (current.snapshot, state.entries[key]!.bodies[format])
+    /// The current result of a live subscription, rendered, with the subscription's ``LiveResult``.
+    public struct CurrentBody: Sendable {
+        public var snapshot: Snapshot
+        /// The rendered value (empty for a failure).
+        public var body: [UInt8]
+        public var live: LiveResult
+    }
+
+    /// The hot path: the rendered body of a live subscription's current result, without waiting. A read extends
+    /// the subscription's keep-warm period.
+    public func currentBody(for key: Key, format: OutputFormat) -> CurrentBody? {
+        let found: (Snapshot, [UInt8]?, LiveResult)? = state.withLock { state in
+            guard let entry = state.entries[key], let current = entry.current else { return nil }
+            return (current.snapshot, entry.bodies[format], entry.live)
         }
-        guard let (snapshot, cached) = found else { return nil }
-        if let cached { return (snapshot, cached) }
-        guard case .value(let value) = snapshot.result else { return (snapshot, []) }
+        guard let (snapshot, cached, live) = found else { return nil }
+        live.touch()
+        if let cached { return CurrentBody(snapshot: snapshot, body: cached, live: live) }
+        guard case .value(let value) = snapshot.result else { return CurrentBody(snapshot: snapshot, body: [], live: live) }
         let body = render(value, format)
         state.withLock { state in
             if state.entries[key]?.current?.snapshot.id == snapshot.id {
                 state.entries[key]?.bodies[format] = body
             }
         }
-        return (snapshot, body)
+        return CurrentBody(snapshot: snapshot, body: body, live: live)
     }
 
     /// The cold path: subscribes (or joins a subscription that has no result yet) and waits up to `timeout` for the
@@ -195,6 +204,7 @@ public final class SubscriptionHub: Sendable {
         let (sinks, waiters, tasks) = state.withLock { state -> ([any EventSink], [CheckedContinuation<Snapshot?, Never>], [Task<Void, Never>]) in
             state.shutDown = true
             let entries = state.entries.values
+            for entry in entries { entry.live.retire() }
             state.entries = [:]
             return (
                 entries.flatMap { $0.attachments.values.map(\.sink) },
@@ -267,6 +277,7 @@ public final class SubscriptionHub: Sendable {
             entry.current = (snapshot, hash)
             entry.bodies = [:]
             entry.events = [:]
+            entry.live.advance()
             var recipients: [Attachment] = []
             for (id, attachment) in entry.attachments {
                 if let skip = attachment.skipHash {
@@ -301,6 +312,7 @@ public final class SubscriptionHub: Sendable {
         let ended: (sinks: [any EventSink], waiters: [CheckedContinuation<Snapshot?, Never>])? = state.withLock { state in
             guard let entry = state.entries[key], entry.generation == generation else { return nil }
             state.entries[key] = nil
+            entry.live.retire()
             return (entry.attachments.values.map(\.sink), Array(entry.waiters.values))
         }
         guard let ended else { return }
@@ -332,12 +344,13 @@ public final class SubscriptionHub: Sendable {
     private func expire(key: Key, token: UInt64) {
         let task = state.withLock { state -> Task<Void, Never>?? in
             guard let entry = state.entries[key], entry.readers == 0, entry.lingerToken == token else { return nil }
-            let idle = ContinuousClock.now - entry.lastRead
+            let idle = entry.live.idleTime
             if idle < keepWarm {
                 scheduleExpiryIfIdle(&state, key: key, after: keepWarm - idle)
                 return nil
             }
             state.entries[key] = nil
+            entry.live.retire()
             return .some(entry.task)
         }
         guard let task else { return }
@@ -384,6 +397,51 @@ public final class SubscriptionHub: Sendable {
     static func hash(fromEventID id: String) -> UInt64? {
         guard let dash = id.lastIndex(of: "-") else { return nil }
         return UInt64(id[id.index(after: dash)...], radix: 16)
+    }
+}
+
+/// What the hot `GET` path needs of a subscription without taking the hub's lock: a revision that changes whenever
+/// the current result does (0 before the first result), whether the subscription still lives, and when a `GET`
+/// last read it (reads extend the keep-warm period).
+public final class LiveResult: Sendable {
+    /// 0: no result yet; `retired`: the subscription is gone; otherwise the current result's revision.
+    private let state = Atomic<UInt64>(0)
+    /// Nanoseconds since `epoch` of the last read.
+    private let lastRead = Atomic<Int64>(LiveResult.nanosecondsSinceEpoch())
+
+    private static let retired = UInt64.max
+    private static let epoch = ContinuousClock.now
+
+    private static func nanosecondsSinceEpoch() -> Int64 {
+        let (seconds, attoseconds) = (ContinuousClock.now - epoch).components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+
+    /// The current result's revision: `nil` before the first result and once the subscription is gone.
+    public var revision: UInt64? {
+        let value = state.load(ordering: .acquiring)
+        return value == 0 || value == Self.retired ? nil : value
+    }
+
+    /// Records a read now.
+    public func touch() {
+        lastRead.store(Self.nanosecondsSinceEpoch(), ordering: .relaxed)
+    }
+
+    /// Time since the last read.
+    var idleTime: Duration {
+        .nanoseconds(Self.nanosecondsSinceEpoch() - lastRead.load(ordering: .relaxed))
+    }
+
+    /// A new current result (called under the hub's lock).
+    func advance() {
+        let value = state.load(ordering: .relaxed)
+        if value != Self.retired { state.store(value + 1, ordering: .releasing) }
+    }
+
+    /// The subscription is gone for good (called under the hub's lock).
+    func retire() {
+        state.store(Self.retired, ordering: .releasing)
     }
 }
 

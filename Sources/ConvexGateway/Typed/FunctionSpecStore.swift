@@ -22,6 +22,7 @@ public final class FunctionSpecStore: Sendable {
     }
 
     private let state = Mutex(State())
+    private let fetchedCount = Atomic<UInt64>(0)
 
     public init(source: FunctionSpecSource, logger: Logger) {
         self.source = source
@@ -30,6 +31,10 @@ public final class FunctionSpecStore: Sendable {
 
     /// The spec last fetched, if any.
     public var current: FunctionSpec? { state.withLock { $0.spec } }
+
+    /// Changes whenever a newly fetched spec replaces the current one, so that anything derived from the spec (the hot
+    /// `GET` path's remembered arguments) can tell it is stale.
+    public var generation: UInt64 { fetchedCount.load(ordering: .acquiring) }
 
     /// Whether the first fetch has not finished yet.
     public var firstFetchPending: Bool { !state.withLock { $0.firstFetchDone } }
@@ -72,7 +77,10 @@ public final class FunctionSpecStore: Sendable {
             logger.notice("function spec unavailable; arguments pass through unchanged", metadata: ["error": "\(error)"])
         }
         return state.withLock { state in
-            if let fetched { state.spec = fetched }
+            if let fetched {
+                state.spec = fetched
+                fetchedCount.add(1, ordering: .releasing)
+            }
             state.inFlight = nil
             state.firstFetchDone = true
             return state.spec

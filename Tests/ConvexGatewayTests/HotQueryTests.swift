@@ -1,0 +1,182 @@
+import ConvexValues
+import Foundation
+import TestSupport
+import Testing
+
+@testable import ConvexGateway
+
+/// The hot `GET` path (HotQueries.swift): a remembered target answers with a prepared response, and must give
+/// exactly what full handling would, for every caller.
+@Suite(.timeLimit(.minutes(2)))
+struct HotQueryTests {
+    /// An unsigned JWT, which the local deployment accepts.
+    static func jwt(subject: String) -> String {
+        func part(_ text: String) -> String {
+            Data(text.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        }
+        return part(#"{"alg":"none"}"#) + "." + part(#"{"sub":"\#(subject)","iss":"https://issuer.test"}"#) + ".sig"
+    }
+
+    /// GETs `target` until full handling has answered it from a live subscription, which remembers it.
+    static func warm(_ h: GatewayHarness, _ target: String, headers: [String: String] = [:]) async throws -> TestResponse {
+        var response = try await h.get(target, headers: headers)
+        for _ in 0..<50 where h.gateway.core.hotQueries.route(for: target) == nil {
+            try await Task.sleep(for: .milliseconds(20))
+            response = try await h.get(target, headers: headers)
+        }
+        #expect(h.gateway.core.hotQueries.route(for: target) != nil, "\(target) was not remembered")
+        return response
+    }
+
+    @Test func aRememberedTargetFollowsEveryChange() async throws {
+        try await GatewayHarness.run { h in
+            let target = "/query/messages:list?channel=hot"
+            let first = try await Self.warm(h, target)
+            #expect(first.status == 200)
+            #expect(first.text == "[]")
+            let hot = try await h.get(target)
+            #expect(hot.status == 200)
+            #expect(hot.text == "[]")
+            #expect(hot.header("Content-Type") == "application/json")
+            #expect(hot.header("ETag") == first.header("ETag"))
+
+            for n in 1...3 {
+                let sent = try await h.post("/mutation/messages:send", json: #"{"body":"m\#(n)","channel":"hot"}"#)
+                #expect(sent.status == 200)
+                let seen = Box<TestResponse?>(nil)
+                let updated = await eventually {
+                    guard let response = try? RawConnection.request("GET", target, port: h.port) else { return false }
+                    seen.set(response)
+                    return response.text.contains(#""body":"m\#(n)""#)
+                }
+                #expect(updated, "GET never showed message \(n)")
+                // Full handling of the same query under another target agrees byte for byte.
+                let full = try await h.get("/query/messages:list?format=plain&channel=hot")
+                if let latest = seen.value, full.header("ETag") == latest.header("ETag") {
+                    #expect(full.body == latest.body)
+                }
+                #expect(seen.value?.header("ETag") != first.header("ETag"))
+            }
+        }
+    }
+
+    @Test func aRememberedTargetNeverAnswersForAnotherCaller() async throws {
+        try await GatewayHarness.run { h in
+            let target = "/query/conformance:whoami"
+            let anonymous = try await Self.warm(h, target)
+            #expect(anonymous.text.contains(#""identity":null"#))
+
+            let user = try await h.get(target, headers: ["Authorization": "Bearer \(Self.jwt(subject: "ann"))"])
+            #expect(user.status == 200)
+            #expect(user.text.contains("ann"), "got \(user.text)")
+            let lowerCase = try await h.get(target, headers: ["authorization": "Bearer \(Self.jwt(subject: "bo"))"])
+            #expect(lowerCase.text.contains("bo"), "got \(lowerCase.text)")
+            let malformed = try await h.get(target, headers: ["Authorization": "Basic abc"])
+            #expect(malformed.status == 401)
+
+            #expect(try await h.get(target).text == anonymous.text)
+        }
+    }
+
+    @Test func anEventStreamRequestOnARememberedTargetStillStreams() async throws {
+        try await GatewayHarness.run { h in
+            let target = "/query/messages:list?channel=hot-sse"
+            _ = try await Self.warm(h, target)
+            let stream = try await h.openStream(target)
+            defer { stream.close() }
+            #expect(stream.head.status == 200)
+            #expect(stream.head.header("Content-Type") == "text/event-stream")
+            let event = try #require(try await stream.nextEventAsync())
+            #expect(event.data == "[]")
+        }
+    }
+
+    @Test func accessControlsStillApplyToARememberedTarget() async throws {
+        let key = try Secret("hot-key-0123456789", source: "test")
+        try await GatewayHarness.run(configure: {
+            $0.access.apiKey = key
+            $0.access.cors = CORSPolicy(origins: ["https://app.test"])
+        }) { h in
+            let target = "/query/messages:list?channel=hot-access"
+            let ok = try await Self.warm(h, target, headers: ["X-API-Key": "hot-key-0123456789"])
+            #expect(ok.status == 200)
+            #expect(try await h.get(target, headers: ["x-api-key": "hot-key-0123456789"]).status == 200)
+            let missing = try await h.get(target)
+            #expect(missing.status == 401)
+            #expect(missing.errorCode == "InvalidAPIKey")
+            let wrong = try await h.get(target, headers: ["X-API-Key": "hot-key-0123456788"])
+            #expect(wrong.status == 401)
+
+            let origin = try await h.get(target, headers: ["X-API-Key": "hot-key-0123456789", "Origin": "https://app.test"])
+            #expect(origin.status == 200)
+            #expect(origin.header("Access-Control-Allow-Origin") == "https://app.test")
+            let foreign = try await h.get(target, headers: ["X-API-Key": "hot-key-0123456789", "Origin": "https://evil.test"])
+            #expect(foreign.status == 403)
+        }
+    }
+
+    @Test func anExpiredSubscriptionIsForgottenAndTheTargetStillAnswers() async throws {
+        try await GatewayHarness.run(configure: { $0.keepWarm = .milliseconds(200) }) { h in
+            let target = "/query/messages:list?channel=hot-expiry"
+            _ = try await Self.warm(h, target)
+            let remembered = try #require(h.gateway.core.hotQueries.route(for: target))
+            let hub = h.gateway.core.hub
+            #expect(await eventually { hub.subscriptionCount == 0 }, "the subscription never expired")
+            #expect(remembered.live.revision == nil)
+
+            _ = try await h.post("/mutation/messages:send", json: #"{"body":"later","channel":"hot-expiry"}"#)
+            let again = try await h.get(target)
+            #expect(again.status == 200)
+            #expect(again.text.contains("later"), "got \(again.text)")
+            #expect(h.gateway.core.hotQueries.route(for: target) !== remembered)
+        }
+    }
+
+    @Test func hotAnswersAreCountedInTheMetrics() async throws {
+        try await GatewayHarness.run { h in
+            let target = "/query/mlb:first_place_team?division=AL%20West"
+            _ = try await Self.warm(h, target)
+            let before = try await Self.queryCount(h)
+            for _ in 0..<5 { #expect(try await h.get(target).status == 200) }
+            #expect(try await Self.queryCount(h) == before + 5)
+        }
+    }
+
+    static func queryCount(_ h: GatewayHarness) async throws -> Int {
+        let metrics = try await h.get("/metrics").text
+        let line = metrics.split(separator: "\n").first {
+            $0.hasPrefix("convex_gateway_http_server_requests_total") && $0.contains(#"route="/query/{function}""#)
+                && $0.contains(#"status="200""#)
+        }
+        return Int(line?.split(separator: " ").last ?? "") ?? 0
+    }
+
+    @Test func rememberedTargetsAreBounded() throws {
+        let hot = HotQueries(metrics: GatewayMetrics())
+        let key = SubscriptionHub.Key(identity: "", function: try FunctionPath(parsing: "m:f"), args: [:])
+        var retired: [LiveResult] = []
+        for i in 0..<HotQueries.capacity {
+            let live = LiveResult()
+            live.advance()
+            if i % 2 == 0 { retired.append(live) }
+            hot.remember(.init(key: key, format: .plain, live: live, specGeneration: 0), for: "/query/m:f?i=\(i)")
+        }
+        #expect(hot.count == HotQueries.capacity)
+        for live in retired { live.retire() }
+        let live = LiveResult()
+        live.advance()
+        hot.remember(.init(key: key, format: .plain, live: live, specGeneration: 0), for: "/query/m:f?next")
+        #expect(hot.count == HotQueries.capacity / 2 + 1)
+        #expect(hot.route(for: "/query/m:f?i=0") == nil)
+        #expect(hot.route(for: "/query/m:f?i=1") != nil)
+
+        // Full of live subscriptions: everything is forgotten, then learnt again.
+        for i in 0..<HotQueries.capacity {
+            hot.remember(.init(key: key, format: .plain, live: live, specGeneration: 0), for: "/query/m:f?j=\(i)")
+            #expect(hot.count <= HotQueries.capacity)
+        }
+        #expect(hot.route(for: "/query/m:f?i=1") == nil)
+        #expect(hot.route(for: "/query/m:f?j=\(HotQueries.capacity - 1)") != nil)
+    }
+}
