@@ -47,7 +47,7 @@ struct AccessOptions: ParsableArguments {
 
     @Option(
         help:
-            "Per-connection memory pool in bytes; the request line and headers must fit (else 414/431). Env GATEWAY_CONNECTION_MEMORY_BYTES. Default 16384."
+            "Per-connection memory pool in bytes; the request line and headers must fit (else 414/431). Env GATEWAY_CONNECTION_MEMORY_BYTES. Default 12288."
     )
     var connectionMemoryBytes: Int?
 

@@ -182,6 +182,20 @@ struct AccessEndToEndTests {
         }
     }
 
+    @Test func theDefaultPoolAdmitsLargeHeadersAndBrowserSizedCookies() async throws {
+        try await GatewayHarness.run { h in
+            // libmicrohttpd keeps a parsed copy of the Cookie header in the pool, so cookies get less room.
+            for headers in [["X-Client-Cert": String(repeating: "h", count: 10_000)], ["Cookie": "session=" + String(repeating: "c", count: 4_000)]] {
+                let get = try await h.get("/query/messages:list?channel=big-headers", headers: headers)
+                #expect(get.status == 200, "\(headers.keys)")
+                let stream = try await h.openStream("/subscribe/messages:list?channel=big-headers", headers: headers)
+                defer { stream.close() }
+                #expect(stream.head.status == 200, "\(headers.keys)")
+                _ = try #require(try await stream.nextEventAsync())
+            }
+        }
+    }
+
     @Test func aSlowSenderIsDisconnectedAfterTheIdleTimeout() async throws {
         try await GatewayHarness.run(configure: { $0.access.idleTimeoutSeconds = 1 }) { h in
             let port = h.port

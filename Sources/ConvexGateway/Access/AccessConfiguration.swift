@@ -13,8 +13,9 @@ public struct AccessConfiguration: Sendable {
     /// Requests a quiet client may send at once; 0 means twice the rate (at least 1).
     public var rateLimitBurst = 0
     /// libmicrohttpd's memory pool per connection: the request line and all headers must fit in it (beyond it:
-    /// 414 for a long URL, 431 for large headers). The response write buffer shares it.
-    public var connectionMemoryLimit = 16 * 1024
+    /// 414 for a long URL, 431 for large headers). The response write buffer shares it. 12 KiB admits header
+    /// blocks of about 11 KiB and keeps an idle event stream under 16 KiB of memory (BENCHMARKS.md).
+    public var connectionMemoryLimit = 12 * 1024
     /// A connection that sends or receives nothing for this long is closed: a slow sender cannot hold a connection
     /// with a half-sent request. Open event streams are exempt. Whole seconds; 0 means never.
     public var idleTimeoutSeconds = 30
