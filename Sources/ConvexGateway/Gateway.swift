@@ -36,6 +36,7 @@ public final class Gateway: Sendable {
         http.shutdownGracePeriod = configuration.shutdownGracePeriod
         http.connectionMemoryLimit = configuration.access.connectionMemoryLimit
         http.idleTimeoutSeconds = configuration.access.idleTimeoutSeconds
+        http.quickResponder = { head in core.hotAnswer(head) }  // HotQueries.swift
         http.rejectionResponse = { rejection in
             let error: GatewayError =
                 switch rejection {
@@ -97,10 +98,6 @@ public final class Gateway: Sendable {
     }
 
     private static func serve(_ request: HTTPRequest, _ responder: HTTPResponder, core: GatewayCore) {
-        if let hot = core.hotAnswer(request) {
-            responder.respond(hot)
-            return
-        }
         var headers: [String: String] = [:]
         for field in request.headers where headers[field.name.lowercased()] == nil {
             headers[field.name.lowercased()] = field.value

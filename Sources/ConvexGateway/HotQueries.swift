@@ -67,12 +67,12 @@ final class HotQueries: Sendable {
 extension GatewayCore {
     /// The hot path (see ``HotQueries``): the prepared answer to a `GET` of a remembered target whose subscription
     /// has a current value, or `nil` for full handling.
-    public func hotAnswer(_ request: HTTPRequest) -> HTTPPreparedResponse? {
+    public func hotAnswer(_ request: HTTPRequestHead) -> HTTPPreparedResponse? {
         let started = ContinuousClock.now
         guard request.method == "GET", let target = request.target, access.rateLimiter == nil,
             let route = hotQueries.route(for: target)
         else { return nil }
-        guard hotPathApplies(to: request.headers) else { return nil }
+        guard hotPathApplies(to: request) else { return nil }
         guard route.specGeneration == (functionSpecs?.generation ?? 0), let revision = route.live.revision else {
             hotQueries.forget(route, for: target)
             return nil
@@ -110,12 +110,14 @@ extension GatewayCore {
 
     /// Whether the headers leave the answer to depend on the target alone (the rest of the conditions are checked
     /// by the caller).
-    private func hotPathApplies(to headers: HTTPHeaders) -> Bool {
-        if headers.contains("authorization") { return false }
-        if let accept = headers["accept"], accept.lowercased().contains("text/event-stream") { return false }
-        if access.configuration.cors.isEnabled && headers.contains("origin") { return false }
+    private func hotPathApplies(to request: HTTPRequestHead) -> Bool {
+        if request.hasHeader("Authorization") { return false }
+        if let accept = request.header("Accept"), accept.lowercased().contains("text/event-stream") { return false }
+        if access.configuration.cors.isEnabled && request.hasHeader("Origin") { return false }
         if let key = access.configuration.apiKey {
-            guard let given = headers[AccessConfiguration.apiKeyHeader], key.matches(given.utf8) else { return false }
+            guard let given = request.header(AccessConfiguration.apiKeyHeader), key.matches(given.utf8) else {
+                return false
+            }
         }
         return true
     }

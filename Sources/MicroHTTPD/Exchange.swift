@@ -110,6 +110,15 @@ final class Exchange: @unchecked Sendable {
             machine.withLock { $0.answeredEarly() }
             return queue(server.configuration.rejectionResponse(.payloadTooLarge))
         }
+        if let quickResponder = server.configuration.quickResponder {
+            let head = HTTPRequestHead(
+                connection: connection, method: method.map { String(cString: $0) } ?? "", target: target)
+            if let prepared = quickResponder(head) {
+                body = []
+                machine.withLock { $0.answeredEarly() }
+                return prepared.queue(on: connection)
+            }
+        }
         let request = makeRequest(url: url, method: method, version: version)
         body = []
         server.handler(request, HTTPResponder(exchange: self))

@@ -95,6 +95,44 @@ struct RequestResponseTests {
         }
     }
 
+    @Test("a quick responder answers from the request head; nil hands the request to the handler")
+    func quickResponder() async throws {
+        let prepared = try HTTPPreparedResponse(HTTPResponse(status: 200, body: "quick"))
+        let handled = Box<[String]>([])
+        let configuration = testConfiguration {
+            $0.quickResponder = { head in
+                guard head.method == "GET", head.target == "/hot?x=%20y", head.header("x-fast") == "yes",
+                    !head.hasHeader("X-Slow")
+                else { return nil }
+                return prepared
+            }
+        }
+        let handler: HTTPHandler = { request, responder in
+            handled.update { $0.append(request.target ?? "") }
+            responder.respond(HTTPResponse(status: 200, body: "handler \(request.queryItems.first?.value ?? "")"))
+        }
+        try await withHTTPServer(configuration: configuration, logger: quietLogger, handler: handler) { server in
+            let port = try #require(server.port)
+            let texts = try await blocking {
+                let connection = try RawConnection(port: port)
+                return try [
+                    "GET /hot?x=%20y HTTP/1.1\r\nHost: x\r\nX-Fast: yes\r\n\r\n",
+                    "GET /hot?x=%20y HTTP/1.1\r\nHost: x\r\nX-FAST: yes\r\n\r\n",
+                    "GET /hot?x=%20y HTTP/1.1\r\nHost: x\r\n\r\n",
+                    "GET /hot?x=%20y HTTP/1.1\r\nHost: x\r\nX-Fast: yes\r\nx-slow: 1\r\n\r\n",
+                    "HEAD /hot?x=%20y HTTP/1.1\r\nHost: x\r\nX-Fast: yes\r\n\r\n",
+                    "GET /hot?x=%20y HTTP/1.1\r\nHost: x\r\nX-Fast: yes\r\n\r\n",
+                ].map { request in
+                    try connection.send(request)
+                    let response = try connection.readResponse(method: String(request.prefix { $0 != " " }))
+                    return "\(response.status) \(response.text)"
+                }
+            }
+            #expect(texts == ["200 quick", "200 quick", "200 handler  y", "200 handler  y", "200 ", "200 quick"])
+            #expect(handled.value == ["/hot?x=%20y", "/hot?x=%20y", "/hot?x=%20y"])
+        }
+    }
+
     @Test("a header with CR/LF is refused and the client gets 500, not a split response")
     func headerInjection() async throws {
         let handler: HTTPHandler = { _, responder in
