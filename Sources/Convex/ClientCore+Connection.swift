@@ -2,6 +2,7 @@ import ConvexSyncProtocol
 import ConvexValues
 import HTTPTypes
 import Logging
+import NIOPosix
 import NIOWebSocket
 import Synchronization
 import WSClient
@@ -98,7 +99,11 @@ extension ClientCore {
             closeTimeout: .seconds(1),
             autoPing: configuration.pingInterval.map { .enabled(timePeriod: $0) } ?? .disabled)
         let maxMessageSize = configuration.maxMessageSize
-        let client = WebSocketClient(url: webSocketURL, configuration: wsConfiguration, logger: logger) {
+        // The socket and its task share one event loop (see EventLoopTaskExecutor).
+        let eventLoop = MultiThreadedEventLoopGroup.singleton.next()
+        let client = WebSocketClient(
+            url: webSocketURL, configuration: wsConfiguration, eventLoopGroup: eventLoop, logger: logger
+        ) {
             [self] inbound, writer, _ in
             activity.opened()
             let outbound = OutboundQueue(writer: writer) { [webSocketURL] error in
@@ -131,7 +136,7 @@ extension ClientCore {
             }
         }
 
-        let socketTask = Task {
+        let socketTask = Task(executorPreference: EventLoopTaskExecutor(eventLoop)) { [self] in
             let reason: String
             do {
                 if let close = try await client.run() {
