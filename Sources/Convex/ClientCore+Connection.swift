@@ -122,7 +122,7 @@ extension ClientCore {
                         }
                         let decoded: ServerMessage
                         do throws(SyncProtocolError) {
-                            decoded = try ServerMessage(json: Array(text.utf8))
+                            decoded = try ServerMessage(json: text.utf8)
                         } catch {
                             throw ConnectionReset(reason: error.message)
                         }
