@@ -135,8 +135,13 @@ func runPython(_ mode: String, whenReady: (@Sendable () async throws -> Void)? =
     var next = try await driverClient.query("conformance:counter", with: ["name": .string(counter)], yielding: Int64.self) + 1
     while !Task.isCancelled {
         sendTimes.record(counter, next, wallMicros())
-        next = try await driverClient.mutation("conformance:increment", with: ["name": .string(counter)],
-                                               yielding: Int64.self) + 1
+        do {
+            next = try await driverClient.mutation("conformance:increment", with: ["name": .string(counter)],
+                                                   yielding: Int64.self) + 1
+        } catch {
+            if Task.isCancelled { return }  // stopped while an increment was in flight
+            throw error
+        }
         try? await Task.sleep(for: .milliseconds(20))
     }
 }

@@ -2,6 +2,7 @@ import ConvexSyncProtocol
 import ConvexValues
 import HTTPTypes
 import Logging
+import NIOPosix
 import NIOWebSocket
 import Synchronization
 import WSClient
@@ -71,7 +72,7 @@ extension ClientCore {
     private func finishSocket(reason: String) -> Duration? {
         let (deferred, delay): (Deferred, Duration?) = state.withLock { l in
             l.generation += 1
-            l.outbound?.finish()
+            l.outbound?.end()
             l.outbound = nil
             let (effects, delay) = l.sync.connectionClosed(reason: reason, jitter: Double.random(in: 0...1))
             return (applyLocked(effects, &l), delay)
@@ -86,7 +87,6 @@ extension ClientCore {
     private func runSocket() async -> String {
         let activity = ActivityClock()
         let outcome = OneShot<String>()
-        let (outbound, outboundContinuation) = AsyncStream.makeStream(of: ClientMessage.self)
         let generation: UInt64 = state.withLock { $0.generation }
 
         var headers = HTTPFields()
@@ -99,16 +99,20 @@ extension ClientCore {
             closeTimeout: .seconds(1),
             autoPing: configuration.pingInterval.map { .enabled(timePeriod: $0) } ?? .disabled)
         let maxMessageSize = configuration.maxMessageSize
-        let client = WebSocketClient(url: webSocketURL, configuration: wsConfiguration, logger: logger) {
+        // The socket and its task share one event loop (see EventLoopTaskExecutor).
+        let eventLoop = MultiThreadedEventLoopGroup.singleton.next()
+        let client = WebSocketClient(
+            url: webSocketURL, configuration: wsConfiguration, eventLoopGroup: eventLoop, logger: logger
+        ) {
             [self] inbound, writer, _ in
             activity.opened()
-            guard socketOpened(generation: generation, outbound: outboundContinuation) else { return }
+            let outbound = OutboundQueue(writer: writer) { [webSocketURL] error in
+                outcome.complete("Connection to \(webSocketURL) failed: \(error)")
+            }
+            guard await socketOpened(generation: generation, outbound: outbound) else { return }
             try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    for await message in outbound {
-                        try await writer.write(.text(message.jsonText))
-                    }
-                }
+                // The socket ends cleanly (close handshake) once the client stops using it.
+                group.addTask { await outbound.ended() }
                 group.addTask { [self] in
                     var messages = inbound.messages(maxSize: maxMessageSize).makeAsyncIterator()
                     while let message = try await messages.next() {
@@ -118,7 +122,7 @@ extension ClientCore {
                         }
                         let decoded: ServerMessage
                         do throws(SyncProtocolError) {
-                            decoded = try ServerMessage(json: Array(text.utf8))
+                            decoded = try ServerMessage(json: text.utf8)
                         } catch {
                             throw ConnectionReset(reason: error.message)
                         }
@@ -132,7 +136,7 @@ extension ClientCore {
             }
         }
 
-        let socketTask = Task {
+        let socketTask = Task(executorPreference: EventLoopTaskExecutor(eventLoop)) { [self] in
             let reason: String
             do {
                 if let close = try await client.run() {
@@ -175,18 +179,17 @@ extension ClientCore {
         // A socket stuck in its handshake does not react to cancellation; it is abandoned, and the generation
         // check keeps it from touching the state.
         socketTask.cancel()
-        outboundContinuation.finish()
         return reason
     }
 
-    /// The WebSocket handshake finished: hand the socket its outbound stream and queue the protocol handshake.
-    private func socketOpened(generation: UInt64, outbound: AsyncStream<ClientMessage>.Continuation) -> Bool {
+    /// The WebSocket handshake finished: hand the client the socket's outbound queue and send the protocol handshake.
+    private func socketOpened(generation: UInt64, outbound: OutboundQueue) async -> Bool {
         let deferred: Deferred? = state.withLock { l in
             guard l.generation == generation, l.sync.phase == .connecting else { return nil }
             l.outbound = outbound
             return applyLocked(l.sync.connectionOpened(), &l)
         }
-        deferred?.run(self)
+        await deferred?.runWritingHere(self)
         if deferred != nil {
             logger.debug("Convex connection open", metadata: ["url": "\(webSocketURL)"])
         }

@@ -11,16 +11,17 @@ public typealias ConvexTokenProvider = @Sendable (_ forceRefresh: Bool) async th
 /// The engine behind ``ConvexClient``: the ``SyncState`` under a lock, the subscribers' mailboxes, the callers
 /// waiting for mutations and actions, and one long-lived connection loop.
 ///
-/// Every event takes the lock, asks the state machine, sends the produced messages and delivers subscription
-/// results while still holding it (so the order the state machine chose is the order on the wire and in each
-/// mailbox; both operations are non-blocking), then resumes finished callers after leaving it.
+/// Every event takes the lock, asks the state machine, queues the produced messages on the socket's
+/// ``OutboundQueue`` and delivers subscription results while still holding it (so the order the state machine chose
+/// is the order on the wire and in each mailbox; both operations are non-blocking), then resumes finished callers and
+/// writes the queued frames after leaving it.
 final class ClientCore: Sendable {
     struct Locked {
         var sync: SyncState
         var mailboxes: [SubscriberID: ResultMailbox] = [:]
-        var waiters: [RequestID: CheckedContinuation<QueryResult, Never>] = [:]
+        var waiters: [RequestID: PendingCall] = [:]
         /// Frames for the open socket; `nil` while disconnected.
-        var outbound: AsyncStream<ClientMessage>.Continuation?
+        var outbound: OutboundQueue?
         /// Increments per socket, so a stale socket cannot touch the state.
         var generation: UInt64 = 0
         var loopTask: Task<Void, Never>?
@@ -50,12 +51,27 @@ final class ClientCore: Sendable {
 
     /// What to do after leaving the lock.
     struct Deferred {
-        var resumes: [(CheckedContinuation<QueryResult, Never>, QueryResult)] = []
+        var resumes: [(PendingCall, QueryResult)] = []
         var wake = false
         var settled: [OneShot<Void>] = []
+        /// The queue that got frames, to be written after leaving the lock.
+        var outbound: OutboundQueue?
 
+        /// Runs it; a new task writes the queued frames (for synchronous code, and for the socket's reader, which
+        /// must keep reading while a write waits).
         func run(_ core: ClientCore) {
-            for (continuation, result) in resumes { continuation.resume(returning: result) }
+            wakeAndResume(core)
+            outbound?.flushDetached()
+        }
+
+        /// Runs it, writing the queued frames from the calling task.
+        func runWritingHere(_ core: ClientCore) async {
+            wakeAndResume(core)
+            await outbound?.flush()
+        }
+
+        private func wakeAndResume(_ core: ClientCore) {
+            for (call, result) in resumes { call.result.complete(result) }
             for waiter in settled { waiter.complete(()) }
             if wake { core.wakeSignal.signal() }
         }
@@ -82,8 +98,9 @@ final class ClientCore: Sendable {
     /// Sends, delivers and publishes under the lock; returns what must happen outside it.
     func applyLocked(_ effects: SyncState.Effects, _ l: inout Locked) -> Deferred {
         var deferred = Deferred()
-        for message in effects.send {
-            l.outbound?.yield(message)
+        if !effects.send.isEmpty, let outbound = l.outbound {
+            outbound.enqueue(effects.send)
+            deferred.outbound = outbound
         }
         for (subscriber, result) in effects.deliveries {
             l.mailboxes[subscriber]?.deliver(result)
@@ -165,31 +182,32 @@ final class ClientCore: Sendable {
 
     // MARK: Mutations and actions
 
-    /// One pending mutation or action, as its deadline and cancellation handler see it.
+    /// One pending mutation or action: its id for the deadline and cancellation handler, and its result.
     final class PendingCall: Sendable {
         let id = Mutex<RequestID?>(nil)
+        let result = OneShot<QueryResult>()
     }
 
     func request(_ kind: SyncState.RequestKind, udfPath: String, args: [String: ConvexValue]) async -> QueryResult {
         let call = PendingCall()
         let what = kind == .mutation ? "mutation" : "action"
         return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<QueryResult, Never>) in
-                let deferred = state.withLock { l in
-                    let (id, effects) = l.sync.request(kind, udfPath: udfPath, args: args)
-                    l.waiters[id] = continuation
-                    call.id.withLock { $0 = id }
-                    if let timeout = configuration.callTimeout {
-                        l.callDeadlines[id] = CallDeadline(at: .now + timeout, call: call, what: what, udfPath: udfPath)
-                        startSweeperLocked(&l)
-                    }
-                    return applyLocked(effects, &l)
+            let deferred = state.withLock { l in
+                let (id, effects) = l.sync.request(kind, udfPath: udfPath, args: args)
+                l.waiters[id] = call
+                call.id.withLock { $0 = id }
+                if let timeout = configuration.callTimeout {
+                    l.callDeadlines[id] = CallDeadline(at: .now + timeout, call: call, what: what, udfPath: udfPath)
+                    startSweeperLocked(&l)
                 }
-                deferred.run(self)
-                if Task.isCancelled {
-                    abandon(call, what: what, udfPath: udfPath, reason: .cancelled)
-                }
+                return applyLocked(effects, &l)
             }
+            // The request goes out from this task (no hop to a writer task) unless another task is writing.
+            await deferred.runWritingHere(self)
+            if Task.isCancelled {
+                abandon(call, what: what, udfPath: udfPath, reason: .cancelled)
+            }
+            return await call.result.wait()
         } onCancel: {
             abandon(call, what: what, udfPath: udfPath, reason: .cancelled)
         }
@@ -231,12 +249,12 @@ final class ClientCore: Sendable {
 
     private func abandon(_ call: PendingCall, what: String, udfPath: String, reason: AbandonReason) {
         guard let id = call.id.withLock({ $0 }) else { return }
-        let resume: (CheckedContinuation<QueryResult, Never>, QueryResult)? = state.withLock { l in
+        let result: QueryResult? = state.withLock { l in
             l.callDeadlines[id] = nil
-            guard let waiter = l.waiters.removeValue(forKey: id) else { return nil }
+            guard l.waiters.removeValue(forKey: id) != nil else { return nil }
             let status = l.sync.abandonRequest(id)
             if case .completed(let value, _)? = status {
-                return (waiter, .success(value))
+                return .success(value)
             }
             var error: ConvexClientError
             switch reason {
@@ -249,9 +267,9 @@ final class ClientCore: Sendable {
             default: outcome = "it was sent, so it may have run"
             }
             error = ConvexClientError(error.code, message: "\(error.message); \(outcome)", functionPath: udfPath)
-            return (waiter, .failure(error))
+            return .failure(error)
         }
-        if let (waiter, result) = resume { waiter.resume(returning: result) }
+        if let result { call.result.complete(result) }
     }
 
     // MARK: Authentication
@@ -333,7 +351,7 @@ final class ClientCore: Sendable {
             state.withLock { l in
                 let effects = l.sync.close()
                 let deferred = applyLocked(effects, &l)
-                l.outbound?.finish()
+                l.outbound?.end()
                 l.outbound = nil
                 l.generation += 1
                 let observers = Array(l.observers.values)

@@ -33,7 +33,8 @@ final class OneShot<Value: Sendable>: Sendable {
     }
 }
 
-/// Wakes the connection loop out of a backoff or an authentication-failure wait.
+/// Wakes the connection loop out of a backoff or an authentication-failure wait, or a socket's handler once the
+/// client is done with the socket.
 final class WakeSignal: Sendable {
     private struct State {
         var signalled = false

@@ -14,17 +14,24 @@ struct EnvelopeReader {
         self.prefix = prefix
     }
 
+    /// Parses a message. The bytes are scanned through a buffer pointer: a caller in another module reaches this
+    /// through an unspecialized generic, where walking `some Collection` byte by byte is slow.
     static func parse(_ bytes: some Collection<UInt8>) throws(SyncProtocolError) -> EnvelopeReader {
+        let value = bytes.withContiguousStorageIfAvailable(parseValue)
+            ?? Array(bytes).withUnsafeBufferPointer(parseValue)
+        return try EnvelopeReader(value.get())
+    }
+
+    private static func parseValue(_ bytes: UnsafeBufferPointer<UInt8>) -> Result<ConvexValue, SyncProtocolError> {
         if let depth = excessiveNesting(bytes) {
-            throw SyncProtocolError(.invalidValue, message: "invalid JSON: Value is too nested (more than \(depth) levels)")
+            return .failure(SyncProtocolError(
+                .invalidValue, message: "invalid JSON: Value is too nested (more than \(depth) levels)"))
         }
-        let value: ConvexValue
         do {
-            value = try ConvexValue(envelopeJSON: bytes)
+            return .success(try ConvexValue(envelopeJSON: bytes))
         } catch {
-            throw SyncProtocolError(.invalidJSON, message: "invalid JSON: \(error.description)")
+            return .failure(SyncProtocolError(.invalidJSON, message: "invalid JSON: \(error.description)"))
         }
-        return try EnvelopeReader(value)
     }
 
     func name(_ key: String) -> String { prefix.isEmpty ? key : "\(prefix).\(key)" }
