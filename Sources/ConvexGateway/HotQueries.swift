@@ -104,6 +104,11 @@ extension GatewayCore {
         guard request.method == "GET", let target = request.target, access.rateLimiter == nil,
             request.header("authorization") == nil
         else { return }
+        // Requests the hot path declines (an Origin with CORS on, say) come through here every time: keep what is
+        // remembered, with its prepared response, while it still holds.
+        if let known = hotQueries.route(for: target), known.live === live, known.specGeneration == specGeneration {
+            return
+        }
         hotQueries.remember(
             HotQueries.Route(key: key, format: format, live: live, specGeneration: specGeneration), for: target)
     }

@@ -108,9 +108,12 @@ struct HotQueryTests {
             let wrong = try await h.get(target, headers: ["X-API-Key": "hot-key-0123456788"])
             #expect(wrong.status == 401)
 
+            let remembered = try #require(h.gateway.core.hotQueries.route(for: target))
             let origin = try await h.get(target, headers: ["X-API-Key": "hot-key-0123456789", "Origin": "https://app.test"])
             #expect(origin.status == 200)
             #expect(origin.header("Access-Control-Allow-Origin") == "https://app.test")
+            // Full handling of a declined request keeps what is remembered.
+            #expect(h.gateway.core.hotQueries.route(for: target) === remembered)
             let foreign = try await h.get(target, headers: ["X-API-Key": "hot-key-0123456789", "Origin": "https://evil.test"])
             #expect(foreign.status == 403)
         }
