@@ -1,16 +1,7 @@
 import ConvexSyncProtocol
 import ConvexValues
-import HTTPTypes
 import Logging
 import NIOPosix
-import NIOWebSocket
-import Synchronization
-import WSClient
-
-/// Why the current socket must end, thrown out of the WebSocket handler.
-struct ConnectionReset: Error {
-    let reason: String
-}
 
 extension ClientCore {
     private enum LoopStep {
@@ -72,7 +63,7 @@ extension ClientCore {
     private func finishSocket(reason: String) -> Duration? {
         let (deferred, delay): (Deferred, Duration?) = state.withLock { l in
             l.generation += 1
-            l.outbound?.end()
+            l.outbound?.close()
             l.outbound = nil
             let (effects, delay) = l.sync.connectionClosed(reason: reason, jitter: Double.random(in: 0...1))
             return (applyLocked(effects, &l), delay)
@@ -84,76 +75,46 @@ extension ClientCore {
     // MARK: One socket
 
     /// Opens one WebSocket and serves it until it ends; returns the reason it ended.
+    ///
+    /// The socket's callbacks run on its event loop: a frame is parsed and applied to the state machine there, and
+    /// the caller or subscriber waiting for it is resumed from there.
     private func runSocket() async -> String {
         let activity = ActivityClock()
         let outcome = OneShot<String>()
         let generation: UInt64 = state.withLock { $0.generation }
-
-        var headers = HTTPFields()
-        if let name = HTTPField.Name("Convex-Client") {
-            headers[name] = configuration.clientID
-        }
-        let wsConfiguration = WebSocketClientConfiguration(
-            maxFrameSize: configuration.maxMessageSize,
-            additionalHeaders: headers,
-            closeTimeout: .seconds(1),
-            autoPing: configuration.pingInterval.map { .enabled(timePeriod: $0) } ?? .disabled)
-        let maxMessageSize = configuration.maxMessageSize
-        // The socket and its task share one event loop (see EventLoopTaskExecutor).
-        let eventLoop = MultiThreadedEventLoopGroup.singleton.next()
-        let client = WebSocketClient(
-            url: webSocketURL, configuration: wsConfiguration, eventLoopGroup: eventLoop, logger: logger
-        ) {
-            [self] inbound, writer, _ in
-            activity.opened()
-            let outbound = OutboundQueue(writer: writer) { [webSocketURL] error in
-                outcome.complete("Connection to \(webSocketURL) failed: \(error)")
-            }
-            guard await socketOpened(generation: generation, outbound: outbound) else { return }
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                // The socket ends cleanly (close handshake) once the client stops using it.
-                group.addTask { await outbound.ended() }
-                group.addTask { [self] in
-                    var messages = inbound.messages(maxSize: maxMessageSize).makeAsyncIterator()
-                    while let message = try await messages.next() {
-                        activity.touch()
-                        guard case .text(let text) = message else {
-                            throw ConnectionReset(reason: "Server sent a binary frame")
-                        }
-                        let decoded: ServerMessage
-                        do throws(SyncProtocolError) {
-                            decoded = try ServerMessage(json: text.utf8)
-                        } catch {
-                            throw ConnectionReset(reason: error.message)
-                        }
-                        if let reset = received(decoded, generation: generation) {
-                            throw ConnectionReset(reason: reset)
-                        }
-                    }
+        let socket = ClientSocket.connect(
+            url: webSocketURL,
+            clientID: configuration.clientID,
+            maxMessageSize: configuration.maxMessageSize,
+            pingInterval: configuration.pingInterval,
+            on: MultiThreadedEventLoopGroup.singleton.next(),
+            opened: { [self] socket in
+                activity.opened()
+                if !socketOpened(generation: generation, socket: socket) {
+                    outcome.complete("Connection closed")
+                    socket.close()
                 }
-                _ = try await group.next()
-                group.cancelAll()
-            }
-        }
-
-        let socketTask = Task(executorPreference: EventLoopTaskExecutor(eventLoop)) { [self] in
-            let reason: String
-            do {
-                if let close = try await client.run() {
-                    reason = close.reason.flatMap { $0.isEmpty ? nil : $0 } ?? "Closed by server (code \(close.closeCode))"
-                } else {
-                    reason = "Connection closed"
+            },
+            text: { [self] socket, text in
+                activity.touch()
+                let decoded: ServerMessage
+                do throws(SyncProtocolError) {
+                    decoded = try ServerMessage(json: text.utf8)
+                } catch {
+                    outcome.complete(error.message)
+                    socket.close()
+                    return
                 }
-            } catch let reset as ConnectionReset {
-                reason = reset.reason
-            } catch {
-                reason = "Connection to \(webSocketURL) failed: \(error)"
-            }
-            outcome.complete(reason)
-        }
+                if let reset = received(decoded, generation: generation) {
+                    outcome.complete(reset)
+                    socket.close()
+                }
+            },
+            ended: { reason in outcome.complete(reason) })
+
         let connectTimeout = configuration.connectTimeout
         let inactivityTimeout = configuration.inactivityTimeout
-        let watchdog = Task {
+        let watchdog = Task { [webSocketURL] in
             let start = ContinuousClock.now
             let interval = min(inactivityTimeout / 5, connectTimeout / 5, .seconds(1))
             while !Task.isCancelled {
@@ -176,20 +137,18 @@ extension ClientCore {
             outcome.complete("Client closed")
         }
         watchdog.cancel()
-        // A socket stuck in its handshake does not react to cancellation; it is abandoned, and the generation
-        // check keeps it from touching the state.
-        socketTask.cancel()
+        socket.close()
         return reason
     }
 
-    /// The WebSocket handshake finished: hand the client the socket's outbound queue and send the protocol handshake.
-    private func socketOpened(generation: UInt64, outbound: OutboundQueue) async -> Bool {
+    /// The WebSocket handshake finished: hand the client the socket and send the protocol handshake.
+    private func socketOpened(generation: UInt64, socket: ClientSocket) -> Bool {
         let deferred: Deferred? = state.withLock { l in
             guard l.generation == generation, l.sync.phase == .connecting else { return nil }
-            l.outbound = outbound
+            l.outbound = socket
             return applyLocked(l.sync.connectionOpened(), &l)
         }
-        await deferred?.runWritingHere(self)
+        deferred?.run(self)
         if deferred != nil {
             logger.debug("Convex connection open", metadata: ["url": "\(webSocketURL)"])
         }

@@ -11,17 +11,17 @@ public typealias ConvexTokenProvider = @Sendable (_ forceRefresh: Bool) async th
 /// The engine behind ``ConvexClient``: the ``SyncState`` under a lock, the subscribers' mailboxes, the callers
 /// waiting for mutations and actions, and one long-lived connection loop.
 ///
-/// Every event takes the lock, asks the state machine, queues the produced messages on the socket's
-/// ``OutboundQueue`` and delivers subscription results while still holding it (so the order the state machine chose
-/// is the order on the wire and in each mailbox; both operations are non-blocking), then resumes finished callers and
-/// writes the queued frames after leaving it.
+/// Every event takes the lock, asks the state machine, queues the produced messages on the open ``ClientSocket``
+/// and delivers subscription results while still holding it (so the order the state machine chose is the order on
+/// the wire and in each mailbox; both operations are non-blocking), then flushes the queued frames and resumes
+/// finished callers after leaving it.
 final class ClientCore: Sendable {
     struct Locked {
         var sync: SyncState
         var mailboxes: [SubscriberID: ResultMailbox] = [:]
         var waiters: [RequestID: PendingCall] = [:]
-        /// Frames for the open socket; `nil` while disconnected.
-        var outbound: OutboundQueue?
+        /// The open socket, which takes the outbound frames; `nil` while disconnected.
+        var outbound: ClientSocket?
         /// Increments per socket, so a stale socket cannot touch the state.
         var generation: UInt64 = 0
         var loopTask: Task<Void, Never>?
@@ -54,23 +54,13 @@ final class ClientCore: Sendable {
         var resumes: [(PendingCall, QueryResult)] = []
         var wake = false
         var settled: [OneShot<Void>] = []
-        /// The queue that got frames, to be written after leaving the lock.
-        var outbound: OutboundQueue?
+        /// The socket that got frames, to be written after leaving the lock.
+        var outbound: ClientSocket?
 
-        /// Runs it; a new task writes the queued frames (for synchronous code, and for the socket's reader, which
-        /// must keep reading while a write waits).
+        /// Runs it: flushes the socket's queued frames (written on the socket's event loop, right here if this is
+        /// it), then resumes callers and waiters.
         func run(_ core: ClientCore) {
-            wakeAndResume(core)
-            outbound?.flushDetached()
-        }
-
-        /// Runs it, writing the queued frames from the calling task.
-        func runWritingHere(_ core: ClientCore) async {
-            wakeAndResume(core)
-            await outbound?.flush()
-        }
-
-        private func wakeAndResume(_ core: ClientCore) {
+            outbound?.flush()
             for (call, result) in resumes { call.result.complete(result) }
             for waiter in settled { waiter.complete(()) }
             if wake { core.wakeSignal.signal() }
@@ -202,8 +192,8 @@ final class ClientCore: Sendable {
                 }
                 return applyLocked(effects, &l)
             }
-            // The request goes out from this task (no hop to a writer task) unless another task is writing.
-            await deferred.runWritingHere(self)
+            // The request goes out with one hop to the socket's event loop, no task in between.
+            deferred.run(self)
             if Task.isCancelled {
                 abandon(call, what: what, udfPath: udfPath, reason: .cancelled)
             }
@@ -351,7 +341,7 @@ final class ClientCore: Sendable {
             state.withLock { l in
                 let effects = l.sync.close()
                 let deferred = applyLocked(effects, &l)
-                l.outbound?.end()
+                l.outbound?.close()
                 l.outbound = nil
                 l.generation += 1
                 let observers = Array(l.observers.values)

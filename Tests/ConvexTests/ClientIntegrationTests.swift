@@ -307,8 +307,13 @@ struct ClientReconnectTests {
                 }
             }
             let results = try await withThrowingTaskGroup(of: ConvexValue.self) { group in
-                for _ in 0..<total {
-                    group.addTask { try await client.mutation("conformance:increment", with: ["name": "closing"]) }
+                for index in 0..<total {
+                    group.addTask {
+                        // Spread over the closing window (8 × 15 ms), so closes land while mutations are in flight
+                        // instead of after a burst that the server has already queued in full.
+                        try await Task.sleep(for: .microseconds(400 * index))
+                        return try await client.mutation("conformance:increment", with: ["name": "closing"])
+                    }
                 }
                 var all: [ConvexValue] = []
                 for try await value in group { all.append(value) }
