@@ -153,7 +153,9 @@ final class ClientSocket: Sendable {
         var target = parsed.path.isEmpty ? "/" : parsed.path
         if let query = parsed.query { target += "?\(query)" }
         var headers = HTTPHeaders()
-        headers.add(name: "Host", value: parsed.port == nil ? host : "\(host):\(port)")
+        // An IPv6 literal goes back into brackets in the Host header (RFC 7230 §5.4).
+        let hostField = host.contains(":") ? "[\(host)]" : host
+        headers.add(name: "Host", value: parsed.port == nil ? hostField : "\(hostField):\(port)")
         headers.add(name: "Convex-Client", value: clientID)
         let requestHead = HTTPRequestHead(version: .http1_1, method: .GET, uri: target, headers: headers)
         let sslContext: NIOSSLContext?

@@ -66,6 +66,16 @@ struct ClientCallTests {
         }
     }
 
+    @Test func connectsToAnIPv6Literal() async throws {
+        // A bracketed IPv6 address in the deployment URL reaches the deployment on ::1.
+        try await withLocalDeployment(.init(host: "::1", port: 0)) { deployment in
+            try await ConvexClient.withClient(deploymentUrl: "http://[::1]:\(deployment.port)") { client in
+                let team = try await client.query("mlb:first_place_team", with: ["division": "AL Central"])
+                #expect(team["name"] == "Guardians")
+            }
+        }
+    }
+
     @Test func connectsLazily() async throws {
         try await withClientAndDeployment { client, deployment in
             try await Task.sleep(for: .milliseconds(200))
