@@ -60,24 +60,12 @@ struct AccessOptions: ParsableArguments {
     /// Resolves the options (flag > environment > default) into `access`, checking every value.
     /// - Throws: `ValidationError` naming the setting (never a secret's value).
     func apply(to access: inout AccessConfiguration, environment: [String: String]) throws {
-        func value(_ flag: String?, _ name: String) -> String? {
-            if let flag { return flag }
-            if let env = environment[name], !env.isEmpty { return env }
-            return nil
-        }
-        func int(_ flag: Int?, _ name: String, range: ClosedRange<Int>) throws -> Int? {
-            guard let text = value(flag.map(String.init), name) else { return nil }
-            guard let number = Int(text), range.contains(number) else {
-                throw ValidationError(
-                    "\(name) must be a whole number in \(range.lowerBound)...\(range.upperBound), not '\(text)'")
-            }
-            return number
-        }
+        let source = SettingSource(environment: environment)
 
         do throws(SecretError) {
             // A file given by flag wins over a key in the environment.
-            let file = value(apiKeyFile, "GATEWAY_API_KEY_FILE")
-            let direct = apiKeyFile == nil ? value(nil, "GATEWAY_API_KEY") : nil
+            let file = source.value(apiKeyFile, "GATEWAY_API_KEY_FILE")
+            let direct = apiKeyFile == nil ? source.value(nil, "GATEWAY_API_KEY") : nil
             access.apiKey = try Secret.load(
                 value: direct, valueName: "GATEWAY_API_KEY", file: file, fileName: "--api-key-file/GATEWAY_API_KEY_FILE"
             )
@@ -85,33 +73,33 @@ struct AccessOptions: ParsableArguments {
             throw ValidationError(error.message)
         }
         do throws(FunctionPatternError) {
-            if let text = value(allowFunctions, "GATEWAY_ALLOW_FUNCTIONS") {
+            if let text = source.value(allowFunctions, "GATEWAY_ALLOW_FUNCTIONS") {
                 access.functions.allow = try FunctionPattern.list(text)
             }
-            if let text = value(denyFunctions, "GATEWAY_DENY_FUNCTIONS") {
+            if let text = source.value(denyFunctions, "GATEWAY_DENY_FUNCTIONS") {
                 access.functions.deny = try FunctionPattern.list(text)
             }
         } catch {
             throw ValidationError("GATEWAY_ALLOW_FUNCTIONS/GATEWAY_DENY_FUNCTIONS: \(error.message)")
         }
         var cors = access.cors
-        if let text = value(corsOrigins, "GATEWAY_CORS_ORIGINS") {
+        if let text = source.value(corsOrigins, "GATEWAY_CORS_ORIGINS") {
             do throws(CORSOriginError) {
                 cors.origins = try CORSPolicy.origins(text)
             } catch {
                 throw ValidationError("GATEWAY_CORS_ORIGINS: \(error.message)")
             }
         }
-        if let text = value(corsAllowCredentials.map { String($0) }, "GATEWAY_CORS_ALLOW_CREDENTIALS") {
+        if let text = source.value(corsAllowCredentials.map { String($0) }, "GATEWAY_CORS_ALLOW_CREDENTIALS") {
             guard let flag = Bool(text.lowercased()) else {
                 throw ValidationError("GATEWAY_CORS_ALLOW_CREDENTIALS must be true or false, not '\(text)'")
             }
             cors.allowCredentials = flag
         }
-        if let n = try int(corsMaxAgeSeconds, "GATEWAY_CORS_MAX_AGE_SECONDS", range: 0...86_400) {
+        if let n = try source.int(corsMaxAgeSeconds, "GATEWAY_CORS_MAX_AGE_SECONDS", range: 0...86_400) {
             cors.maxAgeSeconds = n
         }
-        if let text = value(corsExposeHeaders, "GATEWAY_CORS_EXPOSE_HEADERS") {
+        if let text = source.value(corsExposeHeaders, "GATEWAY_CORS_EXPOSE_HEADERS") {
             let names = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
                 !$0.isEmpty
             }
@@ -122,20 +110,20 @@ struct AccessOptions: ParsableArguments {
             cors.exposedHeaders = names
         }
         access.cors = cors
-        if let text = value(rateLimit.map { String($0) }, "GATEWAY_RATE_LIMIT") {
+        if let text = source.value(rateLimit.map { String($0) }, "GATEWAY_RATE_LIMIT") {
             guard let rate = Double(text), rate >= 0, rate <= 1_000_000 else {
                 throw ValidationError(
                     "GATEWAY_RATE_LIMIT must be requests per second from 0 (off) to 1000000, not '\(text)'")
             }
             access.rateLimit = rate
         }
-        if let n = try int(rateLimitBurst, "GATEWAY_RATE_LIMIT_BURST", range: 0...1_000_000) {
+        if let n = try source.int(rateLimitBurst, "GATEWAY_RATE_LIMIT_BURST", range: 0...1_000_000) {
             access.rateLimitBurst = n
         }
-        if let n = try int(connectionMemoryBytes, "GATEWAY_CONNECTION_MEMORY_BYTES", range: 4096...(16 << 20)) {
+        if let n = try source.int(connectionMemoryBytes, "GATEWAY_CONNECTION_MEMORY_BYTES", range: 4096...(16 << 20)) {
             access.connectionMemoryLimit = n
         }
-        if let n = try int(idleTimeoutSeconds, "GATEWAY_IDLE_TIMEOUT_SECONDS", range: 0...86_400) {
+        if let n = try source.int(idleTimeoutSeconds, "GATEWAY_IDLE_TIMEOUT_SECONDS", range: 0...86_400) {
             access.idleTimeoutSeconds = n
         }
     }

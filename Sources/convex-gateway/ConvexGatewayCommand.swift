@@ -149,29 +149,18 @@ struct Settings {
     var adminKey: Secret?
 
     init(_ command: ConvexGatewayCommand, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
-        func value(_ flag: String?, _ name: String) -> String? {
-            if let flag { return flag }
-            if let env = environment[name], !env.isEmpty { return env }
-            return nil
-        }
-        func int(_ flag: Int?, _ name: String, range: ClosedRange<Int>) throws -> Int? {
-            guard let text = value(flag.map(String.init), name) else { return nil }
-            guard let number = Int(text), range.contains(number) else {
-                throw ValidationError("\(name) must be a whole number in \(range.lowerBound)...\(range.upperBound), not '\(text)'")
-            }
-            return number
-        }
+        let source = SettingSource(environment: environment)
         func seconds(_ flag: Double?, _ name: String) throws -> Duration? {
-            guard let text = value(flag.map { String($0) }, name) else { return nil }
+            guard let text = source.value(flag.map { String($0) }, name) else { return nil }
             guard let number = Double(text), number > 0, number <= 86_400 else {
                 throw ValidationError("\(name) must be a number of seconds above 0, not '\(text)'")
             }
             return .milliseconds(Int64(number * 1000))
         }
-        if let host = value(command.host, "GATEWAY_HOST") { gateway.host = host }
-        if let port = try int(command.port, "GATEWAY_PORT", range: 0...65535) { gateway.port = port }
-        convexURL = value(command.convexURL, "CONVEX_URL")
-        if let format = value(command.format, "GATEWAY_FORMAT") {
+        if let host = source.value(command.host, "GATEWAY_HOST") { gateway.host = host }
+        if let port = try source.int(command.port, "GATEWAY_PORT", range: 0...65535) { gateway.port = port }
+        convexURL = source.value(command.convexURL, "CONVEX_URL")
+        if let format = source.value(command.format, "GATEWAY_FORMAT") {
             guard let mode = OutputFormat(rawValue: format) else {
                 throw ValidationError("GATEWAY_FORMAT must be plain, clean or encoded, not '\(format)'")
             }
@@ -182,11 +171,11 @@ struct Settings {
         if let d = try seconds(command.upstreamTimeoutSeconds, "GATEWAY_UPSTREAM_TIMEOUT_SECONDS") { gateway.upstreamTimeout = d }
         if let d = try seconds(command.connectTimeoutSeconds, "GATEWAY_CONNECT_TIMEOUT_SECONDS") { gateway.connectTimeout = d }
         if let d = try seconds(command.identityIdleSeconds, "GATEWAY_IDENTITY_IDLE_SECONDS") { gateway.identityIdleTimeout = d }
-        if let n = try int(command.maxConnections, "GATEWAY_MAX_CONNECTIONS", range: 1...1_000_000) { gateway.maxConnections = n }
-        if let n = try int(command.maxSubscriptions, "GATEWAY_MAX_SUBSCRIPTIONS", range: 1...1_000_000) { gateway.maxSubscriptions = n }
-        if let n = try int(command.maxBodyBytes, "GATEWAY_MAX_BODY_BYTES", range: 0...(1 << 30)) { gateway.maxBodyBytes = n }
-        if let n = try int(command.threads, "GATEWAY_THREADS", range: 0...256) { gateway.threads = n }
-        if let file = value(command.openapiFile, "GATEWAY_OPENAPI_FILE") {
+        if let n = try source.int(command.maxConnections, "GATEWAY_MAX_CONNECTIONS", range: 1...1_000_000) { gateway.maxConnections = n }
+        if let n = try source.int(command.maxSubscriptions, "GATEWAY_MAX_SUBSCRIPTIONS", range: 1...1_000_000) { gateway.maxSubscriptions = n }
+        if let n = try source.int(command.maxBodyBytes, "GATEWAY_MAX_BODY_BYTES", range: 0...(1 << 30)) { gateway.maxBodyBytes = n }
+        if let n = try source.int(command.threads, "GATEWAY_THREADS", range: 0...256) { gateway.threads = n }
+        if let file = source.value(command.openapiFile, "GATEWAY_OPENAPI_FILE") {
             guard FileManager.default.isReadableFile(atPath: file) else {
                 throw ValidationError("GATEWAY_OPENAPI_FILE '\(file)' is not a readable file")
             }
@@ -194,16 +183,16 @@ struct Settings {
         } else if FileManager.default.isReadableFile(atPath: "openapi/openapi.yaml") {
             gateway.openAPIFile = "openapi/openapi.yaml"
         }
-        if let port = try int(command.localPort, "CONVEX_LOCAL_PORT", range: 0...65535) { localPort = port }
+        if let port = try source.int(command.localPort, "CONVEX_LOCAL_PORT", range: 0...65535) { localPort = port }
         try command.access.apply(to: &gateway.access, environment: environment)
         do {
             adminKey = try Secret.load(
-                value: value(command.adminKey, "CONVEX_ADMIN_KEY"), valueName: "--admin-key/CONVEX_ADMIN_KEY",
-                file: value(command.adminKeyFile, "CONVEX_ADMIN_KEY_FILE"), fileName: "--admin-key-file/CONVEX_ADMIN_KEY_FILE")
+                value: source.value(command.adminKey, "CONVEX_ADMIN_KEY"), valueName: "--admin-key/CONVEX_ADMIN_KEY",
+                file: source.value(command.adminKeyFile, "CONVEX_ADMIN_KEY_FILE"), fileName: "--admin-key-file/CONVEX_ADMIN_KEY_FILE")
         } catch {
             throw ValidationError(error.message)
         }
-        if let level = value(command.logLevel, "LOG_LEVEL") {
+        if let level = source.value(command.logLevel, "LOG_LEVEL") {
             guard let parsed = Logger.Level(rawValue: level) else {
                 throw ValidationError("LOG_LEVEL must be one of trace, debug, info, notice, warning, error, critical")
             }
