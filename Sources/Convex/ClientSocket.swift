@@ -174,7 +174,7 @@ final class ClientSocket: Sendable {
             configuration.maxAccumulatedFrameSize = maxMessageSize
             return configuration
         }()
-        let pingAmount = pingInterval.map { TimeAmount.nanoseconds(Self.nanoseconds($0)) }
+        let pingAmount = pingInterval.map(TimeAmount.init)
 
         let bootstrap = ClientBootstrap(group: eventLoop)
             .channelOption(ChannelOptions.socket(SocketOptionLevel(IPPROTO_TCP), TCP_NODELAY), value: 1)
@@ -273,11 +273,6 @@ final class ClientSocket: Sendable {
         state.withLock { state in
             if state.serverClose == nil { state.serverClose = (code, reason) }
         }
-    }
-
-    private static func nanoseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 }
 
