@@ -110,7 +110,6 @@ public final class Gateway: Sendable {
             body: request.body)
         gatewayRequest.remoteAddress = request.remoteAddress
         gatewayRequest.rawQuery = request.rawQuery.map(String.init)
-        gatewayRequest.target = request.target
         switch core.handle(gatewayRequest) {
         case .respond(let response):
             responder.respond(HTTPResponse(response))

@@ -241,7 +241,12 @@ public final class GatewayCore: Sendable {
     }
 
     private func wantsEventStream(_ request: GatewayRequest) -> Bool {
-        request.header("accept")?.lowercased().contains("text/event-stream") == true
+        Self.acceptsEventStream(request.header("accept"))
+    }
+
+    /// Whether an `Accept` header asks for Server-Sent Events.
+    static func acceptsEventStream(_ accept: String?) -> Bool {
+        accept?.lowercased().contains("text/event-stream") == true
     }
 
     func callerIdentity(_ request: GatewayRequest) throws(GatewayError) -> UpstreamIdentity {
@@ -289,8 +294,9 @@ public final class GatewayCore: Sendable {
         let (identityID, upstream) = pool.upstream(for: identity)
         let key = SubscriptionHub.Key(identity: identityID, function: function, args: args)
         if let hot = hub.currentBody(for: key, format: format) {
-            if case .value = hot.snapshot.result, identity == .anonymous {
-                rememberHotTarget(request, key: key, format: format, live: hot.live, specGeneration: specGeneration)
+            if case .value = hot.snapshot.result {
+                rememberHotTarget(
+                    request, identity: identity, key: key, format: format, live: hot.live, specGeneration: specGeneration)
             }
             return .respond(finish(request, template: template, response(for: hot.snapshot, body: hot.body, format: format)))
         }

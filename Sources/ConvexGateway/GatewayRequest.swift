@@ -12,8 +12,6 @@ public struct GatewayRequest: Sendable {
     public var remoteAddress: String? = nil
     /// The query string as sent (after `?`, still percent-encoded), to check that it decodes to UTF-8.
     public var rawQuery: String? = nil
-    /// The request target as sent (path and query), which the hot `GET` path remembers answers by.
-    public var target: String? = nil
 
     public init(
         method: String, rawPath: String, query: [(name: String, value: String?)], headers: [String: String],
@@ -28,6 +26,9 @@ public struct GatewayRequest: Sendable {
     }
 
     public func header(_ name: String) -> String? { headers[name.lowercased()] }
+
+    /// The request target as sent (path and query), which the hot `GET` path remembers answers by.
+    public var target: String { rawQuery.map { "\(rawPath)?\($0)" } ?? rawPath }
 }
 
 /// A complete response.

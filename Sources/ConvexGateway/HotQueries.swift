@@ -69,15 +69,14 @@ extension GatewayCore {
     /// has a current value, or `nil` for full handling.
     public func hotAnswer(_ request: HTTPRequestHead) -> HTTPPreparedResponse? {
         let started = ContinuousClock.now
-        guard request.method == "GET", let target = request.target, access.rateLimiter == nil,
-            let route = hotQueries.route(for: target)
+        guard request.method == "GET", let target = request.target, let route = hotQueries.route(for: target)
         else { return nil }
         guard hotPathApplies(to: request) else { return nil }
         guard route.specGeneration == (functionSpecs?.generation ?? 0), let revision = route.live.revision else {
             hotQueries.forget(route, for: target)
             return nil
         }
-        route.live.touch()
+        route.live.touch(at: started)
         let prepared: HTTPPreparedResponse
         if let held = route.prepared.withLock({ $0 }), held.revision == revision {
             prepared = held.response
@@ -98,12 +97,11 @@ extension GatewayCore {
     /// Called by full handling when it answered a `GET` from a live subscription: remembers the target when its
     /// answer depends on the target alone.
     func rememberHotTarget(
-        _ request: GatewayRequest, key: SubscriptionHub.Key, format: OutputFormat, live: LiveResult,
-        specGeneration: UInt64
+        _ request: GatewayRequest, identity: UpstreamIdentity, key: SubscriptionHub.Key, format: OutputFormat,
+        live: LiveResult, specGeneration: UInt64
     ) {
-        guard request.method == "GET", let target = request.target, access.rateLimiter == nil,
-            request.header("authorization") == nil
-        else { return }
+        guard request.method == "GET", identity == .anonymous, !access.screensEveryRequest else { return }
+        let target = request.target
         // Requests the hot path declines (an Origin with CORS on, say) come through here every time: keep what is
         // remembered, with its prepared response, while it still holds.
         if let known = hotQueries.route(for: target), known.live === live, known.specGeneration == specGeneration {
@@ -113,17 +111,10 @@ extension GatewayCore {
             HotQueries.Route(key: key, format: format, live: live, specGeneration: specGeneration), for: target)
     }
 
-    /// Whether the headers leave the answer to depend on the target alone (the rest of the conditions are checked
-    /// by the caller).
+    /// Whether the headers leave the answer to depend on the target alone: an anonymous caller, no event stream, and
+    /// access controls that pass without a trace (the rest of the conditions are checked by the caller).
     private func hotPathApplies(to request: HTTPRequestHead) -> Bool {
-        if request.hasHeader("Authorization") { return false }
-        if let accept = request.header("Accept"), accept.lowercased().contains("text/event-stream") { return false }
-        if access.configuration.cors.isEnabled && request.hasHeader("Origin") { return false }
-        if let key = access.configuration.apiKey {
-            guard let given = request.header(AccessConfiguration.apiKeyHeader), key.matches(given.utf8) else {
-                return false
-            }
-        }
-        return true
+        !request.hasHeader("Authorization") && !Self.acceptsEventStream(request.header("Accept"))
+            && access.passesUnchanged(header: request.header)
     }
 }

@@ -412,8 +412,8 @@ public final class LiveResult: Sendable {
     private static let retired = UInt64.max
     private static let epoch = ContinuousClock.now
 
-    private static func nanosecondsSinceEpoch() -> Int64 {
-        let (seconds, attoseconds) = (ContinuousClock.now - epoch).components
+    private static func nanosecondsSinceEpoch(_ instant: ContinuousClock.Instant = .now) -> Int64 {
+        let (seconds, attoseconds) = (instant - epoch).components
         return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 
@@ -423,9 +423,9 @@ public final class LiveResult: Sendable {
         return value == 0 || value == Self.retired ? nil : value
     }
 
-    /// Records a read now.
-    public func touch() {
-        lastRead.store(Self.nanosecondsSinceEpoch(), ordering: .relaxed)
+    /// Records a read at `instant` (now by default).
+    public func touch(at instant: ContinuousClock.Instant = .now) {
+        lastRead.store(Self.nanosecondsSinceEpoch(instant), ordering: .relaxed)
     }
 
     /// Time since the last read.

@@ -75,6 +75,22 @@ public final class AccessControl: Sendable {
         return nil
     }
 
+    /// Whether a per-request control (the rate limit) must see every request, so no answer may skip ``screen(_:)``.
+    var screensEveryRequest: Bool { rateLimiter != nil }
+
+    /// Whether ``screen(_:)`` would let a request with these headers through, on a function route, and
+    /// ``responseHeaders(for:)`` would add nothing — judged from the headers alone, for the hot `GET` path, which
+    /// answers before a ``GatewayRequest`` exists (HotQueries.swift). A control added to `screen` belongs here too.
+    /// The query string is not judged: the hot path only answers targets full handling has already accepted.
+    func passesUnchanged(header: (String) -> String?) -> Bool {
+        if screensEveryRequest { return false }
+        if configuration.cors.isEnabled && header("Origin") != nil { return false }
+        if let key = configuration.apiKey {
+            guard let given = header(AccessConfiguration.apiKeyHeader), key.matches(given.utf8) else { return false }
+        }
+        return true
+    }
+
     /// Headers to add to every answer to `request` (CORS), streams included.
     public func responseHeaders(for request: GatewayRequest) -> [(String, String)] {
         let cors = configuration.cors
