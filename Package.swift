@@ -34,6 +34,7 @@ let package = Package(
             name: "ConvexValuesTests",
             dependencies: [
                 "ConvexValues",
+                "TestSupport",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             exclude: ["Python"]
@@ -180,7 +181,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "convex-values-bench",
-            dependencies: ["ConvexValues"],
+            dependencies: ["ConvexValues", "TestSupport"],
             path: "Benchmarks/ConvexValuesBench"
         ),
         .executableTarget(

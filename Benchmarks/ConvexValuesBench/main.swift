@@ -1,6 +1,7 @@
 // Convex JSON → plain JSON throughput, against Foundation's JSONSerialization parse + re-serialize of the same bytes.
 // Run: swift run -c release --scratch-path .build-release convex-values-bench
 import ConvexValues
+import TestSupport
 import Foundation
 
 /// A deterministic ~1 MiB Convex JSON document heavy in int64 and nested objects.
@@ -42,17 +43,6 @@ func makeDocument(targetBytes: Int) -> [UInt8] {
     return ConvexValue.object(["teams": .array(teams), "season": 2024]).convexJSON()
 }
 
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 func threadCPUSeconds() -> Double {
     var ts = timespec()

@@ -1,20 +1,8 @@
 import Foundation
 import PropertyBased
+import TestSupport
 
 @testable import ConvexValues
-
-/// A small deterministic generator, seeded from the property checker's generator so failures reproduce.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 enum RandomValues {
     static let interestingInts: [Int64] = [
@@ -107,7 +95,7 @@ enum RandomValues {
 
     static var generator: Generator<ConvexValue, Shrink.None<ConvexValue>> {
         Generator { rng in
-            var r = SplitMix(seed: rng.next())
+            var r = SplitMix(seed: rng.next())  // seeded from the property checker's generator: failures reproduce
             return value(&r)
         }
     }
