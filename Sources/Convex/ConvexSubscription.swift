@@ -45,9 +45,12 @@ public struct ConvexSubscription<Value: Sendable>: AsyncSequence, Sendable {
     }
 
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(registration: Registration(core: core, functionPath: functionPath, arguments: arguments,
-                                                 argumentError: argumentError),
-                      decode: decode)
+        AsyncIterator(registration: register(), decode: decode)
+    }
+
+    /// One subscriber's registration: each iterator, of values or of results, makes its own.
+    private func register() -> Registration {
+        Registration(core: core, functionPath: functionPath, arguments: arguments, argumentError: argumentError)
     }
 
     /// Iterates values; throws the first failure, which ends the iteration and the subscriber.
@@ -82,25 +85,16 @@ public struct ConvexSubscription<Value: Sendable>: AsyncSequence, Sendable {
     /// The same subscription as a sequence of `Result`s that survives failures: a failed query yields
     /// `.failure` and the iteration goes on; the next good result yields `.success`. Ends only when the
     /// iterating task is cancelled or the client is closed.
-    public var results: Results {
-        Results(core: core, functionPath: functionPath, arguments: arguments, argumentError: argumentError,
-                decode: decode)
-    }
+    public var results: Results { Results(subscription: self) }
 
     public struct Results: AsyncSequence, Sendable {
         public typealias Element = Result<Value, ConvexClientError>
         public typealias Failure = Never
 
-        let core: ClientCore
-        let functionPath: String
-        let arguments: [String: ConvexValue]
-        let argumentError: ConvexClientError?
-        let decode: @Sendable (ConvexValue) throws(ConvexClientError) -> Value
+        let subscription: ConvexSubscription
 
         public func makeAsyncIterator() -> AsyncIterator {
-            AsyncIterator(registration: Registration(core: core, functionPath: functionPath, arguments: arguments,
-                                                     argumentError: argumentError),
-                          decode: decode)
+            AsyncIterator(registration: subscription.register(), decode: subscription.decode)
         }
 
         public struct AsyncIterator: AsyncIteratorProtocol {
