@@ -139,6 +139,7 @@ let package = Package(
             name: "ConvexGateway",
             dependencies: [
                 "ConvexValues",
+                "ConvexSyncProtocol",
                 "Convex",
                 "MicroHTTPD",
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -161,6 +162,7 @@ let package = Package(
             name: "ConvexGatewayTests",
             dependencies: [
                 "ConvexGateway",
+                "ConvexSyncProtocol",
                 "TestSupport",
                 "Convex",
                 "ConvexLocal",

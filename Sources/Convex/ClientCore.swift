@@ -147,11 +147,11 @@ final class ClientCore: Sendable {
     }
 
     /// One result of a query: the current one if another subscriber already has it, else the first to arrive.
-    func queryOnce(udfPath: String, args: [String: ConvexValue]) async -> QueryResult {
+    func queryOnce(udfPath: String, args: [String: ConvexValue], timeout: Duration?) async -> QueryResult {
         let mailbox = ResultMailbox()
         let id = addSubscriber(udfPath: udfPath, args: args, mailbox: mailbox)
         defer { removeSubscriber(id) }
-        if let timeout = configuration.callTimeout {
+        if let timeout {
             state.withLock { l in
                 l.queryDeadlines[id] = QueryDeadline(at: .now + timeout, mailbox: mailbox, udfPath: udfPath)
                 startSweeperLocked(&l)
@@ -178,7 +178,9 @@ final class ClientCore: Sendable {
         let result = OneShot<QueryResult>()
     }
 
-    func request(_ kind: SyncState.RequestKind, udfPath: String, args: [String: ConvexValue]) async -> QueryResult {
+    func request(_ kind: SyncState.RequestKind, udfPath: String, args: [String: ConvexValue], timeout: Duration?)
+        async -> QueryResult
+    {
         let call = PendingCall()
         let what = kind == .mutation ? "mutation" : "action"
         return await withTaskCancellationHandler {
@@ -186,7 +188,7 @@ final class ClientCore: Sendable {
                 let (id, effects) = l.sync.request(kind, udfPath: udfPath, args: args)
                 l.waiters[id] = call
                 call.id.withLock { $0 = id }
-                if let timeout = configuration.callTimeout {
+                if let timeout {
                     l.callDeadlines[id] = CallDeadline(at: .now + timeout, call: call, what: what, udfPath: udfPath)
                     startSweeperLocked(&l)
                 }
@@ -207,8 +209,8 @@ final class ClientCore: Sendable {
 
     /// Starts the deadline sweeper if it is not running; it stops itself when no deadline is left.
     private func startSweeperLocked(_ l: inout Locked) {
-        guard l.sweeper == nil, l.sync.phase != .closed, let timeout = configuration.callTimeout else { return }
-        let tick = max(min(timeout / 10, .milliseconds(100)), .milliseconds(1))
+        guard l.sweeper == nil, l.sync.phase != .closed else { return }
+        let tick = max(min((configuration.callTimeout ?? .seconds(1)) / 10, .milliseconds(100)), .milliseconds(1))
         l.sweeper = Task { [self] in await sweepDeadlines(every: tick) }
     }
 

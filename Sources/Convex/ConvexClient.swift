@@ -98,10 +98,11 @@ public final class ConvexClient: Sendable {
     ///
     /// Answered from a live subscription of the same query when there is one, else by a short subscription.
     /// - Throws: ``ConvexClientError`` (function failures keep the deployment's message and `ConvexError` data).
-    public func query(_ name: String, with args: [String: ConvexValue] = [:]) async throws(ConvexClientError)
-        -> ConvexValue
+    /// - Parameter timeout: this call's deadline instead of ``ConvexClientConfiguration/callTimeout``.
+    public func query(_ name: String, with args: [String: ConvexValue] = [:], timeout: Duration? = nil)
+        async throws(ConvexClientError) -> ConvexValue
     {
-        try await core.queryOnce(udfPath: name, args: args).get()
+        try await core.queryOnce(udfPath: name, args: args, timeout: timeout ?? core.configuration.callTimeout).get()
     }
 
     /// Runs mutation `name` and returns its result once the client's view includes the mutation's commit
@@ -111,22 +112,24 @@ public final class ConvexClient: Sendable {
     /// exactly once.
     /// - Throws: ``ConvexClientError``; ``ConvexClientError/Code/timeout`` and ``ConvexClientError/Code/unreachable``
     ///   say in their message whether the mutation was ever sent.
+    /// - Parameter timeout: this call's deadline instead of ``ConvexClientConfiguration/callTimeout``.
     @discardableResult
-    public func mutation(_ name: String, with args: [String: ConvexValue] = [:]) async throws(ConvexClientError)
-        -> ConvexValue
+    public func mutation(_ name: String, with args: [String: ConvexValue] = [:], timeout: Duration? = nil)
+        async throws(ConvexClientError) -> ConvexValue
     {
-        try await core.request(.mutation, udfPath: name, args: args).get()
+        try await core.request(.mutation, udfPath: name, args: args, timeout: timeout ?? core.configuration.callTimeout).get()
     }
 
     /// Runs action `name` and returns its result. Discard the result for the `Void` form.
     ///
     /// An action is never resent: if the connection drops while it runs, the call throws
     /// ``ConvexClientError/Code/connectionLost`` (the action may or may not have run).
+    /// - Parameter timeout: this call's deadline instead of ``ConvexClientConfiguration/callTimeout``.
     @discardableResult
-    public func action(_ name: String, with args: [String: ConvexValue] = [:]) async throws(ConvexClientError)
-        -> ConvexValue
+    public func action(_ name: String, with args: [String: ConvexValue] = [:], timeout: Duration? = nil)
+        async throws(ConvexClientError) -> ConvexValue
     {
-        try await core.request(.action, udfPath: name, args: args).get()
+        try await core.request(.action, udfPath: name, args: args, timeout: timeout ?? core.configuration.callTimeout).get()
     }
 
     // MARK: Authentication

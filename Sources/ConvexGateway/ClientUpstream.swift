@@ -43,7 +43,7 @@ public final class ClientUpstream: ConvexUpstream {
                 for await result in results {
                     switch result {
                     case .success(let value): continuation.yield(.value(value))
-                    case .failure(let error): continuation.yield(.failure(Self.failure(error)))
+                    case .failure(let error): continuation.yield(.failure(Self.failure(error, timeout: nil)))
                     }
                 }
                 continuation.finish()
@@ -52,27 +52,18 @@ public final class ClientUpstream: ConvexUpstream {
         }
     }
 
-    public func query(_ function: String, args: ConvexValue) async throws(UpstreamFailure) -> ConvexValue {
+    public func call(_ kind: CallKind, _ function: String, args: ConvexValue, timeout: Duration)
+        async throws(UpstreamFailure) -> ConvexValue
+    {
+        let fields = Self.fields(args)
         do {
-            return try await client.query(function, with: Self.fields(args))
+            switch kind {
+            case .query: return try await client.query(function, with: fields, timeout: timeout)
+            case .mutation: return try await client.mutation(function, with: fields, timeout: timeout)
+            case .action: return try await client.action(function, with: fields, timeout: timeout)
+            }
         } catch {
-            throw Self.failure(error)
-        }
-    }
-
-    public func mutation(_ function: String, args: ConvexValue) async throws(UpstreamFailure) -> ConvexValue {
-        do {
-            return try await client.mutation(function, with: Self.fields(args))
-        } catch {
-            throw Self.failure(error)
-        }
-    }
-
-    public func action(_ function: String, args: ConvexValue) async throws(UpstreamFailure) -> ConvexValue {
-        do {
-            return try await client.action(function, with: Self.fields(args))
-        } catch {
-            throw Self.failure(error)
+            throw Self.failure(error, timeout: timeout)
         }
     }
 
@@ -97,16 +88,19 @@ public final class ClientUpstream: ConvexUpstream {
         return [:]
     }
 
-    static func failure(_ error: ConvexClientError) -> UpstreamFailure {
+    /// The one conversion of the client's errors into the gateway's upstream failure kinds; `timeout` is the
+    /// deadline the call was given.
+    static func failure(_ error: ConvexClientError, timeout: Duration?) -> UpstreamFailure {
         switch error.code {
         case .convexError: .convexError(message: error.message, data: error.data ?? .null)
         case .unknownFunction: .unknownFunction(message: error.message)
         case .invalidArguments: .invalidArguments(message: error.message)
+        case .functionFailed: .functionFailed(message: error.message)
         case .unreachable, .clientClosed, .cancelled, .invalidURL: .unavailable(error.message)
         case .connectionLost: .connectionLost(error.message)
-        case .timeout: .timeout(seconds: 0)
+        case .timeout: timeout.map { .timeout(seconds: $0.seconds) } ?? .unexpected(error.message)
         case .authenticationFailed: .unauthenticated(error.message)
-        default: .functionFailed(message: error.message)
+        default: .unexpected("\(error.code): \(error.message)")
         }
     }
 }
@@ -137,9 +131,9 @@ struct UnavailableUpstream: ConvexUpstream {
     func subscribe(_ function: String, args: ConvexValue) -> AsyncStream<UpstreamResult> {
         AsyncStream { $0.finish() }
     }
-    func query(_ function: String, args: ConvexValue) async throws(UpstreamFailure) -> ConvexValue { throw .unavailable(reason) }
-    func mutation(_ function: String, args: ConvexValue) async throws(UpstreamFailure) -> ConvexValue { throw .unavailable(reason) }
-    func action(_ function: String, args: ConvexValue) async throws(UpstreamFailure) -> ConvexValue { throw .unavailable(reason) }
+    func call(_ kind: CallKind, _ function: String, args: ConvexValue, timeout: Duration) async throws(UpstreamFailure)
+        -> ConvexValue
+    { throw .unavailable(reason) }
     var isConnected: Bool { false }
     func waitUntilConnected(timeout: Duration) async -> Bool { false }
     func close() async {}

@@ -6,7 +6,8 @@ import Synchronization
 /// The HTTP gateway: `GatewayCore` served by libmicrohttpd, with SSE heartbeats and idle upstream clean-up.
 ///
 /// ```swift
-/// let gateway = Gateway(configuration: configuration, logger: logger) { identity in makeUpstream(identity) }
+/// let upstreams = try ClientUpstream.factory(deploymentUrl: "http://127.0.0.1:3210", logger: logger)
+/// let gateway = Gateway(configuration: GatewayConfiguration(), logger: logger, upstreamFactory: upstreams)
 /// try gateway.start()
 /// // … gateway.port …
 /// await gateway.shutdown()
@@ -102,14 +103,13 @@ public final class Gateway: Sendable {
         for field in request.headers where headers[field.name.lowercased()] == nil {
             headers[field.name.lowercased()] = field.value
         }
-        var gatewayRequest = GatewayRequest(
+        let gatewayRequest = GatewayRequest(
             method: request.method,
             rawPath: request.rawPath.map(String.init) ?? request.path,
-            query: request.queryItems.map { (name: $0.name, value: $0.value) },
+            rawQuery: request.rawQuery.map(String.init),
             headers: headers,
-            body: request.body)
-        gatewayRequest.remoteAddress = request.remoteAddress
-        gatewayRequest.rawQuery = request.rawQuery.map(String.init)
+            body: request.body,
+            remoteAddress: request.remoteAddress)
         switch core.handle(gatewayRequest) {
         case .respond(let response):
             responder.respond(HTTPResponse(response))

@@ -73,6 +73,10 @@ extension GatewayError {
         GatewayError(status: 400, code: .malformedJSON, message: "\(what) is not valid JSON: \(error.message) (at \(error.path))")
     }
 
+    public static func unauthenticated(_ message: String) -> GatewayError {
+        GatewayError(status: 401, code: .unauthenticated, message: message, headers: [("WWW-Authenticate", "Bearer")])
+    }
+
     public static func routeNotFound(_ path: String) -> GatewayError {
         GatewayError(status: 404, code: .routeNotFound, message: "No route for \(path)")
     }

@@ -6,10 +6,10 @@ import Synchronization
 /// are answered with one prepared libmicrohttpd response per value — no routing, argument parsing, rendering or
 /// copying per request.
 ///
-/// It gives the same answer full handling would give. It applies only where the answer depends on the target alone:
-/// `GET` without `Authorization` (anonymous), without `Accept: text/event-stream`, without an `Origin` when CORS is on,
-/// with the API key when one is required, with no rate limit configured, and with the function spec unchanged since
-/// the target was remembered. Anything else, and any target not remembered, takes full handling.
+/// It gives the same answer full handling would give. It asks the same access stage (CORS, API key, rate limit) as
+/// full handling does, and applies only where the rest of the answer depends on the target alone: `GET` without
+/// `Authorization` (anonymous), without `Accept: text/event-stream`, and with the function spec unchanged since the
+/// target was remembered. Anything else, and any target not remembered, takes full handling.
 final class HotQueries: Sendable {
     /// What a remembered target resolved to.
     final class Route: Sendable {
@@ -18,8 +18,12 @@ final class HotQueries: Sendable {
         let live: LiveResult
         /// The function spec's generation the arguments were coerced with.
         let specGeneration: UInt64
-        /// The prepared answer and the subscription revision it holds.
-        let prepared = Mutex<(revision: UInt64, response: HTTPPreparedResponse)?>(nil)
+        /// The prepared answers of one subscription revision, by the access stage's headers (CORS headers differ per
+        /// allowed origin when origins are echoed).
+        let prepared = Mutex<(revision: UInt64, byHeaders: [String: HTTPPreparedResponse])?>(nil)
+
+        /// Distinct header sets prepared per revision at most; past that, answers are built per request.
+        static let headerVariants = 32
 
         init(key: SubscriptionHub.Key, format: OutputFormat, live: LiveResult, specGeneration: UInt64) {
             self.key = key
@@ -38,7 +42,7 @@ final class HotQueries: Sendable {
     let recorder: GatewayMetrics.RequestRecorder
 
     init(metrics: GatewayMetrics) {
-        recorder = metrics.requestRecorder(route: GatewayCore.Route.queryTemplate, status: 200)
+        recorder = metrics.requestRecorder(route: ConvexGateway.Route.queryTemplate, status: 200)
     }
 
     var count: Int { routes.withLock { $0.count } }
@@ -71,50 +75,62 @@ extension GatewayCore {
         let started = ContinuousClock.now
         guard request.method == "GET", let target = request.target, let route = hotQueries.route(for: target)
         else { return nil }
-        guard hotPathApplies(to: request) else { return nil }
+        // The parse stage's conditions for an answer that depends on the target alone.
+        guard !request.hasHeader("Authorization"), !ParsedRequest.acceptsEventStream(request.header("Accept"))
+        else { return nil }
         guard route.specGeneration == (functionSpecs?.generation ?? 0), let revision = route.live.revision else {
             hotQueries.forget(route, for: target)
             return nil
         }
+        // Asked last, after every check that can decline, so the rate limit counts the request once.
+        let path = target.firstIndex(of: "?").map { target[..<$0] } ?? target[...]
+        let accessHeaders: [(String, String)]
+        switch access.decide(
+            method: request.method, path: path, remoteAddress: request.remoteAddress, header: request.header)
+        {
+        case .answer(let refusal):
+            let context = ResponseContext(template: Route.queryTemplate, startedAt: started, headers: [])
+            return try? HTTPPreparedResponse(HTTPResponse(finish(refusal, context)))
+        case .proceed(let headers):
+            accessHeaders = headers
+        }
         route.live.touch(at: started)
+        let variant = accessHeaders.map { "\($0.0): \($0.1)" }.joined(separator: "\n")
         let prepared: HTTPPreparedResponse
-        if let held = route.prepared.withLock({ $0 }), held.revision == revision {
-            prepared = held.response
+        if let held = route.prepared.withLock({ $0 }), held.revision == revision, let response = held.byHeaders[variant] {
+            prepared = response
         } else {
             // Rendered after the revision was read, so it is at least as new as that revision.
             guard let current = hub.currentBody(for: route.key, format: route.format),
-                case .value = current.snapshot.result,
-                let made = try? HTTPPreparedResponse(
-                    HTTPResponse(response(for: current.snapshot, body: current.body, format: route.format)))
+                case .value = current.snapshot.result
             else { return nil }
-            route.prepared.withLock { $0 = (revision, made) }
+            var response = self.response(for: current.snapshot, body: current.body, format: route.format)
+            response.headers += accessHeaders
+            guard let made = try? HTTPPreparedResponse(HTTPResponse(response)) else { return nil }
+            route.prepared.withLock { held in
+                if held == nil || held!.revision < revision { held = (revision, [:]) }
+                if held!.revision == revision && held!.byHeaders.count < HotQueries.Route.headerVariants {
+                    held!.byHeaders[variant] = made
+                }
+            }
             prepared = made
         }
         hotQueries.recorder.record(.now - started)
         return prepared
     }
 
-    /// Called by full handling when it answered a `GET` from a live subscription: remembers the target when its
-    /// answer depends on the target alone.
-    func rememberHotTarget(
-        _ request: GatewayRequest, identity: UpstreamIdentity, key: SubscriptionHub.Key, format: OutputFormat,
-        live: LiveResult, specGeneration: UInt64
-    ) {
-        guard request.method == "GET", identity == .anonymous, !access.screensEveryRequest else { return }
-        let target = request.target
-        // Requests the hot path declines (an Origin with CORS on, say) come through here every time: keep what is
-        // remembered, with its prepared response, while it still holds.
+    /// Called by full handling when it answered a `GET` from a live subscription: remembers the target when the
+    /// answer depends on the target alone (an anonymous caller).
+    func rememberHotTarget(_ request: ParsedRequest, key: SubscriptionHub.Key, live: LiveResult, specGeneration: UInt64) {
+        guard request.method == "GET", request.identity == .anonymous else { return }
+        let target = request.request.target
+        // Requests the hot path declines come through here every time: keep what is remembered, with its prepared
+        // responses, while it still holds.
         if let known = hotQueries.route(for: target), known.live === live, known.specGeneration == specGeneration {
             return
         }
         hotQueries.remember(
-            HotQueries.Route(key: key, format: format, live: live, specGeneration: specGeneration), for: target)
-    }
-
-    /// Whether the headers leave the answer to depend on the target alone: an anonymous caller, no event stream, and
-    /// access controls that pass without a trace (the rest of the conditions are checked by the caller).
-    private func hotPathApplies(to request: HTTPRequestHead) -> Bool {
-        !request.hasHeader("Authorization") && !Self.acceptsEventStream(request.header("Accept"))
-            && access.passesUnchanged(header: request.header)
+            HotQueries.Route(key: key, format: request.format, live: live, specGeneration: specGeneration),
+            for: target)
     }
 }

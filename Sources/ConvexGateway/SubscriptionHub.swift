@@ -1,3 +1,4 @@
+import ConvexSyncProtocol
 import ConvexValues
 import Foundation
 import Logging
@@ -26,9 +27,9 @@ public final class SubscriptionHub: Sendable {
         /// Canonical Convex JSON of the arguments: sorted keys, exact numbers.
         public var canonicalArgs: [UInt8]
 
-        public init(identity: String, function: FunctionPath, args: ConvexValue) {
+        public init(identity: String, function: UdfPath, args: ConvexValue) {
             self.identity = identity
-            self.function = function.description
+            self.function = function.canonical
             self.canonicalArgs = args.convexJSON()
         }
     }

@@ -6,15 +6,21 @@ public protocol ConvexUpstream: Sendable {
     /// A live subscription: the current result at once, then one result per change, until the iteration ends.
     /// Function failures arrive as `.failure` elements and the subscription carries on.
     func subscribe(_ function: String, args: ConvexValue) -> AsyncStream<UpstreamResult>
-    func query(_ function: String, args: ConvexValue) async throws(UpstreamFailure) -> ConvexValue
-    func mutation(_ function: String, args: ConvexValue) async throws(UpstreamFailure) -> ConvexValue
-    func action(_ function: String, args: ConvexValue) async throws(UpstreamFailure) -> ConvexValue
+    /// One call of a query, mutation or action, answered within `timeout` (the gateway's one deadline) or failed
+    /// with ``UpstreamFailure/timeout(seconds:)`` naming it.
+    func call(_ kind: CallKind, _ function: String, args: ConvexValue, timeout: Duration) async throws(UpstreamFailure)
+        -> ConvexValue
     /// Whether the connection to the deployment is up.
     var isConnected: Bool { get }
     /// Waits up to `timeout` for the connection to be up; false when it is not.
     func waitUntilConnected(timeout: Duration) async -> Bool
     /// Closes the connection and ends every subscription.
     func close() async
+}
+
+/// The kind of a one-shot upstream call.
+public enum CallKind: String, Sendable, Hashable {
+    case query, mutation, action
 }
 
 /// One element of a live subscription.
@@ -41,6 +47,8 @@ public enum UpstreamFailure: Error, Sendable, Hashable {
     case timeout(seconds: Double)
     /// The deployment refused the caller's credentials.
     case unauthenticated(String)
+    /// A failure of no kind the gateway knows; the client sees a generic 500, the detail goes to the log only.
+    case unexpected(String)
 }
 
 extension UpstreamFailure {
@@ -62,8 +70,32 @@ extension UpstreamFailure {
         case .timeout(let seconds):
             return .upstreamTimeout(seconds: seconds)
         case .unauthenticated(let detail):
-            return GatewayError(
-                status: 401, code: .unauthenticated, message: detail, headers: [("WWW-Authenticate", "Bearer")])
+            return .unauthenticated(detail)
+        case .unexpected:
+            return .internalError
         }
+    }
+
+    /// The function never ran: it is unknown, or its arguments were refused. A fresher function spec may help.
+    public var ranNoFunction: Bool {
+        switch self {
+        case .unknownFunction, .invalidArguments: true
+        default: false
+        }
+    }
+
+    /// A first result that means the stream can never deliver (unknown function, bad arguments, refused
+    /// credentials): answered as a plain HTTP error, so an `EventSource` stops instead of reconnecting forever.
+    public var refusesStream: Bool {
+        switch self {
+        case .unknownFunction, .invalidArguments, .unauthenticated: true
+        default: false
+        }
+    }
+
+    /// Detail for the log when the client is shown less (``unexpected(_:)``).
+    var logDetail: String? {
+        if case .unexpected(let detail) = self { return detail }
+        return nil
     }
 }

@@ -5,6 +5,12 @@ import CMicroHTTPDShim
 /// thread is libmicrohttpd's rule (resume: any thread; everything else: the connection's thread).
 struct ConnectionHandle: @unchecked Sendable {
     let raw: OpaquePointer
+
+    /// The client's address and port (cached per TCP connection); call on the connection's thread.
+    var remote: (host: String, port: UInt16)? {
+        guard let context = cmhd_connection_socket_context(raw) else { return nil }
+        return Unmanaged<ConnectionContext>.fromOpaque(context).takeUnretainedValue().remote(of: self)
+    }
 }
 
 /// Per-TCP-connection state, created in the connection-started notification and released when the

@@ -270,10 +270,7 @@ final class Exchange: @unchecked Sendable {
             _ = MHD_get_connection_values_n(
                 connection.raw, MHD_ValueKind.GET_ARGUMENT_KIND, queryIteratorThunk, pointer)
         }
-        var remote: (host: String, port: UInt16)?
-        if let context = cmhd_connection_socket_context(connection.raw) {
-            remote = Unmanaged<ConnectionContext>.fromOpaque(context).takeUnretainedValue().remote(of: connection)
-        }
+        let remote = connection.remote
         return HTTPRequest(
             method: method.map { String(cString: $0) } ?? "",
             path: url.map { String(cString: $0) } ?? "",

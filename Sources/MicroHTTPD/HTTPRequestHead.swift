@@ -18,6 +18,9 @@ public struct HTTPRequestHead {
         MHD_lookup_connection_value(connection.raw, MHD_ValueKind.HEADER_KIND, name).map { String(cString: $0) }
     }
 
+    /// The client's numeric IP address, as ``HTTPRequest/remoteAddress`` gives it.
+    public var remoteAddress: String? { connection.remote?.host }
+
     /// Whether a header field named `name` (ASCII case-insensitive) was sent.
     public func hasHeader(_ name: String) -> Bool {
         MHD_lookup_connection_value(connection.raw, MHD_ValueKind.HEADER_KIND, name) != nil

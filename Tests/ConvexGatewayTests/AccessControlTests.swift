@@ -199,9 +199,7 @@ struct AccessScreenTests {
     static func request(
         _ path: String, method: String = "GET", headers: [String: String] = [:], remote: String? = "127.0.0.1"
     ) -> GatewayRequest {
-        var request = GatewayRequest(method: method, rawPath: path, query: [], headers: headers, body: [])
-        request.remoteAddress = remote
-        return request
+        GatewayRequest(method: method, rawPath: path, headers: headers, remoteAddress: remote)
     }
 
     @Test func apiKeyGuardsEverythingButProbesAndTheContract() throws {
@@ -265,19 +263,50 @@ struct AccessScreenTests {
     }
 }
 
-struct QueryTextTests {
+/// The access stage's decision read as the tests ask it: the answer to send instead, or the headers to add.
+extension AccessControl {
+    func screen(_ request: GatewayRequest) -> GatewayResponse? {
+        if case .answer(let response) = decide(request) { return response }
+        return nil
+    }
+
+    func responseHeaders(for request: GatewayRequest) -> [(String, String)] {
+        if case .proceed(let headers) = decide(request) { return headers }
+        return []
+    }
+}
+
+struct QueryStringTests {
     @Test(arguments: [
-        ("a=1&b=%C3%A9", true), ("args=%7B%22a%22%3A1%7D", true), ("x=%zz&y=%", true), ("p=a+b", true), ("", true),
+        ("a=1&b=%C3%A9", true), ("args=%7B%22a%22%3A1%7D", true), ("p=a+b", true), ("", true), ("a&&b=", true),
         ("a=%FF", false), ("%C0%AF=1", false), ("t=%E2%82", false), ("ok=1&bad=%ED%A0%80", false),
+        ("x=%zz", false), ("y=%", false), ("z=%4", false),
     ])
     func acceptsOnlyUTF8(query: String, valid: Bool) {
-        #expect((QueryText.validate(query) == nil) == valid, "\(query)")
+        #expect(((try? QueryString(raw: query[...])) != nil) == valid, "\(query)")
+    }
+
+    @Test func decodesOnceWithPlusAsSpace() throws {
+        let query = try QueryString(raw: "division=AL+Central&zip=02139&flag&e=%25%2B&=v")
+        #expect(
+            query.parameters == [
+                .init(name: "division", value: "AL Central"), .init(name: "zip", value: "02139"),
+                .init(name: "flag", value: nil), .init(name: "e", value: "%+"), .init(name: "", value: "v"),
+            ])
     }
 
     @Test func namesTheParameter() throws {
-        let error = try #require(QueryText.validate("good=1&bad=%FF"))
-        #expect(error.status == 400)
-        #expect(error.code == .invalidArguments)
-        #expect(error.message.contains("'bad'"))
+        #expect {
+            try QueryString(raw: "good=1&bad=%FF")
+        } throws: { error in
+            guard let error = error as? GatewayError else { return false }
+            return error.status == 400 && error.code == .invalidArguments && error.message.contains("'bad'")
+                && error.message.contains("UTF-8")
+        }
+        #expect {
+            try QueryString(raw: "good=1&odd=%zz")
+        } throws: { error in
+            (error as? GatewayError)?.message.contains("'odd' has a malformed percent-escape") == true
+        }
     }
 }

@@ -1,3 +1,4 @@
+import ConvexSyncProtocol
 import ConvexGateway
 import ConvexValues
 import Foundation
@@ -116,13 +117,13 @@ struct ArgumentCoercionTests {
             """#
         let spec = try FunctionSpec(specJSON: ConvexValue(convexJSON: Array(json.utf8)))
         #expect(spec.functions.count == 2)
-        let update = try #require(spec.publicFunction(FunctionPath(parsing: "teams:update")))
+        let update = try #require(spec.publicFunction(UdfPath(parsing: "teams:update")))
         #expect(update.kind == .mutation)
         #expect(update.returns == .union([.null, .id(table: "teams")]))
-        #expect(spec.publicFunction(try FunctionPath(parsing: "teams:secret")) == nil)
-        let coerced = try spec.coerce(["team": ["wins": 81.0, "logo": "AQ=="]], for: FunctionPath(parsing: "teams.js:update"))
+        #expect(spec.publicFunction(try UdfPath(parsing: "teams:secret")) == nil)
+        let coerced = try spec.coerce(["team": ["wins": 81.0, "logo": "AQ=="]], for: UdfPath(parsing: "teams.js:update"))
         #expect(coerced == ["team": ["wins": .int64(81), "logo": .bytes(Data([1]))]])
         // Unknown functions pass through.
-        #expect(try spec.coerce(["x": 1.0], for: FunctionPath(parsing: "other:fn")) == ["x": 1.0])
+        #expect(try spec.coerce(["x": 1.0], for: UdfPath(parsing: "other:fn")) == ["x": 1.0])
     }
 }

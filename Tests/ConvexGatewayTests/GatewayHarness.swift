@@ -23,6 +23,7 @@ struct GatewayHarness: Sendable {
         deploymentURL: String? = nil,
         adminKey: String? = nil,
         functions: FunctionRegistry = FunctionRegistry(),
+        configureClient: (inout ConvexClientConfiguration) -> Void = { _ in },
         _ body: (GatewayHarness) async throws -> T
     ) async throws -> T {
         let deployment = try await LocalDeployment.start(port: 0, adminKey: adminKey, functions: functions, logger: quietLogger)
@@ -39,6 +40,7 @@ struct GatewayHarness: Sendable {
         configure(&configuration)
         var clientConfiguration = ConvexClientConfiguration()
         clientConfiguration.connectTimeout = .seconds(10)
+        configureClient(&clientConfiguration)
         let factory = try ClientUpstream.factory(
             deploymentUrl: deploymentURL ?? deployment.url, configuration: clientConfiguration, logger: quietLogger)
         let gateway = Gateway(configuration: configuration, logger: quietLogger, upstreamFactory: factory)

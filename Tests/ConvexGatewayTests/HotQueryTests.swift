@@ -1,3 +1,4 @@
+import ConvexSyncProtocol
 import ConvexValues
 import Foundation
 import TestSupport
@@ -157,7 +158,7 @@ struct HotQueryTests {
 
     @Test func rememberedTargetsAreBounded() throws {
         let hot = HotQueries(metrics: GatewayMetrics())
-        let key = SubscriptionHub.Key(identity: "", function: try FunctionPath(parsing: "m:f"), args: [:])
+        let key = SubscriptionHub.Key(identity: "", function: try UdfPath(parsing: "m:f"), args: [:])
         var retired: [LiveResult] = []
         for i in 0..<HotQueries.capacity {
             let live = LiveResult()

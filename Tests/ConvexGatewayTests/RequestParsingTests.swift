@@ -1,4 +1,6 @@
+import ConvexSyncProtocol
 import ConvexValues
+import Foundation
 import Testing
 
 @testable import ConvexGateway
@@ -12,27 +14,37 @@ import Testing
         ("a-b/c_d:_x1", "a-b/c_d", "_x1"),
     ])
     func accepts(text: String, module: String, function: String) throws {
-        let path = try FunctionPath(parsing: text)
+        let path = try UdfPath(parsing: text)
         #expect(path.module == module)
         #expect(path.function == function)
+        #expect(try Route(rawPath: "/query/\(text)"[...]) == .query(path))
     }
 
-    @Test(arguments: ["", ":list", "a::b", "../etc:passwd", "a//b:c", "a/./b:c", "a:1x", "a:b-c", "a b:c", "a:__", "a\u{0}:b", "é:x"])
+    @Test(arguments: [
+        "", ":list", "a::b", "../etc:passwd", "a//b:c", "a/./b:c", "a:1x", "a:b-c", "a b:c", "a:__", "a\u{0}:b", "é:x",
+        "m.ts:f", "a:", String(repeating: "m", count: 1020), String(repeating: "m", count: 1025),
+    ])
     func rejects(text: String) {
+        #expect(throws: UdfPathError.self) { try UdfPath(parsing: text) }
         #expect {
-            try FunctionPath(parsing: text)
+            try Route(rawPath: "/subscribe/\(text)"[...])
         } throws: { error in
             (error as? GatewayError)?.status == 400 && (error as? GatewayError)?.code == .invalidFunctionPath
         }
     }
 }
 
-@Suite struct RequestArgumentsTests {
-    @Test func queryParametersCoerceJSONLiteralsAndKeepOtherTextAsStrings() throws {
-        let args = try RequestArguments.fromQuery([
-            ("n", "5"), ("ok", "true"), ("none", "null"), ("name", "Bob"), ("code", "\"007\""),
-            ("tags", "[\"a\",1]"), ("empty", ""), ("big", "{\"$integer\":\"BQAAAAAAAAA=\"}"), ("format", "clean"),
-        ])
+@Suite struct ArgumentStageTests {
+    static func query(_ items: [(String, String?)]) -> QueryString {
+        QueryString(items.map { QueryString.Parameter(name: $0.0, value: $0.1) })
+    }
+
+    @Test func withoutASpecJSONLiteralsAreGuessedAndOtherTextStaysAString() throws {
+        let args = try ArgumentStage.fromQuery(
+            Self.query([
+                ("n", "5"), ("ok", "true"), ("none", "null"), ("name", "Bob"), ("code", "\"007\""),
+                ("tags", "[\"a\",1]"), ("empty", ""), ("big", "{\"$integer\":\"BQAAAAAAAAA=\"}"), ("format", "clean"),
+            ]))
         #expect(
             args
                 == .object([
@@ -42,8 +54,46 @@ import Testing
                 ]))
     }
 
+    /// The spec is consulted before anything is guessed: a string argument gets the text as sent.
+    @Test func theFunctionSpecDecidesWhatEachParameterIs() throws {
+        let validator = SpecValidator.object([
+            "division": .init(.string), "zip": .init(.string), "id": .init(.id(table: "teams")),
+            "wins": .init(.float64), "n": .init(.int64), "big": .init(.int64), "ok": .init(.boolean),
+            "tags": .init(.array(.string)), "team": .init(.object(["name": .init(.string)])),
+            "either": .init(.union([.string, .float64])), "raw": .init(.bytes), "free": .init(.any),
+        ])
+        let args = try ArgumentStage.fromQuery(
+            Self.query([
+                ("division", "12345"), ("zip", "02139"), ("id", "true"), ("wins", "81"), ("n", "-7"),
+                ("big", "9007199254740993"), ("ok", "false"), ("tags", #"["a","b"]"#), ("team", #"{"name":"x"}"#),
+                ("either", "12"), ("raw", "AQI="), ("free", "3"), ("unknown", "4"),
+            ]), validator: validator)
+        #expect(
+            args
+                == .object([
+                    "division": .string("12345"), "zip": .string("02139"), "id": .string("true"),
+                    "wins": .float64(81), "n": .string("-7"), "big": .string("9007199254740993"),
+                    "ok": .boolean(false), "tags": .array([.string("a"), .string("b")]),
+                    "team": .object(["name": .string("x")]), "either": .string("12"), "raw": .string("AQI="),
+                    "free": .float64(3), "unknown": .float64(4),
+                ]))
+        // Then ArgumentCoercion makes the int64 and bytes values exact.
+        let typed = try ArgumentCoercion.coerce(arguments: args, validator: validator)
+        #expect(typed["n"] == .int64(-7))
+        #expect(typed["big"] == .int64(9_007_199_254_740_993))
+        #expect(typed["raw"] == .bytes(Data([1, 2])))
+    }
+
+    @Test func textAValidatorCannotReadIsLeftForTheDeploymentToRefuse() {
+        let validator = SpecValidator.object(["wins": .init(.float64), "ok": .init(.boolean)])
+        #expect(
+            (try? ArgumentStage.fromQuery(Self.query([("wins", "many"), ("ok", "yes")]), validator: validator))
+                == .object(["wins": .string("many"), "ok": .string("yes")]))
+    }
+
     @Test func argsParameterTakesAJSONObject() throws {
-        let args = try RequestArguments.fromQuery([("args", #"{"division":"AL Central","n":{"$integer":"AQAAAAAAAAA="}}"#)])
+        let args = try ArgumentStage.fromQuery(
+            Self.query([("args", #"{"division":"AL Central","n":{"$integer":"AQAAAAAAAAA="}}"#)]))
         #expect(args == .object(["division": .string("AL Central"), "n": .int64(1)]))
     }
 
@@ -57,7 +107,7 @@ import Testing
     ] as [([(String, String?)], String)])
     func badQueryStringsAre400(items: [(String, String?)], message: String) {
         #expect {
-            try RequestArguments.fromQuery(items.map { (name: $0.0, value: $0.1) })
+            try ArgumentStage.fromQuery(Self.query(items))
         } throws: { error in
             guard let e = error as? GatewayError else { return false }
             return e.status == 400 && e.message == message
@@ -65,13 +115,17 @@ import Testing
     }
 
     @Test func bodyMustBeAnObjectAndEmptyMeansNoArguments() throws {
-        #expect(try RequestArguments.fromBody([]) == .object([:]))
-        #expect(try RequestArguments.fromBody(Array(" \n".utf8)) == .object([:]))
-        #expect(try RequestArguments.fromBody(Array(#"{"wins":81}"#.utf8)) == .object(["wins": .float64(81)]))
-        #expect(throws: GatewayError.self) { try RequestArguments.fromBody(Array("[1]".utf8)) }
-        #expect(throws: GatewayError.self) { try RequestArguments.fromBody(Array("{\"a\":".utf8)) }
+        func body(_ text: String) throws -> ConvexValue {
+            guard case .body(let value) = try ArgumentStage.input(fromBody: Array(text.utf8)) else { return .null }
+            return value
+        }
+        #expect(try body("") == .object([:]))
+        #expect(try body(" \n") == .object([:]))
+        #expect(try body(#"{"wins":81}"#) == .object(["wins": .float64(81)]))
+        #expect(throws: GatewayError.self) { try body("[1]") }
+        #expect(throws: GatewayError.self) { try body("{\"a\":") }
         let deep = String(repeating: "[", count: 70) + String(repeating: "]", count: 70)
-        #expect(throws: GatewayError.self) { try RequestArguments.fromBody(Array("{\"a\":\(deep)}".utf8)) }
+        #expect(throws: GatewayError.self) { try body("{\"a\":\(deep)}") }
     }
 }
 

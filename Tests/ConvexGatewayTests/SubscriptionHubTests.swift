@@ -1,3 +1,4 @@
+import ConvexSyncProtocol
 import ConvexValues
 import Logging
 import Synchronization
@@ -34,9 +35,9 @@ final class ScriptedUpstream: ConvexUpstream {
         for c in continuations.withLock({ Array($0.values) }) { c.finish() }
     }
 
-    func query(_ function: String, args: ConvexValue) async throws(UpstreamFailure) -> ConvexValue { .null }
-    func mutation(_ function: String, args: ConvexValue) async throws(UpstreamFailure) -> ConvexValue { .null }
-    func action(_ function: String, args: ConvexValue) async throws(UpstreamFailure) -> ConvexValue { .null }
+    func call(_ kind: CallKind, _ function: String, args: ConvexValue, timeout: Duration) async throws(UpstreamFailure)
+        -> ConvexValue
+    { .null }
     var isConnected: Bool { true }
     func waitUntilConnected(timeout: Duration) async -> Bool { true }
     func close() async { endAll() }
@@ -66,7 +67,7 @@ func waitUntil(_ condition: () -> Bool) async {
 }
 
 @Suite(.timeLimit(.minutes(1))) struct SubscriptionHubTests {
-    let function = try! FunctionPath(parsing: "messages:list")
+    let function = try! UdfPath(parsing: "messages:list")
 
     func makeHub(keepWarm: Duration = .milliseconds(100), max: Int = 100) -> SubscriptionHub {
         SubscriptionHub(keepWarm: keepWarm, maxSubscriptions: max, metrics: GatewayMetrics(), logger: Logger(label: "test")) {

@@ -31,8 +31,17 @@ extension GatewayError {
     }
 }
 
-/// The access controls in the order a request meets them: CORS origin and preflight, API key, per-client rate
-/// limit, then a check that the query string decodes to UTF-8 (see ``QueryText``). The function allowlist and denylist act at the upstream boundary (``FilteredUpstream``), so a refused
+/// What the access stage decided about a request.
+enum AccessDecision {
+    /// The request may go on; `headers` (CORS) go on every answer to it, streams and errors included.
+    case proceed(headers: [(String, String)])
+    /// Answer this instead: a CORS preflight's 204 or a refusal (its CORS headers included).
+    case answer(GatewayResponse)
+}
+
+/// The access stage, in the order a request meets it: CORS origin and preflight, API key, per-client rate limit.
+/// Full handling and the hot `GET` path both ask ``decide(method:path:remoteAddress:header:)``, so the two can never
+/// disagree. The function allowlist and denylist act at the upstream boundary (``FilteredUpstream``), so a refused
 /// function is indistinguishable from an unknown one.
 public final class AccessControl: Sendable {
     public let configuration: AccessConfiguration
@@ -46,56 +55,43 @@ public final class AccessControl: Sendable {
     }
 
     /// Routes that never need the API key: probes, the public contract, and CORS preflights.
-    static let openPaths: Set<String> = ["/healthz", "/readyz", "/openapi.yaml"]
+    static let openPaths: Set<Substring> = ["/healthz", "/readyz", "/openapi.yaml"]
 
-    /// Decides whether the request may go on. Returns the answer to send instead (a preflight's 204 or a refusal),
-    /// or `nil` to continue with normal handling. Never blocks.
-    public func screen(_ request: GatewayRequest) -> GatewayResponse? {
+    /// Decides whether a request may go on, from its method, raw path, client address and headers alone (`header`
+    /// looks a header up by name, case-insensitively). Never blocks; counts the request against the rate limit.
+    func decide(
+        method: String, path: Substring, remoteAddress: @autoclosure () -> String?, header: (String) -> String?
+    ) -> AccessDecision {
         let cors = configuration.cors
-        if cors.isEnabled, let origin = request.header("origin"), !cors.allows(origin: origin) {
-            return refusal(.originNotAllowed(origin))
-        }
-        if request.method == "OPTIONS" && cors.isEnabled {
-            return cors.preflightResponse()
-        }
-        if let key = configuration.apiKey, !Self.openPaths.contains(request.rawPath) {
-            guard let given = request.header(AccessConfiguration.apiKeyHeader.lowercased()) else {
-                return refusal(.invalidAPIKey(missing: true))
+        var headers: [(String, String)] = []
+        if cors.isEnabled, let origin = header("Origin") {
+            guard cors.allows(origin: origin) else { return .answer(refusal(.originNotAllowed(origin))) }
+            headers = cors.responseHeaders(origin: origin)
+            if method == "OPTIONS" {
+                var preflight = cors.preflightResponse()
+                preflight.headers += headers
+                return .answer(preflight)
             }
-            guard key.matches(given.utf8) else { return refusal(.invalidAPIKey(missing: false)) }
+        } else if method == "OPTIONS" && cors.isEnabled {
+            return .answer(cors.preflightResponse())
         }
-        if let rateLimiter, Self.isFunctionRoute(request.rawPath),
-            let retryAfter = rateLimiter.admit(request.remoteAddress)
-        {
-            return refusal(.rateLimited(retryAfter: retryAfter))
+        if let key = configuration.apiKey, !Self.openPaths.contains(path) {
+            guard let given = header(AccessConfiguration.apiKeyHeader) else {
+                return .answer(refusal(.invalidAPIKey(missing: true), headers: headers))
+            }
+            guard key.matches(given.utf8) else { return .answer(refusal(.invalidAPIKey(missing: false), headers: headers)) }
         }
-        if let invalid = QueryText.validate(request.rawQuery) {
-            return refusal(invalid)
+        if let rateLimiter, Self.isFunctionRoute(path), let retryAfter = rateLimiter.admit(remoteAddress()) {
+            return .answer(refusal(.rateLimited(retryAfter: retryAfter), headers: headers))
         }
-        return nil
+        return .proceed(headers: headers)
     }
 
-    /// Whether a per-request control (the rate limit) must see every request, so no answer may skip ``screen(_:)``.
-    var screensEveryRequest: Bool { rateLimiter != nil }
-
-    /// Whether ``screen(_:)`` would let a request with these headers through, on a function route, and
-    /// ``responseHeaders(for:)`` would add nothing — judged from the headers alone, for the hot `GET` path, which
-    /// answers before a ``GatewayRequest`` exists (HotQueries.swift). A control added to `screen` belongs here too.
-    /// The query string is not judged: the hot path only answers targets full handling has already accepted.
-    func passesUnchanged(header: (String) -> String?) -> Bool {
-        if screensEveryRequest { return false }
-        if configuration.cors.isEnabled && header("Origin") != nil { return false }
-        if let key = configuration.apiKey {
-            guard let given = header(AccessConfiguration.apiKeyHeader), key.matches(given.utf8) else { return false }
-        }
-        return true
-    }
-
-    /// Headers to add to every answer to `request` (CORS), streams included.
-    public func responseHeaders(for request: GatewayRequest) -> [(String, String)] {
-        let cors = configuration.cors
-        guard cors.isEnabled, let origin = request.header("origin"), cors.allows(origin: origin) else { return [] }
-        return cors.responseHeaders(origin: origin)
+    /// ``decide(method:path:remoteAddress:header:)`` for a request the server has read whole.
+    func decide(_ request: GatewayRequest) -> AccessDecision {
+        decide(
+            method: request.method, path: request.rawPath[...], remoteAddress: request.remoteAddress,
+            header: request.header)
     }
 
     /// Wraps an upstream so refused functions look unknown; returns it unchanged when every function is allowed.
@@ -103,15 +99,15 @@ public final class AccessControl: Sendable {
         configuration.functions.isOpen ? upstream : FilteredUpstream(base: upstream, filter: configuration.functions)
     }
 
-    static func isFunctionRoute(_ path: String) -> Bool {
+    static func isFunctionRoute(_ path: Substring) -> Bool {
         path.hasPrefix("/query/") || path.hasPrefix("/mutation/") || path.hasPrefix("/action/")
             || path.hasPrefix("/subscribe/")
     }
 
-    private func refusal(_ error: GatewayError) -> GatewayResponse {
+    private func refusal(_ error: GatewayError, headers: [(String, String)] = []) -> GatewayResponse {
         // Refusals are rendered without a value, so the output mode does not matter.
-        GatewayResponse(
-            status: error.status, headers: [("Content-Type", "application/json")] + error.headers,
-            body: error.body { $0.convexJSON() })
+        var response = GatewayResponse.error(error) { $0.convexJSON() }
+        response.headers += headers
+        return response
     }
 }

@@ -46,19 +46,11 @@ struct FilteredUpstream: ConvexUpstream {
         return base.subscribe(function, args: args)
     }
 
-    func query(_ function: String, args: ConvexValue) async throws(UpstreamFailure) -> ConvexValue {
+    func call(_ kind: CallKind, _ function: String, args: ConvexValue, timeout: Duration) async throws(UpstreamFailure)
+        -> ConvexValue
+    {
         try check(function)
-        return try await base.query(function, args: args)
-    }
-
-    func mutation(_ function: String, args: ConvexValue) async throws(UpstreamFailure) -> ConvexValue {
-        try check(function)
-        return try await base.mutation(function, args: args)
-    }
-
-    func action(_ function: String, args: ConvexValue) async throws(UpstreamFailure) -> ConvexValue {
-        try check(function)
-        return try await base.action(function, args: args)
+        return try await base.call(kind, function, args: args, timeout: timeout)
     }
 
     var isConnected: Bool { base.isConnected }

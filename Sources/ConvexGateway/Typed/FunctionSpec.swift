@@ -1,3 +1,4 @@
+import ConvexSyncProtocol
 import ConvexValues
 
 /// A deployment's function spec (`GET/POST /api/function_spec` with the admin key; the shape `npx convex
@@ -35,35 +36,27 @@ public struct FunctionSpec: Sendable, Equatable {
         }
         var functions: [Function] = []
         for entry in entries {
-            guard case .string(let identifier)? = entry["identifier"],
+            guard case .string(let identifier)? = entry["identifier"], let path = UdfPath.canonicalize(identifier),
                 case .string(let type)? = entry["functionType"], let kind = Kind(rawValue: type), kind != .httpAction
             else { continue }
             let visibility: String? = if case .string(let v)? = entry["visibility"]?["kind"] { v } else { nil }
             functions.append(Function(
-                path: Self.gatewayPath(identifier), kind: kind, isPublic: visibility == "public",
+                path: path, kind: kind, isPublic: visibility == "public",
                 args: entry["args"].map { SpecValidator(specJSON: $0) } ?? .any,
                 returns: entry["returns"].map { SpecValidator(specJSON: $0) } ?? .any))
         }
         self.init(functions: functions)
     }
 
-    /// `dir/file.js:fn` → `dir/file:fn`; a bare module means its default export.
-    static func gatewayPath(_ identifier: String) -> String {
-        let parts = identifier.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
-        var module = String(parts[0])
-        if module.hasSuffix(".js") { module.removeLast(3) }
-        return "\(module):\(parts.count == 2 ? String(parts[1]) : "default")"
-    }
-
     /// The public function at `path`, if the spec has one.
-    public func publicFunction(_ path: FunctionPath) -> Function? {
-        guard let function = functions[path.description], function.isPublic else { return nil }
+    public func publicFunction(_ path: UdfPath) -> Function? {
+        guard let function = functions[path.canonical], function.isPublic else { return nil }
         return function
     }
 
     /// Coerces `args` for a call of `path` (see ``ArgumentCoercion``); unchanged when the spec does not know the
     /// function.
-    public func coerce(_ args: ConvexValue, for path: FunctionPath) throws(ArgumentCoercionError) -> ConvexValue {
+    public func coerce(_ args: ConvexValue, for path: UdfPath) throws(ArgumentCoercionError) -> ConvexValue {
         guard let function = publicFunction(path) else { return args }
         return try ArgumentCoercion.coerce(arguments: args, validator: function.args)
     }

@@ -1,33 +1,20 @@
+import ConvexSyncProtocol
 import ConvexValues
 
-/// Typed inputs and the per-deployment OpenAPI document, as used by ``GatewayCore``'s routing.
+/// Typed inputs and the per-deployment OpenAPI document, as the pipeline uses them.
 extension GatewayCore {
-    /// Arguments coerced by the function's validators when a function spec is loaded; unchanged otherwise.
-    func typed(_ function: FunctionPath, _ args: ConvexValue) throws(GatewayError) -> ConvexValue {
-        guard let spec = functionSpecs?.current else { return args }
-        do {
-            return try spec.coerce(args, for: function)
-        } catch {
-            throw error.gatewayError
-        }
-    }
-
-    /// Runs a call; when it fails as an unknown function (404) or with invalid arguments (400) — neither ran the
-    /// function — refetches the spec (rate-limited) and, if the fresh spec coerces the arguments differently, calls
-    /// once more with them.
+    /// Runs a call; when it fails without running the function (unknown function or refused arguments), refetches
+    /// the spec (rate-limited) and, if the fresh spec types the arguments differently, calls once more with them.
     func retryingWithFreshSpec(
-        _ function: FunctionPath, _ args: ConvexValue, _ perform: (ConvexValue) async -> GatewayResponse
-    ) async -> GatewayResponse {
+        _ function: UdfPath, _ input: ArgumentStage.Input, _ args: ConvexValue,
+        _ perform: (ConvexValue) async -> Result<ConvexValue, UpstreamFailure>
+    ) async -> Result<ConvexValue, UpstreamFailure> {
         let first = await perform(args)
-        guard let specs = functionSpecs, first.status == 400 || first.status == 404 else { return first }
-        guard let fresh = await specs.refresh(), let retried = try? fresh.coerce(args, for: function), retried != args
+        guard let specs = functionSpecs, case .failure(let failure) = first, failure.ranNoFunction else { return first }
+        guard let fresh = await specs.refresh(),
+            let retried = try? ArgumentStage.arguments(input, for: function, spec: fresh), retried != args
         else { return first }
         return await perform(retried)
-    }
-
-    /// `functions=1` (or `true`) on `/openapi.yaml` asks for the per-deployment document.
-    static func wantsFunctionsDocument(_ request: GatewayRequest) -> Bool {
-        request.query.contains { $0.name == "functions" && ($0.value == "1" || $0.value == "true") }
     }
 
     /// The per-deployment document (JSON text, which is YAML 1.2), or 404 without a function spec.
@@ -43,12 +30,17 @@ extension GatewayCore {
     }
 }
 
-extension GatewayCore.Route {
+extension ParsedRequest {
+    /// `functions=1` (or `true`) on `/openapi.yaml` asks for the per-deployment document.
+    var wantsFunctionsDocument: Bool {
+        query.values(named: "functions").contains { $0 == "1" || $0 == "true" }
+    }
+
     /// Whether handling this request uses the function spec (so it should wait for the first fetch).
-    func usesFunctionSpec(_ request: GatewayRequest) -> Bool {
-        switch self {
+    var usesFunctionSpec: Bool {
+        switch route {
         case .query, .mutation, .action, .subscribe: true
-        case .openAPI: GatewayCore.wantsFunctionsDocument(request)
+        case .openAPI: wantsFunctionsDocument
         case .health, .ready, .metrics: false
         }
     }

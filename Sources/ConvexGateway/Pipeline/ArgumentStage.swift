@@ -1,0 +1,172 @@
+import ConvexSyncProtocol
+import ConvexValues
+import Foundation
+
+/// The typed-arguments stage: turns what the client sent into the arguments object of a Convex call, consulting
+/// the deployment's function spec when the gateway has one.
+///
+/// - Body: a JSON object (an empty body means `{}`), read with Convex's semantics: numbers are float64, while
+///   `{"$integer": …}`, `{"$float": …}` and `{"$bytes": …}` wrappers are honoured.
+/// - Query string: either `args=<URL-encoded JSON object>`, or one `key=value` parameter per argument. A value stays
+///   text until this stage looks up the argument's validator: `v.string()` and `v.id()` get the text as sent
+///   (`zip=02139` is the string "02139"), `v.int64()` a decimal text exactly, `v.bytes()` base64 text; numbers,
+///   booleans, null, arrays and objects are parsed as JSON. Only where no validator is known is the value guessed:
+///   text that parses as JSON is that JSON value (`n=5` is the number 5), anything else is a string.
+///   `format` is reserved for the output mode.
+///
+/// Then ``ArgumentCoercion`` turns plain JSON into the int64 and bytes values the validators ask for.
+enum ArgumentStage {
+    /// What the client sent, before any validator is consulted (the spec may be refreshed and the stage run again).
+    enum Input: Sendable {
+        case query(QueryString)
+        case body(ConvexValue)
+    }
+
+    /// Query parameters that are never function arguments.
+    static let reservedParameters: Set<String> = ["args", "format"]
+
+    /// The arguments of a call of `function`, typed by `spec` when it knows the function.
+    static func arguments(_ input: Input, for function: UdfPath, spec: FunctionSpec?) throws(GatewayError) -> ConvexValue {
+        let known = spec?.publicFunction(function)
+        let untyped: ConvexValue
+        switch input {
+        case .body(let value): untyped = value
+        case .query(let query): untyped = try fromQuery(query, validator: known?.args)
+        }
+        guard let known else { return untyped }
+        do {
+            return try ArgumentCoercion.coerce(arguments: untyped, validator: known.args)
+        } catch {
+            throw error.gatewayError
+        }
+    }
+
+    /// Reads a request body as JSON, after the size and content-type checks: JSON, a missing type, `text/plain`, or
+    /// curl's default form type (`curl -d '{…}'`) are read as JSON; any other declared type is refused with 415.
+    static func input(fromBody body: [UInt8], contentType: String?, maxBytes: Int) throws(GatewayError) -> Input {
+        if body.count > maxBytes {
+            throw GatewayError.payloadTooLarge(limit: maxBytes)
+        }
+        if let contentType {
+            let mediaType =
+                contentType.split(separator: ";", maxSplits: 1).first.map {
+                    $0.trimmingCharacters(in: .whitespaces).lowercased()
+                } ?? ""
+            let accepted =
+                mediaType == "application/json" || mediaType.hasSuffix("+json") || mediaType == "text/plain"
+                || mediaType == "application/x-www-form-urlencoded" || mediaType.isEmpty
+            guard accepted else { throw GatewayError.unsupportedMediaType(printable(contentType)) }
+        }
+        return try input(fromBody: body)
+    }
+
+    /// Reads a request body as JSON.
+    static func input(fromBody body: [UInt8]) throws(GatewayError) -> Input {
+        if body.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }) {
+            return .body(.object([:]))
+        }
+        let value: ConvexValue
+        do {
+            value = try ConvexValue(plainJSON: body)
+        } catch {
+            throw GatewayError.malformedJSON(error, in: "Request body")
+        }
+        return .body(try requireObject(value, what: "Request body"))
+    }
+
+    /// The arguments object of a query string; `validator` is the function's arguments validator, if known.
+    static func fromQuery(_ query: QueryString, validator: SpecValidator? = nil) throws(GatewayError) -> ConvexValue {
+        let fieldValidators: [String: SpecValidator]? =
+            if case .object(let fields)? = validator { fields.mapValues(\.validator) } else { nil }
+        var fields: [String: ConvexValue] = [:]
+        var argsJSON: String?
+        for parameter in query.parameters {
+            let name = parameter.name
+            if name == "format" { continue }
+            guard let text = parameter.value else {
+                throw GatewayError.badRequest(
+                    "Query parameter '\(printable(name))' has no value; write \(printable(name))=<value>",
+                    code: .invalidArguments)
+            }
+            if name == "args" {
+                guard argsJSON == nil else {
+                    throw GatewayError.badRequest("Query parameter 'args' is given more than once", code: .invalidArguments)
+                }
+                argsJSON = text
+                continue
+            }
+            guard !name.isEmpty else {
+                throw GatewayError.badRequest("Query string has a parameter with an empty name", code: .invalidArguments)
+            }
+            guard fields[name] == nil else {
+                throw GatewayError.badRequest(
+                    "Query parameter '\(printable(name))' is given more than once", code: .invalidArguments)
+            }
+            fields[name] = value(ofText: text, for: fieldValidators?[name])
+        }
+        if let argsJSON {
+            guard fields.isEmpty else {
+                throw GatewayError.badRequest(
+                    "Use either args=<JSON object> or key=value parameters, not both", code: .invalidArguments)
+            }
+            let value: ConvexValue
+            do {
+                value = try ConvexValue(plainJSON: Array(argsJSON.utf8))
+            } catch {
+                throw GatewayError.malformedJSON(error, in: "Query parameter 'args'")
+            }
+            return try requireObject(value, what: "Query parameter 'args'")
+        }
+        return try requireObject(.object(fields), what: "Query parameters")
+    }
+
+    /// One parameter's text as the value its validator asks for; guessed as JSON when no validator is known.
+    static func value(ofText text: String, for validator: SpecValidator?) -> ConvexValue {
+        guard let validator else { return guessed(text) }
+        if takesText(validator) { return .string(text) }
+        switch validator {
+        case .int64 where ArgumentCoercion.parseDecimal(text) != nil:
+            return .string(text)  // exact: ArgumentCoercion reads the decimal text as an int64
+        case .any:
+            return guessed(text)
+        default:
+            // Numbers, booleans, null, arrays, objects: JSON text. Anything else stays text for the validator to
+            // refuse with its own message.
+            return (try? ConvexValue(plainJSON: Array(text.utf8))) ?? .string(text)
+        }
+    }
+
+    /// Whether the validator wants the text itself: strings, ids, bytes (base64 text), a string literal, or a union
+    /// with such a member.
+    private static func takesText(_ validator: SpecValidator) -> Bool {
+        switch validator {
+        case .string, .id, .bytes: true
+        case .literal(.string): true
+        case .union(let members): members.contains(where: takesText)
+        default: false
+        }
+    }
+
+    /// Text that parses as JSON is that value; any other text is a string.
+    static func guessed(_ text: String) -> ConvexValue {
+        (try? ConvexValue(plainJSON: Array(text.utf8))) ?? .string(text)
+    }
+
+    private static func requireObject(_ value: ConvexValue, what: String) throws(GatewayError) -> ConvexValue {
+        guard case .object = value else {
+            throw GatewayError.badRequest(
+                "\(what) must be a JSON object of named arguments, not \(article(value.typeName)) \(value.typeName)",
+                code: .invalidArguments)
+        }
+        do {
+            try value.checkLimits()
+        } catch {
+            throw GatewayError.badRequest("\(what): \(error.message) (at \(error.path))", code: .invalidArguments)
+        }
+        return value
+    }
+
+    private static func article(_ word: String) -> String {
+        word.first.map { "aeiou".contains($0) } == true ? "an" : "a"
+    }
+}

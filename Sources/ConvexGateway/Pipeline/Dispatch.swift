@@ -1,0 +1,205 @@
+import ConvexSyncProtocol
+import ConvexValues
+
+/// The dispatch stage: a parsed request becomes a query, mutation or action call, an event stream, a hot answer
+/// from a live subscription, or one of the gateway's own routes.
+extension GatewayCore {
+    func dispatch(_ request: ParsedRequest, _ context: ResponseContext) -> GatewayHandling {
+        do throws(GatewayError) {
+            switch request.route {
+            case .health:
+                return .respond(finish(.json(Array(#"{"status":"ok"}"#.utf8)), context))
+            case .ready:
+                return .deferred { [self] in .response(finish(await readiness(), context)) }
+            case .metrics:
+                let body = metrics.render()
+                return .respond(
+                    finish(
+                        GatewayResponse(
+                            status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
+                            body: body), context))
+            case .openAPI:
+                if request.wantsFunctionsDocument {  // Typed/FunctionOpenAPI.swift
+                    return .respond(finish(try functionsDocument(request.format), context))
+                }
+                guard let document = openAPIDocument else {
+                    throw GatewayError(
+                        status: 404, code: .routeNotFound, message: "The OpenAPI document is not available on this gateway")
+                }
+                return .respond(
+                    finish(GatewayResponse(status: 200, headers: [("Content-Type", "application/yaml")], body: document), context))
+            case .query(let function) where request.method == "POST":
+                let input = try bodyInput(request)
+                let args = try arguments(input, for: function)
+                return .deferred { [self] in
+                    .response(finish(await callResponse(.query, function, input, args, request), context))
+                }
+            case .query(let function):
+                let specGeneration = functionSpecs?.generation ?? 0
+                let input = ArgumentStage.Input.query(request.query)
+                let args = try arguments(input, for: function)
+                if request.wantsEventStream {
+                    return .deferred { [self] in await startStream(request, context, function, args) }
+                }
+                return hotOrColdQuery(request, context, function, input, args, specGeneration: specGeneration)
+            case .subscribe(let function):
+                let args = try arguments(.query(request.query), for: function)
+                return .deferred { [self] in await startStream(request, context, function, args) }
+            case .mutation(let function), .action(let function):
+                let kind: CallKind = if case .mutation = request.route { .mutation } else { .action }
+                let input = try bodyInput(request)
+                let args = try arguments(input, for: function)
+                return .deferred { [self] in
+                    .response(finish(await callResponse(kind, function, input, args, request), context))
+                }
+            }
+        } catch {
+            return .respond(finish(errorResponse(error, format: request.format), context))
+        }
+    }
+
+    private func bodyInput(_ request: ParsedRequest) throws(GatewayError) -> ArgumentStage.Input {
+        try ArgumentStage.input(
+            fromBody: request.request.body, contentType: request.request.header("content-type"),
+            maxBytes: configuration.maxBodyBytes)
+    }
+
+    /// The typed-arguments stage with the current function spec.
+    func arguments(_ input: ArgumentStage.Input, for function: UdfPath) throws(GatewayError) -> ConvexValue {
+        try ArgumentStage.arguments(input, for: function, spec: functionSpecs?.current)
+    }
+
+    // MARK: Queries from live subscriptions
+
+    private func hotOrColdQuery(
+        _ request: ParsedRequest, _ context: ResponseContext, _ function: UdfPath, _ input: ArgumentStage.Input,
+        _ args: ConvexValue, specGeneration: UInt64
+    ) -> GatewayHandling {
+        let format = request.format
+        let (identityID, upstream) = pool.upstream(for: request.identity)
+        let key = SubscriptionHub.Key(identity: identityID, function: function, args: args)
+        if let hot = hub.currentBody(for: key, format: format) {
+            if case .value = hot.snapshot.result {
+                rememberHotTarget(request, key: key, live: hot.live, specGeneration: specGeneration)
+            }
+            return .respond(finish(response(for: hot.snapshot, body: hot.body, format: format), context))
+        }
+        return .deferred { [self] in
+            guard await upstream.waitUntilConnected(timeout: configuration.connectTimeout) else {
+                return .response(finish(errorResponse(.upstreamUnavailable("not connected"), format: format), context))
+            }
+            if let snapshot = await hub.firstResult(
+                for: key, args: args, upstream: upstream, timeout: configuration.upstreamTimeout)
+            {
+                let body: [UInt8] = if case .value(let v) = snapshot.result { render(v, format) } else { [] }
+                return .response(finish(response(for: snapshot, body: body, format: format), context))
+            }
+            if hub.subscriptionCount >= configuration.maxSubscriptions {
+                return .response(finish(await callResponse(.query, function, input, args, request), context))
+            }
+            return .response(
+                finish(errorResponse(.upstreamTimeout(seconds: configuration.upstreamTimeout.seconds), format: format), context))
+        }
+    }
+
+    func response(for snapshot: SubscriptionHub.Snapshot, body: [UInt8], format: OutputFormat) -> GatewayResponse {
+        switch snapshot.result {
+        case .value:
+            var response = GatewayResponse.json(body)
+            response.headers.append(("ETag", "\"\(snapshot.id)\""))
+            return response
+        case .failure(let failure):
+            return errorResponse(failure, format: format)
+        }
+    }
+
+    // MARK: One-shot calls
+
+    /// Runs a query, mutation or action for the caller, with the gateway's one deadline handed to the upstream call.
+    private func callResponse(
+        _ kind: CallKind, _ function: UdfPath, _ input: ArgumentStage.Input, _ args: ConvexValue,
+        _ request: ParsedRequest
+    ) async -> GatewayResponse {
+        let result = await pool.withUpstream(for: request.identity) { _, upstream in
+            await retryingWithFreshSpec(function, input, args) { args in  // Typed inputs (Typed/)
+                guard await upstream.waitUntilConnected(timeout: configuration.connectTimeout) else {
+                    return .failure(.unavailable("not connected"))
+                }
+                do throws(UpstreamFailure) {
+                    return .success(
+                        try await upstream.call(kind, function.canonical, args: args, timeout: configuration.upstreamTimeout))
+                } catch {
+                    return .failure(error)
+                }
+            }
+        }
+        switch result {
+        case .success(let value): return .json(render(value, request.format))
+        case .failure(let failure): return errorResponse(failure, format: request.format)
+        }
+    }
+
+    private func readiness() async -> GatewayResponse {
+        let (_, upstream) = pool.upstream(for: .anonymous)
+        if await upstream.waitUntilConnected(timeout: .seconds(1)) {
+            return .json(Array(#"{"status":"ready"}"#.utf8))
+        }
+        return errorResponse(.upstreamUnavailable("not connected"), format: configuration.defaultFormat)
+    }
+
+    // MARK: Streams
+
+    private func startStream(
+        _ request: ParsedRequest, _ context: ResponseContext, _ function: UdfPath, _ args: ConvexValue
+    ) async -> GatewayOutcome {
+        let format = request.format
+        let (identityID, upstream) = pool.upstream(for: request.identity)
+        let key = SubscriptionHub.Key(identity: identityID, function: function, args: args)
+        guard await upstream.waitUntilConnected(timeout: configuration.connectTimeout) else {
+            return .response(finish(errorResponse(.upstreamUnavailable("not connected"), format: format), context))
+        }
+        // Wait for the first result so that an unknown function or bad arguments get a plain HTTP error, which makes
+        // an EventSource stop instead of reconnecting forever.
+        guard
+            let first = await hub.firstResult(
+                for: key, args: args, upstream: upstream, timeout: configuration.upstreamTimeout)
+        else {
+            let error: GatewayError =
+                hub.subscriptionCount >= configuration.maxSubscriptions
+                ? .overloaded : .upstreamTimeout(seconds: configuration.upstreamTimeout.seconds)
+            return .response(finish(errorResponse(error, format: format), context))
+        }
+        if case .failure(let failure) = first.result, failure.refusesStream {
+            return .response(finish(errorResponse(failure, format: format), context))
+        }
+        _ = finish(GatewayResponse(status: 200, body: []), context)
+        let lastEventID = request.request.header("last-event-id")
+        let hub = self.hub
+        let logger = self.logger
+        return .stream(
+            EventStreamStart(
+                headers: [
+                    ("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"), ("X-Accel-Buffering", "no"),
+                ] + context.headers,
+                preamble: Array("retry: 3000\n: connected\n\n".utf8),
+                format: format,
+                attach: { sink in
+                    do {
+                        try hub.attach(sink, to: key, args: args, upstream: upstream, lastEventID: lastEventID)
+                    } catch {
+                        logger.debug("stream refused", metadata: ["error": "\(error)"])
+                        sink.finish()
+                    }
+                },
+                detach: { sink in hub.detach(sink, from: key) }
+            ))
+    }
+
+    /// Sends the heartbeat comment to every open stream.
+    public func sendHeartbeats() {
+        let beat = ServerSentEvent.comment("hb")
+        for sink in hub.allSinks() {
+            sink.deliver(beat, coalesce: false)
+        }
+    }
+}

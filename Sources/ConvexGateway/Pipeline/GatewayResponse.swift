@@ -1,0 +1,47 @@
+import ConvexValues
+
+/// A complete response.
+public struct GatewayResponse: Sendable {
+    public var status: Int
+    public var headers: [(String, String)]
+    public var body: [UInt8]
+
+    public init(status: Int, headers: [(String, String)] = [], body: [UInt8]) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    static func json(_ body: [UInt8], status: Int = 200) -> GatewayResponse {
+        GatewayResponse(status: status, headers: [("Content-Type", "application/json")], body: body)
+    }
+
+    /// The one place an error becomes status, headers and the JSON error body (`data` rendered by `render`).
+    static func error(_ error: GatewayError, render: (ConvexValue) -> [UInt8]) -> GatewayResponse {
+        GatewayResponse(
+            status: error.status, headers: [("Content-Type", "application/json")] + error.headers,
+            body: error.body(render: render))
+    }
+}
+
+/// What the gateway does with a request: answer now (on the server's own thread), answer later, or open a stream.
+public enum GatewayHandling: Sendable {
+    case respond(GatewayResponse)
+    case deferred(@Sendable () async -> GatewayOutcome)
+}
+
+/// How a deferred request ends: a response, or an event stream whose sink the server provides.
+public enum GatewayOutcome: Sendable {
+    case response(GatewayResponse)
+    case stream(EventStreamStart)
+}
+
+/// Starting an SSE stream: the server sends the headers and `preamble`, wraps its stream writer in an `EventSink`
+/// and calls `attach`; when the client goes away it calls `detach` with the same sink.
+public struct EventStreamStart: Sendable {
+    public var headers: [(String, String)]
+    public var preamble: [UInt8]
+    public var format: OutputFormat
+    public var attach: @Sendable (any EventSink) -> Void
+    public var detach: @Sendable (any EventSink) -> Void
+}
