@@ -21,13 +21,14 @@ public final class Gateway: Sendable {
     /// Bytes a stream may have queued before a new value replaces what is queued instead of joining it.
     static let streamBufferLimit = 32 * 1024
 
+    /// - Parameter clock: where every stage reads time from; tests pass a test clock.
     public init(
-        configuration: GatewayConfiguration, logger: Logger,
+        configuration: GatewayConfiguration, logger: Logger, clock: GatewayClock = .continuous,
         upstreamFactory: @escaping @Sendable (UpstreamIdentity, GatewayMetrics) -> any ConvexUpstream
     ) {
         let core = GatewayCore(
-            configuration: configuration, logger: logger, render: { value, format in value.json(mode: format) },
-            upstreamFactory: upstreamFactory)
+            configuration: configuration, logger: logger, clock: clock,
+            render: { value, format in value.json(mode: format) }, upstreamFactory: upstreamFactory)
         self.core = core
         self.logger = logger
         var http = HTTPServerConfiguration(host: configuration.host, port: UInt16(clamping: configuration.port))
@@ -56,26 +57,23 @@ public final class Gateway: Sendable {
     /// The bound port once started.
     public var port: Int? { server.port }
 
-    /// Starts listening, the heartbeat and the idle-connection sweeper.
+    /// Starts listening, the heartbeat, the subscription hub's sweeper and the idle-connection sweeper.
     public func start() throws {
         try server.start()
         let core = self.core
+        let clock = core.clock
         let heartbeat = Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: core.configuration.heartbeatInterval)
-                if Task.isCancelled { break }
+            while (try? await clock.sleep(for: core.configuration.heartbeatInterval)) != nil {
                 core.sendHeartbeats()
             }
         }
-        let sweeper = Task {
-            let interval = core.configuration.identityIdleTimeout / 2
-            while !Task.isCancelled {
-                try? await Task.sleep(for: interval)
-                if Task.isCancelled { break }
+        let hubSweeper = Task { await core.hub.runSweeper() }
+        let poolSweeper = Task {
+            while (try? await clock.sleep(for: core.configuration.identityIdleTimeout / 2)) != nil {
                 await core.pool.closeIdle { core.hub.holdsSubscriptions(forIdentity: $0) }
             }
         }
-        background.withLock { $0 = [heartbeat, sweeper] }
+        background.withLock { $0 = [heartbeat, hubSweeper, poolSweeper] }
     }
 
     /// Graceful shutdown: stops accepting, ends every stream cleanly (clients see the end of the stream), answers

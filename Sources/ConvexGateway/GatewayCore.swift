@@ -11,6 +11,8 @@ import Logging
 /// 5. finish (Pipeline/Finish.swift): CORS headers and metrics on every response, errors included.
 public final class GatewayCore: Sendable {
     public let configuration: GatewayConfiguration
+    /// The one clock every stage reads time from (keep-warm, idle connections, rate limit, spec refresh).
+    public let clock: GatewayClock
     public let metrics: GatewayMetrics
     public let hub: SubscriptionHub
     public let pool: UpstreamPool
@@ -27,10 +29,12 @@ public final class GatewayCore: Sendable {
     public init(
         configuration: GatewayConfiguration,
         logger: Logger,
+        clock: GatewayClock = .continuous,
         render: @escaping @Sendable (ConvexValue, OutputFormat) -> [UInt8],
         upstreamFactory: @escaping @Sendable (UpstreamIdentity, GatewayMetrics) -> any ConvexUpstream
     ) {
         self.configuration = configuration
+        self.clock = clock
         self.logger = logger
         self.render = render
         let metrics = GatewayMetrics()
@@ -38,15 +42,16 @@ public final class GatewayCore: Sendable {
         self.hotQueries = HotQueries(metrics: metrics)
         self.hub = SubscriptionHub(
             keepWarm: configuration.keepWarm, maxSubscriptions: configuration.maxSubscriptions, metrics: metrics,
-            logger: logger, render: render)
-        let access = AccessControl(configuration: configuration.access)
+            logger: logger, clock: clock, render: render)
+        let access = AccessControl(configuration: configuration.access, clock: clock)
         self.access = access
-        self.pool = UpstreamPool(idleTimeout: configuration.identityIdleTimeout, logger: logger) { identity in
+        self.pool = UpstreamPool(idleTimeout: configuration.identityIdleTimeout, logger: logger, clock: clock) {
+            identity in
             access.filter(upstreamFactory(identity, metrics))
         }
         self.openAPIDocument = configuration.openAPIFile.flatMap { FileManager.default.contents(atPath: $0) }.map { Array($0) }
         // Typed inputs (Typed/): fetch the function spec once at start.
-        self.functionSpecs = configuration.functionSpec.map { FunctionSpecStore(source: $0, logger: logger) }
+        self.functionSpecs = configuration.functionSpec.map { FunctionSpecStore(source: $0, logger: logger, clock: clock) }
         functionSpecs?.start()
     }
 

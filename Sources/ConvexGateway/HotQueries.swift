@@ -94,7 +94,7 @@ extension GatewayCore {
         case .proceed(let headers):
             accessHeaders = headers
         }
-        route.live.touch(at: started)
+        route.live.touch(at: clock.now)
         let variant = accessHeaders.map { "\($0.0): \($0.1)" }.joined(separator: "\n")
         let prepared: HTTPPreparedResponse
         if let held = route.prepared.withLock({ $0 }), held.revision == revision, let response = held.byHeaders[variant] {

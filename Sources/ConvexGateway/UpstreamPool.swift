@@ -20,7 +20,8 @@ public final class UpstreamPool: Sendable {
         var id: String
         var upstream: any ConvexUpstream
         var leases = 0
-        var lastUsed = ContinuousClock.now
+        /// The gateway clock's time of the last use.
+        var lastUsed: Duration
     }
 
     private struct State {
@@ -32,8 +33,10 @@ public final class UpstreamPool: Sendable {
     private let factory: Factory
     private let idleTimeout: Duration
     private let logger: Logger
+    private let clock: GatewayClock
 
-    public init(idleTimeout: Duration, logger: Logger, factory: @escaping Factory) {
+    public init(idleTimeout: Duration, logger: Logger, clock: GatewayClock = .continuous, factory: @escaping Factory) {
+        self.clock = clock
         self.factory = factory
         self.idleTimeout = idleTimeout
         self.logger = logger
@@ -43,7 +46,7 @@ public final class UpstreamPool: Sendable {
     public func upstream(for identity: UpstreamIdentity) -> (id: String, upstream: any ConvexUpstream) {
         state.withLock { state in
             if var member = state.members[identity] {
-                member.lastUsed = .now
+                member.lastUsed = clock.now
                 state.members[identity] = member
                 return (member.id, member.upstream)
             }
@@ -54,7 +57,7 @@ public final class UpstreamPool: Sendable {
                 id = "u\(state.nextID)"
                 state.nextID += 1
             }
-            let member = Member(id: id, upstream: factory(identity))
+            let member = Member(id: id, upstream: factory(identity), lastUsed: clock.now)
             state.members[identity] = member
             return (member.id, member.upstream)
         }
@@ -69,7 +72,7 @@ public final class UpstreamPool: Sendable {
         defer {
             state.withLock { state in
                 state.members[identity]?.leases -= 1
-                state.members[identity]?.lastUsed = .now
+                state.members[identity]?.lastUsed = clock.now
             }
         }
         return try await body(id, upstream)
@@ -83,7 +86,7 @@ public final class UpstreamPool: Sendable {
     /// Closes user connections idle for longer than `idleTimeout` that `inUse` does not claim (the subscription
     /// hub claims identities it still holds subscriptions for). The anonymous connection stays open.
     public func closeIdle(inUse: (String) -> Bool) async {
-        let now = ContinuousClock.now
+        let now = clock.now
         let idle = state.withLock { state -> [any ConvexUpstream] in
             var closing: [any ConvexUpstream] = []
             for (identity, member) in state.members {

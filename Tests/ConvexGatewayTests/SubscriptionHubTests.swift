@@ -1,3 +1,4 @@
+import Clocks
 import ConvexSyncProtocol
 import ConvexValues
 import Logging
@@ -69,10 +70,13 @@ func waitUntil(_ condition: () -> Bool) async {
 @Suite(.timeLimit(.minutes(1))) struct SubscriptionHubTests {
     let function = try! UdfPath(parsing: "messages:list")
 
-    func makeHub(keepWarm: Duration = .milliseconds(100), max: Int = 100) -> SubscriptionHub {
-        SubscriptionHub(keepWarm: keepWarm, maxSubscriptions: max, metrics: GatewayMetrics(), logger: Logger(label: "test")) {
-            value, _ in value.convexJSON()
-        }
+    func makeHub(keepWarm: Duration = .milliseconds(100), max: Int = 100, clock: TestClock<Duration> = TestClock())
+        -> SubscriptionHub
+    {
+        SubscriptionHub(
+            keepWarm: keepWarm, maxSubscriptions: max, metrics: GatewayMetrics(), logger: Logger(label: "test"),
+            clock: GatewayClock(clock)
+        ) { value, _ in value.convexJSON() }
     }
 
     @Test func streamsShareOneUpstreamSubscriptionAndGetEachChangeOnce() async throws {
@@ -135,7 +139,10 @@ func waitUntil(_ condition: () -> Bool) async {
     }
 
     @Test func coldGetWaitsForTheFirstResultAndTheSubscriptionStaysWarmThenCloses() async throws {
-        let hub = makeHub(keepWarm: .milliseconds(200))
+        let clock = TestClock<Duration>()
+        let hub = makeHub(keepWarm: .seconds(10), clock: clock)
+        let sweeper = Task { await hub.runSweeper() }
+        defer { sweeper.cancel() }
         let upstream = ScriptedUpstream()
         let key = SubscriptionHub.Key(identity: "", function: function, args: ["n": 1.0])
         async let first = hub.firstResult(for: key, args: ["n": 1.0], upstream: upstream, timeout: .seconds(5))
@@ -144,17 +151,24 @@ func waitUntil(_ condition: () -> Bool) async {
         let snapshot = try #require(await first)
         #expect(snapshot.result == .value(.int64(7)))
         #expect(hub.currentBody(for: key, format: .encoded) != nil)
+        await clock.advance(by: .seconds(9))
+        #expect(hub.subscriptionCount == 1, "still warm within the keep-warm period")
+        #expect(upstream.activeCount == 1)
+        await clock.advance(by: .seconds(4))
         await waitUntil { upstream.activeCount == 0 }
         #expect(upstream.activeCount == 0)
         #expect(hub.subscriptionCount == 0)
     }
 
     @Test func coldGetTimesOutWithNil() async {
-        let hub = makeHub()
+        let clock = TestClock<Duration>()
+        let hub = makeHub(clock: clock)
         let upstream = ScriptedUpstream()
         let key = SubscriptionHub.Key(identity: "", function: function, args: [:])
-        let result = await hub.firstResult(for: key, args: [:], upstream: upstream, timeout: .milliseconds(50))
-        #expect(result == nil)
+        async let result = hub.firstResult(for: key, args: [:], upstream: upstream, timeout: .seconds(30))
+        await waitUntil { upstream.activeCount == 1 }
+        await clock.advance(by: .seconds(30))
+        #expect(await result == nil)
     }
 
     @Test func identitiesDoNotShare() async throws {
@@ -204,7 +218,9 @@ func waitUntil(_ condition: () -> Bool) async {
 @Suite(.timeLimit(.minutes(1))) struct UpstreamPoolTests {
     @Test func oneConnectionPerIdentityAndIdleUserConnectionsClose() async {
         let made = Mutex<[UpstreamIdentity]>([])
-        let pool = UpstreamPool(idleTimeout: .milliseconds(20), logger: Logger(label: "test")) { identity in
+        let clock = TestClock<Duration>()
+        let pool = UpstreamPool(idleTimeout: .seconds(60), logger: Logger(label: "test"), clock: GatewayClock(clock)) {
+            identity in
             made.withLock { $0.append(identity) }
             return ScriptedUpstream()
         }
@@ -217,7 +233,10 @@ func waitUntil(_ condition: () -> Bool) async {
         #expect(alice.id != bob.id)
         #expect(!alice.id.contains("alice"))
         #expect(made.withLock { $0.count } == 3)
-        try? await Task.sleep(for: .milliseconds(40))
+        await clock.advance(by: .seconds(59))
+        await pool.closeIdle { $0 == bob.id }
+        #expect(pool.connectionCount == 3, "nobody is idle for the whole timeout yet")
+        await clock.advance(by: .seconds(1))
         await pool.closeIdle { $0 == bob.id }
         #expect(pool.connectionCount == 2)  // anonymous stays; bob is claimed as in use
         #expect(pool.upstream(for: .bearer("alice.jwt")).id != alice.id)

@@ -47,11 +47,11 @@ public final class AccessControl: Sendable {
     public let configuration: AccessConfiguration
     let rateLimiter: RateLimiter?
 
-    public init(configuration: AccessConfiguration) {
+    public init(configuration: AccessConfiguration, clock: GatewayClock = .continuous) {
         self.configuration = configuration
         rateLimiter =
             configuration.rateLimit > 0
-            ? RateLimiter(rate: configuration.rateLimit, burst: configuration.effectiveBurst) : nil
+            ? RateLimiter(rate: configuration.rateLimit, burst: configuration.effectiveBurst, clock: clock) : nil
     }
 
     /// Routes that never need the API key: probes, the public contract, and CORS preflights.

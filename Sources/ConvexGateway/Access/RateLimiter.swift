@@ -5,19 +5,19 @@ import Synchronization
 #endif
 
 /// One client's token bucket: it holds up to `burst` tokens, refills at `rate` tokens per second, and each request
-/// takes one. A plain value type, tested without clocks or I/O.
+/// takes one. A plain value type, tested without clocks or I/O; times are the gateway clock's (``GatewayClock/now``).
 struct TokenBucket: Sendable, Hashable {
     var tokens: Double
-    var updated: ContinuousClock.Instant
+    var updated: Duration
 
-    init(burst: Int, now: ContinuousClock.Instant) {
+    init(burst: Int, now: Duration) {
         tokens = Double(burst)
         updated = now
     }
 
     /// Takes a token if there is one. Returns `nil` when the request may go ahead, otherwise how long until a token
     /// will be there.
-    mutating func take(now: ContinuousClock.Instant, rate: Double, burst: Int) -> Duration? {
+    mutating func take(now: Duration, rate: Double, burst: Int) -> Duration? {
         refill(now: now, rate: rate, burst: burst)
         if tokens >= 1 {
             tokens -= 1
@@ -27,11 +27,11 @@ struct TokenBucket: Sendable, Hashable {
     }
 
     /// Whether the bucket is full at `now`, so forgetting it changes nothing.
-    func isFull(now: ContinuousClock.Instant, rate: Double, burst: Int) -> Bool {
+    func isFull(now: Duration, rate: Double, burst: Int) -> Bool {
         tokens + (now - updated).seconds * rate >= Double(burst)
     }
 
-    private mutating func refill(now: ContinuousClock.Instant, rate: Double, burst: Int) {
+    private mutating func refill(now: Duration, rate: Double, burst: Int) {
         let elapsed = max(0, (now - updated).seconds)
         tokens = min(Double(burst), tokens + elapsed * rate)
         updated = now
@@ -56,8 +56,11 @@ public final class RateLimiter: Sendable {
 
     private let state = Mutex(State())
 
-    public init(rate: Double, burst: Int, capacity: Int = 100_000) {
+    private let clock: GatewayClock
+
+    public init(rate: Double, burst: Int, capacity: Int = 100_000, clock: GatewayClock = .continuous) {
         precondition(rate > 0 && burst >= 1, "rate limiter needs rate > 0 and burst >= 1")
+        self.clock = clock
         self.rate = rate
         self.burst = burst
         self.capacity = capacity
@@ -65,7 +68,8 @@ public final class RateLimiter: Sendable {
 
     /// Takes one request from `address`'s budget. Returns `nil` to go ahead, otherwise the whole seconds the client
     /// should wait (at least 1), for `Retry-After`.
-    public func admit(_ address: String?, now: ContinuousClock.Instant = .now) -> Int? {
+    public func admit(_ address: String?, now: Duration? = nil) -> Int? {
+        let now = now ?? clock.now
         let key = Self.clientKey(address)
         let wait: Duration? = state.withLock { state in
             if var bucket = state.buckets[key] {
@@ -89,7 +93,7 @@ public final class RateLimiter: Sendable {
     /// Clients currently tracked.
     public var trackedClients: Int { state.withLock { $0.buckets.count } }
 
-    private func sweep(_ state: inout State, now: ContinuousClock.Instant) {
+    private func sweep(_ state: inout State, now: Duration) {
         state.insertionsSinceSweep = 0
         state.buckets = state.buckets.filter { !$0.value.isFull(now: now, rate: rate, burst: burst) }
         if state.buckets.count >= capacity {

@@ -16,7 +16,8 @@ public final class FunctionSpecStore: Sendable {
 
     private struct State {
         var spec: FunctionSpec?
-        var lastAttempt: ContinuousClock.Instant?
+        /// The gateway clock's time of the last fetch.
+        var lastAttempt: Duration?
         var inFlight: Task<FunctionSpec?, Never>?
         var firstFetchDone = false
     }
@@ -24,7 +25,10 @@ public final class FunctionSpecStore: Sendable {
     private let state = Mutex(State())
     private let fetchedCount = Atomic<UInt64>(0)
 
-    public init(source: FunctionSpecSource, logger: Logger) {
+    private let clock: GatewayClock
+
+    public init(source: FunctionSpecSource, logger: Logger, clock: GatewayClock = .continuous) {
+        self.clock = clock
         self.source = source
         self.logger = logger
     }
@@ -55,10 +59,11 @@ public final class FunctionSpecStore: Sendable {
     public func refresh(force: Bool = false) async -> FunctionSpec? {
         let task: Task<FunctionSpec?, Never>? = state.withLock { state in
             if let running = state.inFlight { return running }
-            if !force, let last = state.lastAttempt, ContinuousClock.now - last < source.minimumRefreshInterval {
+            let now = clock.now
+            if !force, let last = state.lastAttempt, now - last < source.minimumRefreshInterval {
                 return nil
             }
-            state.lastAttempt = .now
+            state.lastAttempt = now
             let task = Task { await self.fetchAndStore() }
             state.inFlight = task
             return task

@@ -1,0 +1,48 @@
+import Synchronization
+
+/// What the hot `GET` path needs of a subscription without taking the hub's lock: a revision that changes whenever
+/// the current result does (0 before the first result), whether the subscription still lives, and when a `GET`
+/// last read it (reads extend the keep-warm period). Times are the hub clock's (``GatewayClock/now``).
+public final class LiveResult: Sendable {
+    /// 0: no result yet; `retired`: the subscription is gone; otherwise the current result's revision.
+    private let state = Atomic<UInt64>(0)
+    /// Nanoseconds of the hub clock at the last read.
+    private let lastReadNanoseconds: Atomic<Int64>
+
+    private static let retired = UInt64.max
+
+    /// A subscription made at `now`, which counts as its first read.
+    init(now: Duration = .zero) {
+        lastReadNanoseconds = Atomic(Self.nanoseconds(now))
+    }
+
+    private static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+
+    /// The current result's revision: `nil` before the first result and once the subscription is gone.
+    public var revision: UInt64? {
+        let value = state.load(ordering: .acquiring)
+        return value == 0 || value == Self.retired ? nil : value
+    }
+
+    /// Records a read at `now` (the hub clock's time).
+    public func touch(at now: Duration) {
+        lastReadNanoseconds.store(Self.nanoseconds(now), ordering: .relaxed)
+    }
+
+    /// When a `GET` last read the subscription.
+    var lastRead: Duration { .nanoseconds(lastReadNanoseconds.load(ordering: .relaxed)) }
+
+    /// A new current result (called under the hub's lock).
+    func advance() {
+        let value = state.load(ordering: .relaxed)
+        if value != Self.retired { state.store(value + 1, ordering: .releasing) }
+    }
+
+    /// The subscription is gone for good (called under the hub's lock).
+    func retire() {
+        state.store(Self.retired, ordering: .releasing)
+    }
+}

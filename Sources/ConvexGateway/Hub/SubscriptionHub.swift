@@ -1,0 +1,318 @@
+import ConvexSyncProtocol
+import ConvexValues
+import Foundation
+import Logging
+import Synchronization
+
+/// One upstream subscription per (identity, function, canonical arguments), shared by every SSE stream on it and
+/// answering `GET`s while it lives. It is kept warm for `keepWarm` after its last reader leaves or its last `GET`
+/// reads it, so a burst of `GET`s or a reconnecting `EventSource` does not resubscribe upstream.
+///
+/// The decisions are ``HubState``'s (a state machine tested without I/O); this class holds it under a lock, carries
+/// out its actions after leaving the lock (rendering, delivering, waking waiters), owns the upstream subscription
+/// tasks, and runs the one sweeper that expires idle subscriptions.
+public final class SubscriptionHub: Sendable {
+    /// What identifies a shared subscription.
+    public struct Key: Hashable, Sendable {
+        /// An opaque identity key (a per-process id of the caller's credentials, or "" for anonymous callers).
+        public var identity: String
+        public var function: String
+        /// Canonical Convex JSON of the arguments: sorted keys, exact numbers.
+        public var canonicalArgs: [UInt8]
+
+        public init(identity: String, function: UdfPath, args: ConvexValue) {
+            self.identity = identity
+            self.function = function.canonical
+            self.canonicalArgs = args.convexJSON()
+        }
+    }
+
+    /// The current result of a subscription with its event id.
+    public struct Snapshot: Sendable {
+        public var id: String
+        public var result: UpstreamResult
+    }
+
+    public enum AttachError: Error, Sendable {
+        case tooManySubscriptions
+        case shuttingDown
+    }
+
+    private struct Locked {
+        var hub: HubState
+        /// The running upstream subscription of each entry, with the entry's generation.
+        var tasks: [Key: (generation: UInt64, task: Task<Void, Never>)] = [:]
+        var waiters: [UInt64: CheckedContinuation<Snapshot?, Never>] = [:]
+        var nextWaiter: UInt64 = 1
+    }
+
+    private let state: Mutex<Locked>
+    private let clock: GatewayClock
+    private let metrics: GatewayMetrics
+    private let logger: Logger
+    private let render: @Sendable (ConvexValue, OutputFormat) -> [UInt8]
+
+    public init(
+        keepWarm: Duration,
+        maxSubscriptions: Int,
+        metrics: GatewayMetrics,
+        logger: Logger,
+        clock: GatewayClock = .continuous,
+        render: @escaping @Sendable (ConvexValue, OutputFormat) -> [UInt8]
+    ) {
+        state = Mutex(Locked(hub: HubState(keepWarm: keepWarm, maxSubscriptions: maxSubscriptions)))
+        self.clock = clock
+        self.metrics = metrics
+        self.logger = logger
+        self.render = render
+    }
+
+    public var subscriptionCount: Int { state.withLock { $0.hub.entries.count } }
+
+    /// The hub clock's time (reads are stamped with it).
+    public var now: Duration { clock.now }
+
+    // MARK: GET
+
+    /// The current result of a live subscription, rendered, with the subscription's ``LiveResult``.
+    public struct CurrentBody: Sendable {
+        public var snapshot: Snapshot
+        /// The rendered value (empty for a failure).
+        public var body: [UInt8]
+        public var live: LiveResult
+    }
+
+    /// The hot path: the rendered body of a live subscription's current result, without waiting. A read extends
+    /// the subscription's keep-warm period.
+    public func currentBody(for key: Key, format: OutputFormat) -> CurrentBody? {
+        guard let (snapshot, cached, live) = state.withLock({ $0.hub.current(key, format: format) }) else { return nil }
+        live.touch(at: clock.now)
+        if let cached { return CurrentBody(snapshot: snapshot, body: cached, live: live) }
+        guard case .value(let value) = snapshot.result else { return CurrentBody(snapshot: snapshot, body: [], live: live) }
+        let body = render(value, format)
+        state.withLock { $0.hub.cache(body, key: key, snapshot: snapshot, format: format, isEvent: false) }
+        return CurrentBody(snapshot: snapshot, body: body, live: live)
+    }
+
+    /// The cold path: subscribes (or joins a subscription that has no result yet) and waits up to `timeout` for the
+    /// first result; the subscription then stays warm for later requests. `nil` when no result came in time, or
+    /// when the hub is at its subscription limit (the caller then makes a one-shot call).
+    public func firstResult(
+        for key: Key, args: ConvexValue, upstream: any ConvexUpstream, timeout: Duration
+    ) async -> Snapshot? {
+        let waiter = state.withLock { locked in
+            defer { locked.nextWaiter += 1 }
+            return locked.nextWaiter
+        }
+        let timeoutTask = Task { [weak self, clock] in
+            try? await clock.sleep(for: timeout)
+            guard !Task.isCancelled, let self else { return }
+            let continuation = self.state.withLock { locked -> CheckedContinuation<Snapshot?, Never>? in
+                guard locked.hub.stopWaiting(waiter, for: key, now: clock.now) else { return nil }
+                return locked.waiters.removeValue(forKey: waiter)
+            }
+            continuation?.resume(returning: nil)
+        }
+        defer { timeoutTask.cancel() }
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Snapshot?, Never>) in
+            let ready: Snapshot?? = state.withLock { locked in
+                switch locked.hub.wait(waiter, for: key, args: args, now: clock.now) {
+                case .ready(let snapshot):
+                    return .some(snapshot)
+                case .waiting(let actions):
+                    locked.waiters[waiter] = continuation
+                    startUpstream(actions, &locked, upstream: upstream)
+                    return .none
+                }
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+
+    // MARK: SSE
+
+    /// Attaches a stream: it gets the current result at once (unless `lastEventID` shows the client already has
+    /// it), then one event per change, until `detach`.
+    public func attach(
+        _ sink: any EventSink, to key: Key, args: ConvexValue, upstream: any ConvexUpstream, lastEventID: String?
+    ) throws(AttachError) {
+        let skipHash = lastEventID.flatMap(Self.hash(fromEventID:))
+        let initial = try state.withLock { locked throws(AttachError) -> Snapshot? in
+            let (initial, actions) = try locked.hub.attach(sink, to: key, args: args, skipHash: skipHash, now: clock.now)
+            startUpstream(actions, &locked, upstream: upstream)
+            return initial
+        }
+        metrics.streamOpened()
+        if let initial {
+            sink.deliver(event(for: key, snapshot: initial, format: sink.format), coalesce: true)
+        }
+    }
+
+    public func detach(_ sink: any EventSink, from key: Key) {
+        let removed = state.withLock { $0.hub.detach(ObjectIdentifier(sink), from: key, now: clock.now) }
+        if removed { metrics.streamClosed() }
+    }
+
+    /// Ends every stream and upstream subscription; later attaches fail with `.shuttingDown`.
+    public func shutdown() {
+        let actions = state.withLock { locked in
+            let actions = locked.hub.shutdown()
+            stopUpstream(actions, &locked)
+            return actions
+        }
+        perform(actions)
+    }
+
+    /// Whether any subscription still belongs to the identity with this opaque id.
+    public func holdsSubscriptions(forIdentity id: String) -> Bool {
+        state.withLock { locked in locked.hub.entries.keys.contains { $0.identity == id } }
+    }
+
+    /// Sinks currently attached, for heartbeats.
+    public func allSinks() -> [any EventSink] {
+        state.withLock { $0.hub.allSinks }
+    }
+
+    // MARK: Keep-warm expiry
+
+    /// Closes the subscriptions idle for the keep-warm period (one sweep).
+    public func sweep() {
+        let actions = state.withLock { locked in
+            let actions = locked.hub.tick(now: clock.now)
+            stopUpstream(actions, &locked)
+            return actions
+        }
+        perform(actions)
+    }
+
+    /// The one sweeper: sweeps every quarter of the keep-warm period (10 ms to 1 s) until cancelled.
+    public func runSweeper() async {
+        let keepWarm = state.withLock { $0.hub.keepWarm }
+        let interval = min(max(keepWarm / 4, .milliseconds(10)), .seconds(1))
+        while !Task.isCancelled {
+            do {
+                try await clock.sleep(for: interval)
+            } catch {
+                return
+            }
+            sweep()
+        }
+    }
+
+    // MARK: Carrying out actions
+
+    /// Starts the upstream subscriptions among `actions` (under the lock, so a later `unsubscribe` finds the task).
+    private func startUpstream(_ actions: [HubState.Action], _ locked: inout Locked, upstream: any ConvexUpstream) {
+        for case .subscribe(let key, let generation, let args) in actions {
+            let function = key.function
+            locked.tasks[key] = (
+                generation,
+                Task { [weak self] in
+                    for await result in upstream.subscribe(function, args: args) {
+                        guard let self else { return }
+                        self.receive(result, key: key, generation: generation)
+                    }
+                    self?.upstreamEnded(key: key, generation: generation)
+                }
+            )
+            metrics.upstreamSubscriptionAdded()
+            logger.debug("upstream subscription opened", metadata: ["convex.function": "\(function)"])
+        }
+    }
+
+    /// Cancels the upstream subscriptions among `actions` (under the lock).
+    private func stopUpstream(_ actions: [HubState.Action], _ locked: inout Locked) {
+        for case .unsubscribe(let key, let generation) in actions {
+            guard let running = locked.tasks[key], running.generation == generation else { continue }
+            locked.tasks[key] = nil
+            running.task.cancel()
+            metrics.upstreamSubscriptionRemoved()
+            logger.debug("upstream subscription closed", metadata: ["convex.function": "\(key.function)"])
+        }
+    }
+
+    /// Carries out the actions that happen outside the lock: waking waiters, delivering events, ending streams.
+    private func perform(_ actions: [HubState.Action]) {
+        for action in actions {
+            switch action {
+            case .subscribe, .unsubscribe:
+                break  // carried out under the lock
+            case .resume(let waiters, let snapshot):
+                let continuations = state.withLock { locked in waiters.compactMap { locked.waiters.removeValue(forKey: $0) } }
+                for continuation in continuations { continuation.resume(returning: snapshot) }
+            case .deliver(let snapshot, let key, let sinks):
+                var rendered: [OutputFormat: [UInt8]] = [:]
+                for sink in sinks {
+                    let format = sink.format
+                    let bytes = rendered[format] ?? event(for: key, snapshot: snapshot, format: format)
+                    rendered[format] = bytes
+                    sink.deliver(bytes, coalesce: true)
+                }
+            case .finish(let sinks):
+                for sink in sinks {
+                    sink.finish()
+                    metrics.streamClosed()
+                }
+            }
+        }
+    }
+
+    private func receive(_ result: UpstreamResult, key: Key, generation: UInt64) {
+        let hash = Self.hash(of: result)
+        let wallMilliseconds = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
+        let actions = state.withLock { locked in
+            locked.hub.receive(
+                result, hash: hash, key: key, generation: generation, wallMilliseconds: wallMilliseconds,
+                now: clock.now)
+        }
+        perform(actions)
+    }
+
+    private func upstreamEnded(key: Key, generation: UInt64) {
+        let actions = state.withLock { locked -> [HubState.Action] in
+            let actions = locked.hub.upstreamEnded(key, generation: generation)
+            if let running = locked.tasks[key], running.generation == generation {
+                locked.tasks[key] = nil
+                    metrics.upstreamSubscriptionRemoved()
+            }
+            return actions
+        }
+        perform(actions)
+    }
+
+    // MARK: Rendering
+
+    private func event(for key: Key, snapshot: Snapshot, format: OutputFormat) -> [UInt8] {
+        if let cached = state.withLock({ $0.hub.cachedEvent(key, snapshot: snapshot, format: format) }) {
+            return cached
+        }
+        let bytes: [UInt8]
+        switch snapshot.result {
+        case .value(let value):
+            bytes = ServerSentEvent(id: snapshot.id, data: render(value, format)).encoded()
+        case .failure(let failure):
+            let body = failure.gatewayError.body { render($0, format) }
+            bytes = ServerSentEvent(event: "error", id: snapshot.id, data: body).encoded()
+        }
+        state.withLock { $0.hub.cache(bytes, key: key, snapshot: snapshot, format: format, isEvent: true) }
+        return bytes
+    }
+
+    static func hash(of result: UpstreamResult) -> UInt64 {
+        var hasher = FNV1a()
+        switch result {
+        case .value(let value):
+            hasher.combine(0x01)
+            hasher.combine(value.convexJSON())
+        case .failure(let failure):
+            hasher.combine(0x02)
+            hasher.combine(Array(String(describing: failure).utf8))
+        }
+        return hasher.value
+    }
+
+    static func hash(fromEventID id: String) -> UInt64? {
+        guard let dash = id.lastIndex(of: "-") else { return nil }
+        return UInt64(id[id.index(after: dash)...], radix: 16)
+    }
+}
