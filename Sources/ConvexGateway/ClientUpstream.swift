@@ -7,6 +7,8 @@ import Synchronization
 public final class ClientUpstream: ConvexUpstream {
     public let client: ConvexClient
     private let watcher: Task<Void, Never>
+    /// Open subscriptions, ended with an `unauthenticated` failure when the deployment refuses the credentials.
+    private let subscriptions: OpenSubscriptions
 
     /// Opens (lazily) a connection to `deploymentUrl` acting as `identity`; reconnects are counted in `metrics`.
     public init(
@@ -18,6 +20,8 @@ public final class ClientUpstream: ConvexUpstream {
             client.setAuth(token: token)
         }
         self.client = client
+        let subscriptions = OpenSubscriptions()
+        self.subscriptions = subscriptions
         let states = client.connectionStates
         watcher = Task {
             var wasConnected = false
@@ -27,6 +31,9 @@ public final class ClientUpstream: ConvexUpstream {
                 case .reconnecting where wasConnected:
                     wasConnected = false
                     metrics.upstreamReconnected()
+                case .authenticationFailed(let message):
+                    // The identity's token expired or was refused: nothing more of it is served.
+                    subscriptions.endAll(with: .unauthenticated(message))
                 case .closed: return
                 default: break
                 }
@@ -37,8 +44,16 @@ public final class ClientUpstream: ConvexUpstream {
     deinit { watcher.cancel() }
 
     public func subscribe(_ function: String, args: ConvexValue) -> AsyncStream<UpstreamResult> {
+        if case .authenticationFailed(let message) = client.connectionState {
+            return AsyncStream { continuation in
+                continuation.yield(.failure(.unauthenticated(message)))
+                continuation.finish()
+            }
+        }
         let results = client.subscribe(to: function, with: Self.fields(args)).results
+        let subscriptions = self.subscriptions
         return AsyncStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
+            let id = subscriptions.add(continuation)
             let task = Task {
                 for await result in results {
                     switch result {
@@ -48,7 +63,10 @@ public final class ClientUpstream: ConvexUpstream {
                 }
                 continuation.finish()
             }
-            continuation.onTermination = { _ in task.cancel() }
+            continuation.onTermination = { _ in
+                task.cancel()
+                subscriptions.remove(id)
+            }
         }
     }
 
@@ -69,12 +87,11 @@ public final class ClientUpstream: ConvexUpstream {
 
     public var isConnected: Bool { client.isConnected }
 
-    public func waitUntilConnected(timeout: Duration) async -> Bool {
+    public func waitUntilConnected(timeout: Duration) async throws(UpstreamFailure) {
         do {
             try await client.waitUntilConnected(timeout: timeout)
-            return true
         } catch {
-            return false
+            throw Self.failure(error, timeout: nil)
         }
     }
 
@@ -124,6 +141,35 @@ extension ClientUpstream {
     }
 }
 
+/// The continuations of a client's open subscriptions.
+private final class OpenSubscriptions: Sendable {
+    private let state = Mutex<(next: UInt64, open: [UInt64: AsyncStream<UpstreamResult>.Continuation])>((0, [:]))
+
+    func add(_ continuation: AsyncStream<UpstreamResult>.Continuation) -> UInt64 {
+        state.withLock { state in
+            state.next += 1
+            state.open[state.next] = continuation
+            return state.next
+        }
+    }
+
+    func remove(_ id: UInt64) {
+        _ = state.withLock { $0.open.removeValue(forKey: id) }
+    }
+
+    /// Sends `failure` as the last element of every open subscription and ends them.
+    func endAll(with failure: UpstreamFailure) {
+        let open = state.withLock { state in
+            defer { state.open = [:] }
+            return Array(state.open.values)
+        }
+        for continuation in open {
+            continuation.yield(.failure(failure))
+            continuation.finish()
+        }
+    }
+}
+
 /// An upstream that cannot be used; every call reports it unavailable.
 struct UnavailableUpstream: ConvexUpstream {
     let reason: String
@@ -135,6 +181,6 @@ struct UnavailableUpstream: ConvexUpstream {
         -> ConvexValue
     { throw .unavailable(reason) }
     var isConnected: Bool { false }
-    func waitUntilConnected(timeout: Duration) async -> Bool { false }
+    func waitUntilConnected(timeout: Duration) async throws(UpstreamFailure) { throw .unavailable(reason) }
     func close() async {}
 }

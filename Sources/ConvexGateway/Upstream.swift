@@ -4,7 +4,9 @@ import ConvexValues
 /// gateway keeps one per distinct caller identity.
 public protocol ConvexUpstream: Sendable {
     /// A live subscription: the current result at once, then one result per change, until the iteration ends.
-    /// Function failures arrive as `.failure` elements and the subscription carries on.
+    /// Function failures arrive as `.failure` elements and the subscription carries on. When the deployment refuses
+    /// the identity's credentials (its token expired), a last ``UpstreamFailure/unauthenticated(_:)`` element comes
+    /// and the iteration ends.
     func subscribe(_ function: String, args: ConvexValue) -> AsyncStream<UpstreamResult>
     /// One call of a query, mutation or action, answered within `timeout` (the gateway's one deadline) or failed
     /// with ``UpstreamFailure/timeout(seconds:)`` naming it.
@@ -12,8 +14,10 @@ public protocol ConvexUpstream: Sendable {
         -> ConvexValue
     /// Whether the connection to the deployment is up.
     var isConnected: Bool { get }
-    /// Waits up to `timeout` for the connection to be up; false when it is not.
-    func waitUntilConnected(timeout: Duration) async -> Bool
+    /// Waits up to `timeout` for the connection to be up.
+    /// - Throws: why it is not: ``UpstreamFailure/unavailable(_:)``, or ``UpstreamFailure/unauthenticated(_:)`` when
+    ///   the deployment refused the identity's credentials.
+    func waitUntilConnected(timeout: Duration) async throws(UpstreamFailure)
     /// Closes the connection and ends every subscription.
     func close() async
 }

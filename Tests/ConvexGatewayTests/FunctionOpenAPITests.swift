@@ -39,7 +39,7 @@ struct FunctionOpenAPITests {
         let file = directory.appendingPathComponent("functions.yaml")
         try Data(document).write(to: file)
         let output = directory.appendingPathComponent("out")
-        FileManager.default.createFile(atPath: output.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: python)
         process.arguments = ["-m", "openapi_spec_validator", file.path]

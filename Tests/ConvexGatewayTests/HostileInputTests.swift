@@ -300,7 +300,7 @@ struct HostileInputTests {
             let port = gateway.port
             let baseline = try await Self.warmedUp(gateway)
             let payload = "a\r\ndata: injected\r\n\r\nevent: error\nid: 999\r\r\n: comment\n\ndata:x\u{2028}end"
-            let body = try ConvexValue.object(["body": .string(payload), "channel": "frames"]).convexJSONString
+            let body = ConvexValue.object(["body": .string(payload), "channel": "frames"]).convexJSONString
             #expect(
                 try await blocking {
                     try RawConnection.request("POST", "/mutation/messages:send", port: port, body: Array(body.utf8))
@@ -331,7 +331,7 @@ struct HostileInputTests {
             }
             defer { stream.close() }
             _ = try #require(try await blocking { try stream.nextEvent() })
-            let second = try ConvexValue.object(["body": "second", "channel": "frames"]).convexJSONString
+            let second = ConvexValue.object(["body": "second", "channel": "frames"]).convexJSONString
             _ = try await blocking {
                 try RawConnection.request("POST", "/mutation/messages:send", port: port, body: Array(second.utf8))
             }
@@ -368,7 +368,7 @@ struct HostileInputTests {
             // Each change makes the value bigger: 40 messages of 8 KiB, 320 KiB at the end.
             let chunk = String(repeating: "x", count: 8192)
             for i in 0..<40 {
-                let body = try ConvexValue.object(["body": .string("\(i) \(chunk)"), "channel": "flood"])
+                let body = ConvexValue.object(["body": .string("\(i) \(chunk)"), "channel": "flood"])
                     .convexJSONString
                 let sent = try await blocking {
                     try RawConnection.request("POST", "/mutation/messages:send", port: port, body: Array(body.utf8))

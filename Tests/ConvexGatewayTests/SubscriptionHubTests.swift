@@ -40,7 +40,7 @@ final class ScriptedUpstream: ConvexUpstream {
         -> ConvexValue
     { .null }
     var isConnected: Bool { true }
-    func waitUntilConnected(timeout: Duration) async -> Bool { true }
+    func waitUntilConnected(timeout: Duration) async throws(UpstreamFailure) {}
     func close() async { endAll() }
 }
 

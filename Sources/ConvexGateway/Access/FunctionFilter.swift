@@ -54,7 +54,9 @@ struct FilteredUpstream: ConvexUpstream {
     }
 
     var isConnected: Bool { base.isConnected }
-    func waitUntilConnected(timeout: Duration) async -> Bool { await base.waitUntilConnected(timeout: timeout) }
+    func waitUntilConnected(timeout: Duration) async throws(UpstreamFailure) {
+        try await base.waitUntilConnected(timeout: timeout)
+    }
     func close() async { await base.close() }
 
     private func check(_ function: String) throws(UpstreamFailure) {

@@ -85,8 +85,10 @@ extension GatewayCore {
             return .respond(finish(response(for: hot.snapshot, body: hot.body, format: format), context))
         }
         return .deferred { [self] in
-            guard await upstream.waitUntilConnected(timeout: configuration.connectTimeout) else {
-                return .response(finish(errorResponse(.upstreamUnavailable("not connected"), format: format), context))
+            do throws(UpstreamFailure) {
+                try await upstream.waitUntilConnected(timeout: configuration.connectTimeout)
+            } catch {
+                return .response(finish(errorResponse(error, format: format), context))
             }
             if let snapshot = await hub.firstResult(
                 for: key, args: args, upstream: upstream, timeout: configuration.upstreamTimeout)
@@ -122,10 +124,8 @@ extension GatewayCore {
     ) async -> GatewayResponse {
         let result = await pool.withUpstream(for: request.identity) { _, upstream in
             await retryingWithFreshSpec(function, input, args) { args in  // Typed inputs (Typed/)
-                guard await upstream.waitUntilConnected(timeout: configuration.connectTimeout) else {
-                    return .failure(.unavailable("not connected"))
-                }
                 do throws(UpstreamFailure) {
+                    try await upstream.waitUntilConnected(timeout: configuration.connectTimeout)
                     return .success(
                         try await upstream.call(kind, function.canonical, args: args, timeout: configuration.upstreamTimeout))
                 } catch {
@@ -141,10 +141,12 @@ extension GatewayCore {
 
     private func readiness() async -> GatewayResponse {
         let (_, upstream) = pool.upstream(for: .anonymous)
-        if await upstream.waitUntilConnected(timeout: .seconds(1)) {
+        do {
+            try await upstream.waitUntilConnected(timeout: .seconds(1))
             return .json(Array(#"{"status":"ready"}"#.utf8))
+        } catch {
+            return errorResponse(.upstreamUnavailable("not connected"), format: configuration.defaultFormat)
         }
-        return errorResponse(.upstreamUnavailable("not connected"), format: configuration.defaultFormat)
     }
 
     // MARK: Streams
@@ -155,8 +157,10 @@ extension GatewayCore {
         let format = request.format
         let (identityID, upstream) = pool.upstream(for: request.identity)
         let key = SubscriptionHub.Key(identity: identityID, function: function, args: args)
-        guard await upstream.waitUntilConnected(timeout: configuration.connectTimeout) else {
-            return .response(finish(errorResponse(.upstreamUnavailable("not connected"), format: format), context))
+        do throws(UpstreamFailure) {
+            try await upstream.waitUntilConnected(timeout: configuration.connectTimeout)
+        } catch {
+            return .response(finish(errorResponse(error, format: format), context))
         }
         // Wait for the first result so that an unknown function or bad arguments get a plain HTTP error, which makes
         // an EventSource stop instead of reconnecting forever.
