@@ -183,7 +183,8 @@ import Testing
     }
 
     @Test func helpListsEverySetting() {
-        let help = GatewaySettings.help(command: "convex-gateway", overview: "Overview.", discussion: "Discussion.")
+        let long = String(repeating: "Long text. ", count: 20)
+        let help = GatewaySettings.help(command: "convex-gateway", overview: long, discussion: long)
         for setting in GatewaySettings.declarations {
             if let flag = setting.flag { #expect(help.contains("\(flag) \(setting.valueName)"), "\(flag)") }
             #expect(help.contains(setting.environment), "\(setting.environment)")

@@ -7,7 +7,8 @@ extension GatewaySettings {
         command: String, overview: String, discussion: String, declarations: [Setting] = declarations, width: Int = 80
     ) -> String {
         let indent = String(repeating: " ", count: 26)
-        var lines = ["OVERVIEW: \(overview)", ""] + wrap(discussion, width: width, indent: "") + [""]
+        var lines = wrap("OVERVIEW: \(overview)", width: width, indent: "") + [""]
+        lines += wrap(discussion, width: width, indent: "") + [""]
         lines += ["USAGE: \(command) [--<option> <value> ...]", ""]
         for section in Setting.Section.allCases {
             let settings = declarations.filter { $0.section == section }
