@@ -27,6 +27,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/pointfreeco/swift-clocks.git", from: "1.1.1"),
+        // No traits: the gateway's settings come from flags and environment variables only (ConvexGateway/Settings/).
+        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0", traits: []),
     ],
     targets: [
         // MARK: Values
@@ -143,6 +145,7 @@ let package = Package(
                 "ConvexSyncProtocol",
                 "Convex",
                 "MicroHTTPD",
+                .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -154,7 +157,6 @@ let package = Package(
                 "Convex",
                 "ConvexLocal",
                 "ConvexValues",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -169,6 +171,7 @@ let package = Package(
                 "ConvexLocal",
                 "ConvexValues",
                 .product(name: "Clocks", package: "swift-clocks"),
+                .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -33,6 +33,13 @@ final class GatewayProcess: @unchecked Sendable {
         return path
     }
 
+    /// The test's environment without anything that would configure the gateway.
+    static var inheritedEnvironment: [String: String] {
+        ProcessInfo.processInfo.environment.filter {
+            !$0.key.hasPrefix("GATEWAY_") && !$0.key.hasPrefix("CONVEX_") && $0.key != "LOG_LEVEL"
+        }
+    }
+
     /// Starts the gateway with `environment` added to a clean configuration, runs `body`, then stops it with SIGTERM
     /// and checks that it was still running and exits cleanly.
     static func run<T: Sendable>(
@@ -44,9 +51,7 @@ final class GatewayProcess: @unchecked Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try binaryPath())
         process.currentDirectoryURL = packageRoot
-        var environment = ProcessInfo.processInfo.environment.filter {
-            !$0.key.hasPrefix("GATEWAY_") && !$0.key.hasPrefix("CONVEX_") && $0.key != "LOG_LEVEL"
-        }
+        var environment = inheritedEnvironment
         environment["GATEWAY_PORT"] = "0"
         environment["GATEWAY_THREADS"] = "2"
         environment["GATEWAY_IDLE_TIMEOUT_SECONDS"] = "5"

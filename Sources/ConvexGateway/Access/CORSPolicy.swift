@@ -63,6 +63,21 @@ public struct CORSPolicy: Sendable, Hashable {
         return origins
     }
 
+    /// Parses a comma-separated list of response header names (for ``exposedHeaders``); empty entries are skipped.
+    /// - Throws: ``CORSOriginError`` naming the first entry that is not a header name.
+    public static func headerNames(_ text: String) throws(CORSOriginError) -> [String] {
+        var names: [String] = []
+        for item in text.split(separator: ",") {
+            let name = item.trimmingCharacters(in: .whitespaces)
+            if name.isEmpty { continue }
+            guard name.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ":") }) else {
+                throw CORSOriginError("'\(printable(name))' is not a header name")
+            }
+            names.append(name)
+        }
+        return names
+    }
+
     /// Whether an `Origin` header value is allowed.
     public func allows(origin: String) -> Bool {
         let origin = origin.lowercased()
@@ -100,7 +115,7 @@ public struct CORSPolicy: Sendable, Hashable {
     }
 }
 
-/// A CORS origin setting that cannot be used; the message names the entry.
+/// A CORS setting that cannot be used (an origin or a header name); the message names the entry.
 public struct CORSOriginError: Error, Sendable, CustomStringConvertible {
     public let message: String
     init(_ message: String) { self.message = message }

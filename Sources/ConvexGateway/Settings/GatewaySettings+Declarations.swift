@@ -1,0 +1,125 @@
+import Logging
+
+/// Every setting of `convex-gateway`, each declared once: flag, environment variable, help and kind; the default is
+/// the value ``GatewaySettings`` starts with. `--help`, the lookup and the README check (SettingsDocumentationTests)
+/// come from here. To add a setting: add a property (here or in `GatewayConfiguration`), declare it below, and add
+/// the row the README test asks for to the README's table.
+extension GatewaySettings {
+    package static let declarations: [Setting] =
+        section(
+            .configuration,
+            [
+                .text(
+                    "--host", "GATEWAY_HOST", \.gateway.host, help: "Address to listen on (`0.0.0.0` in a container)."),
+                .integer("--port", "GATEWAY_PORT", \.gateway.port, in: 0...65535, help: "Port (0 picks a free one)."),
+                .text(
+                    "--convex-url", "CONVEX_URL", \.convexURL, valueName: "<url>", default: "embedded deployment",
+                    help: "The Convex deployment URL (`https://<name>.convex.cloud`); without it the gateway starts "
+                        + "the embedded local deployment with its demo functions."),
+                .choice(
+                    "--format", "GATEWAY_FORMAT", \.gateway.defaultFormat,
+                    help: "Output mode of a request without `?format=`."),
+                .seconds(
+                    "--heartbeat-seconds", "GATEWAY_HEARTBEAT_SECONDS", \.gateway.heartbeatInterval,
+                    help: "Seconds between SSE heartbeat comments."),
+                .seconds(
+                    "--keep-warm-seconds", "GATEWAY_KEEP_WARM_SECONDS", \.gateway.keepWarm,
+                    help: "Seconds an upstream subscription outlives its last reader."),
+                .seconds(
+                    "--upstream-timeout-seconds", "GATEWAY_UPSTREAM_TIMEOUT_SECONDS", \.gateway.upstreamTimeout,
+                    help: "Seconds to wait for the deployment's answer before 504."),
+                .seconds(
+                    "--connect-timeout-seconds", "GATEWAY_CONNECT_TIMEOUT_SECONDS", \.gateway.connectTimeout,
+                    help: "Seconds to wait for the upstream connection before 503."),
+                .seconds(
+                    "--identity-idle-seconds", "GATEWAY_IDENTITY_IDLE_SECONDS", \.gateway.identityIdleTimeout,
+                    help: "Seconds before an idle user's upstream connection closes."),
+                .integer(
+                    "--max-subscriptions", "GATEWAY_MAX_SUBSCRIPTIONS", \.gateway.maxSubscriptions, in: 1...1_000_000,
+                    help: "Live upstream subscriptions before SSE gets 503 (`GET`s fall back to one-shot queries)."),
+                .integer(
+                    "--threads", "GATEWAY_THREADS", \.gateway.threads, in: 0...256, note: "one per core",
+                    help: "HTTP worker threads."),
+                .file(
+                    "--openapi-file", "GATEWAY_OPENAPI_FILE", \.gateway.openAPIFile, fallback: "openapi/openapi.yaml",
+                    help: "OpenAPI document served at `/openapi.yaml`."),
+                .integer(
+                    "--local-port", "CONVEX_LOCAL_PORT", \.localPort, in: 0...65535, note: "picks a free one",
+                    help: "Port of the embedded deployment, when it is used."),
+                .secret(
+                    "--admin-key", "CONVEX_ADMIN_KEY", \.adminKey, alternative: "CONVEX_ADMIN_KEY_FILE",
+                    default: "none; a random key for the embedded deployment",
+                    help: "The deployment's admin key, used only to fetch its function spec for typed inputs."),
+                .secretFile(
+                    "--admin-key-file", "CONVEX_ADMIN_KEY_FILE", \.adminKey, alternative: "CONVEX_ADMIN_KEY",
+                    default: "none", help: "A file holding the deployment's admin key."),
+                .choice("--log-level", "LOG_LEVEL", \.logLevel, help: "swift-log level."),
+            ])
+        + section(
+            .access,
+            [
+                .secretFile(
+                    "--api-key-file", "GATEWAY_API_KEY_FILE", \.gateway.access.apiKey, alternative: "GATEWAY_API_KEY",
+                    default: "no key",
+                    help: "A file holding the gateway API key: requests must carry it in `X-API-Key`, else 401 "
+                        + "`InvalidAPIKey`."),
+                .secret(
+                    nil, "GATEWAY_API_KEY", \.gateway.access.apiKey, alternative: "GATEWAY_API_KEY_FILE",
+                    default: "no key",
+                    help: "The gateway API key itself; environment only, since a flag would show in `ps`."),
+                .list(
+                    "--allow-functions", "GATEWAY_ALLOW_FUNCTIONS", \.gateway.access.functions.allow,
+                    valueName: "<globs>", default: "all",
+                    help: "Comma-separated function globs (`messages:*,admin/**`); only matching functions are "
+                        + "reachable.",
+                    parse: { try FunctionPattern.list($0) }),
+                .list(
+                    "--deny-functions", "GATEWAY_DENY_FUNCTIONS", \.gateway.access.functions.deny,
+                    valueName: "<globs>", default: "none",
+                    help: "Comma-separated function globs refused as if unknown; wins over the allowlist.",
+                    parse: { try FunctionPattern.list($0) }),
+                .list(
+                    "--cors-origins", "GATEWAY_CORS_ORIGINS", \.gateway.access.cors.origins, valueName: "<origins>",
+                    default: "CORS off",
+                    help: "Comma-separated origins (`https://app.example.com`) or `*`.",
+                    parse: { try CORSPolicy.origins($0) }),
+                .boolean(
+                    "--cors-allow-credentials", "GATEWAY_CORS_ALLOW_CREDENTIALS",
+                    \.gateway.access.cors.allowCredentials,
+                    help: "Send `Access-Control-Allow-Credentials: true` (the origin is then echoed, never `*`)."),
+                .integer(
+                    "--cors-max-age-seconds", "GATEWAY_CORS_MAX_AGE_SECONDS", \.gateway.access.cors.maxAgeSeconds,
+                    in: 0...86_400, help: "Seconds browsers may cache a preflight."),
+                .list(
+                    "--cors-expose-headers", "GATEWAY_CORS_EXPOSE_HEADERS", \.gateway.access.cors.exposedHeaders,
+                    valueName: "<headers>", help: "Comma-separated response headers pages may read.",
+                    parse: { try CORSPolicy.headerNames($0) }),
+                .number(
+                    "--rate-limit", "GATEWAY_RATE_LIMIT", \.gateway.access.rateLimit, in: 0...1_000_000, note: "off",
+                    help: "Requests per second per client address on the function routes."),
+                .integer(
+                    "--rate-limit-burst", "GATEWAY_RATE_LIMIT_BURST", \.gateway.access.rateLimitBurst,
+                    in: 0...1_000_000, note: "twice the rate", help: "Requests a quiet client may send at once."),
+                .integer(
+                    "--connection-memory-bytes", "GATEWAY_CONNECTION_MEMORY_BYTES",
+                    \.gateway.access.connectionMemoryLimit, in: 4096...(16 << 20),
+                    help: "Memory pool per connection; the request line and headers must fit (else 414/431)."),
+                .integer(
+                    "--idle-timeout-seconds", "GATEWAY_IDLE_TIMEOUT_SECONDS", \.gateway.access.idleTimeoutSeconds,
+                    in: 0...86_400, help: "Seconds of silence before a connection is closed (0: never)."),
+                .integer(
+                    "--max-body-bytes", "GATEWAY_MAX_BODY_BYTES", \.gateway.maxBodyBytes, in: 0...(1 << 30),
+                    help: "Largest request body before 413."),
+                .integer(
+                    "--max-connections", "GATEWAY_MAX_CONNECTIONS", \.gateway.maxConnections, in: 1...1_000_000,
+                    help: "Simultaneous HTTP connections before 503."),
+            ])
+
+    private static func section(_ section: Setting.Section, _ settings: [Setting]) -> [Setting] {
+        settings.map { setting in
+            var setting = setting
+            setting.section = section
+            return setting
+        }
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// The settings as the real `convex-gateway` executable reads them: `--help`, refused values, and secrets kept out of
+/// both its log and swift-configuration's access log.
+@Suite struct SettingsEndToEndTests {
+    /// Runs the executable to its end with `arguments` and `environment` (nothing else of the test's environment
+    /// that could configure it); returns its exit status, standard output and standard error.
+    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (Int32, String, String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try GatewayProcess.binaryPath())
+        process.arguments = arguments
+        process.environment = GatewayProcess.inheritedEnvironment.merging(environment) { _, new in new }
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let out = output.fileHandleForReading.readDataToEndOfFile()
+        let err = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+    }
+
+    @Test(.timeLimit(.minutes(1))) func helpListsEveryFlagAndVariable() throws {
+        let (status, help, _) = try Self.run(["--help"])
+        #expect(status == 0)
+        for name in ["--port", "GATEWAY_PORT", "--api-key-file", "GATEWAY_API_KEY", "--log-level", "LOG_LEVEL"] {
+            #expect(help.contains(name), "\(name)")
+        }
+    }
+
+    @Test(
+        .timeLimit(.minutes(1)),
+        arguments: [
+            (["--prot", "80"], [:], "Error: Unknown option '--prot'"),
+            (
+                [], ["GATEWAY_PORT": "http"],
+                "Error: --port/GATEWAY_PORT must be a whole number in 0...65535, not 'http'"
+            ),
+            (["--log-level", "loud"], [:], "Error: --log-level/LOG_LEVEL must be one of"),
+        ] as [([String], [String: String], String)])
+    func aBadSettingStopsTheGateway(arguments: [String], environment: [String: String], message: String) throws {
+        let (status, _, errors) = try Self.run(arguments, environment: environment)
+        #expect(status == 64)
+        #expect(errors.hasPrefix(message), "\(errors)")
+    }
+
+    /// `CONFIG_ACCESS_LOG_FILE` makes swift-configuration log every setting read: the secrets appear redacted.
+    @Test(.timeLimit(.minutes(1))) func secretsStayOutOfTheLogs() async throws {
+        let accessLog = FileManager.default.temporaryDirectory
+            .appendingPathComponent("config-access-\(UUID().uuidString).log").path
+        defer { try? FileManager.default.removeItem(atPath: accessLog) }
+        let apiKey = "api-\(UUID().uuidString)"
+        let adminKey = "admin-\(UUID().uuidString)"
+        let environment = [
+            "CONFIG_ACCESS_LOG_FILE": accessLog, "GATEWAY_API_KEY": apiKey, "CONVEX_ADMIN_KEY": adminKey,
+            "LOG_LEVEL": "trace",
+        ]
+        let log = try await GatewayProcess.run(environment: environment) { gateway in gateway.log }
+        let access = try String(contentsOfFile: accessLog, encoding: .utf8)
+        #expect(access.contains("gateway.port -> \"0\""), "\(access)")
+        #expect(access.contains("gateway.api.key -> \"<REDACTED>\""), "\(access)")
+        #expect(access.contains("convex.admin.key -> \"<REDACTED>\""), "\(access)")
+        for key in [apiKey, adminKey] {
+            #expect(!access.contains(key))
+            #expect(!log.contains(key))
+        }
+    }
+}
