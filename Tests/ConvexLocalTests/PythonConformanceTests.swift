@@ -1,5 +1,6 @@
 import ConvexLocal
 import ConvexValues
+import Foundation
 import Logging
 import Testing
 
@@ -42,6 +43,37 @@ struct PythonConformanceTests {
     @Test func userAndAdminAuth() async throws {
         try await withDeployment { deployment in
             expectPassed(try await PythonClient.run("auth.py", url: deployment.url, [Self.adminKey]))
+        }
+    }
+
+    /// Against a deployment with an auth config: tokens signed with keys made now pass; a tampered, wrong-issuer or
+    /// expired one fails with Convex's messages, over HTTP (401) and over the sync protocol (`AuthError`, which the
+    /// Rust client inside the Python one reports as its next `lastCloseReason`).
+    @Test func verifiedTokens() async throws {
+        try await withLocalDeployment(AuthEndToEndTests.verifiedConfiguration, logger: Self.quietLogger) { deployment in
+            let issuer = TestIssuer.shared
+            var claims = TestIssuer.claims()
+            claims.aud = ["app"]
+            let valid = try await issuer.sign(claims)
+            var other = claims
+            other.sub = "intruder"
+            var wrongIssuer = TestIssuer.claims(issuer: "https://elsewhere.test")
+            wrongIssuer.aud = ["app"]
+            var expired = claims
+            expired.exp = Int(Date().timeIntervalSince1970) - 60
+            let tokens = [valid, try tampered(valid, other), try await issuer.sign(wrongIssuer), try await issuer.sign(expired)]
+            expectPassed(try await PythonClient.run("auth_verified.py", url: deployment.url, tokens))
+            // Whether the Rust client reads the AuthError before it sees the Close that follows varies (otherwise it
+            // reports `ProtocolFailure` or nothing), so at least one reconnect must carry one of the messages.
+            let reasons = deployment.recentCloseReasons
+            let prefixes = [
+                "AuthError: Could not decode token. The JWT's 'kid' (key ID) header is 'rsa-1'",
+                "AuthError: No auth provider found matching the given token.",
+                "AuthError: Could not validate token: Token expired ",
+            ]
+            #expect(reasons.contains { reason in
+                prefixes.contains { reason.hasPrefix($0) } && reason.hasSuffix(" for identity version Some(0)")
+            }, "\(reasons)")
         }
     }
 
