@@ -116,4 +116,22 @@ struct TokenRefreshTests {
             #expect(client.connectionState == .authenticationFailed(message: "Token provider returned no token"))
         }
     }
+
+    /// A static token (no provider) is not refreshed: at its `exp` the deployment's AuthError ends the client in
+    /// `authenticationFailed`, and every subscriber gets that error, until new credentials arrive.
+    @Test func staticTokenExpirySurfacesAsAuthenticationFailed() async throws {
+        try await withClientAndDeployment { client, _ in
+            let now = Int(Date().timeIntervalSince1970)
+            client.setAuth(token: makeJWT(#"{"sub":"static","iss":"https://i","iat":\#(now),"exp":\#(now + 2)}"#))
+            var whoami = client.subscribe(to: "conformance:whoami").results.makeAsyncIterator()
+            guard case .success(let first)? = await whoami.next() else { Issue.record("no first result"); return }
+            #expect(first["identity"]?["subject"] == "static")
+            guard case .failure(let error)? = await whoami.next() else { Issue.record("the subscription must fail"); return }
+            #expect(error.code == .authenticationFailed && error.message == "Convex token identity expired")
+            #expect(client.connectionState == .authenticationFailed(message: "Convex token identity expired"))
+            client.setAuth(token: makeJWT(#"{"sub":"static","iss":"https://i","exp":\#(now + 600)}"#))
+            guard case .success(let again)? = await whoami.next() else { Issue.record("new credentials resume"); return }
+            #expect(again["identity"]?["subject"] == "static")
+        }
+    }
 }
