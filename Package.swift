@@ -29,6 +29,8 @@ let package = Package(
         .package(url: "https://github.com/pointfreeco/swift-clocks.git", from: "1.1.1"),
         // No traits: the gateway's settings come from flags and environment variables only (ConvexGateway/Settings/).
         .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0", traits: []),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.1"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.1.0"),
     ],
     targets: [
         // MARK: Values
@@ -81,6 +83,7 @@ let package = Package(
                 "ConvexSyncProtocol",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
@@ -113,7 +116,10 @@ let package = Package(
                 "ConvexLocal",
                 "ConvexValues",
                 "ConvexSyncProtocol",
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
             ],
             exclude: ["python"]

@@ -34,6 +34,8 @@ final class ClientCore: Sendable {
         var callDeadlines: [RequestID: CallDeadline] = [:]
         var queryDeadlines: [SubscriberID: QueryDeadline] = [:]
         var sweeper: Task<Void, Never>?
+        /// Sleeps until the planned token refresh.
+        var refreshTimer: Task<Void, Never>?
     }
 
     struct CallDeadline {
@@ -105,8 +107,41 @@ final class ClientCore: Sendable {
             l.loopTask = Task { [self] in await self.connectionLoop() }
         }
         deferred.wake = effects.wakeConnectionLoop
+        if effects.tokenConfirmed,
+            let plan = l.sync.planTokenRefresh(now: Date().timeIntervalSince1970, leeway: configuration.tokenRefreshLeeway)
+        {
+            l.refreshTimer?.cancel()
+            l.refreshTimer = Task { [self] in
+                do { try await Task.sleep(for: plan.delay) } catch { return }
+                await refreshToken(generation: plan.generation)
+            }
+        }
         publishLocked(&l, into: &deferred)
         return deferred
+    }
+
+    /// A planned refresh is due: asks the provider with `forceRefresh` and authenticates again on the open socket.
+    private func refreshToken(generation: UInt64) async {
+        let provider: ConvexTokenProvider? = state.withLock { l in
+            l.sync.tokenRefreshIsDue(generation: generation) ? l.tokenProvider : nil
+        }
+        guard let provider else { return }
+        var jwt: String?
+        var failure: String?
+        do {
+            jwt = try await provider(true)
+        } catch {
+            logger.warning("Convex token provider failed", metadata: ["error": "\(error)"])
+            failure = "Token provider failed: \(error)"
+        }
+        let deferred = state.withLock { l in
+            let effects = failure.map { l.sync.tokenRefreshFailed($0, generation: generation) }
+                ?? l.sync.tokenRefreshed(jwt, generation: generation)
+            // The socket's end reports back through the connection loop, which applies the failure.
+            if effects.resetConnection != nil { l.outbound?.close() }
+            return applyLocked(effects, &l)
+        }
+        deferred.run(self)
     }
 
     private func publishLocked(_ l: inout Locked, into deferred: inout Deferred) {
@@ -352,6 +387,8 @@ final class ClientCore: Sendable {
                 l.loopTask = nil
                 l.sweeper?.cancel()
                 l.sweeper = nil
+                l.refreshTimer?.cancel()
+                l.refreshTimer = nil
                 l.callDeadlines.removeAll()
                 l.queryDeadlines.removeAll()
                 return (task, deferred, observers, Array(l.mailboxes.values))

@@ -9,6 +9,7 @@
 /// | ``initialBackoff`` / ``maxBackoff`` | 100 ms / 15 s | reconnect delay: full jitter over `min(initial·2ⁿ, max)` |
 /// | ``pingInterval`` | 10 s | the client's own WebSocket pings; a missing pong drops the socket |
 /// | ``maxMessageSize`` | 64 MiB | the largest server message accepted |
+/// | ``tokenRefreshLeeway`` | 10 s | a provider's token is refreshed this long before `exp` (at most half its lifetime) |
 public struct ConvexClientConfiguration: Sendable {
     /// The `Convex-Client` header, `<name>-<semver>`.
     ///
@@ -35,6 +36,10 @@ public struct ConvexClientConfiguration: Sendable {
     public var pingInterval: Duration?
     /// Largest accepted server message, in bytes.
     public var maxMessageSize: Int
+    /// With a token provider (``ConvexClient/setAuthProvider(_:)``), a fresh token is fetched this long before the
+    /// current one's `exp`, as convex-js does (its `authRefreshTokenLeewaySeconds`, default 10), but at most half
+    /// of the token's lifetime (`exp - iat`) ahead, so short-lived tokens are refreshed too.
+    public var tokenRefreshLeeway: Duration
 
     public init(
         clientID: String = "swift-linux-0.1.0",
@@ -44,8 +49,10 @@ public struct ConvexClientConfiguration: Sendable {
         initialBackoff: Duration = .milliseconds(100),
         maxBackoff: Duration = .seconds(15),
         pingInterval: Duration? = .seconds(10),
-        maxMessageSize: Int = 64 << 20
+        maxMessageSize: Int = 64 << 20,
+        tokenRefreshLeeway: Duration = .seconds(10)
     ) {
+        self.tokenRefreshLeeway = tokenRefreshLeeway
         self.clientID = clientID
         self.callTimeout = callTimeout
         self.inactivityTimeout = inactivityTimeout

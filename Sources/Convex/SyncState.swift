@@ -1,4 +1,5 @@
 import ConvexSyncProtocol
+import Foundation
 import ConvexValues
 
 typealias QueryID = UInt32
@@ -93,6 +94,15 @@ struct SyncState {
         var resetConnection: String?
         /// A backoff or authentication-failure wait should end now (credentials changed).
         var wakeConnectionLoop = false
+        /// The deployment confirmed the provider's current token: plan its refresh (``planTokenRefresh(now:leeway:)``).
+        var tokenConfirmed = false
+    }
+
+    /// When to ask the token provider for a fresh token.
+    struct TokenRefreshPlan: Hashable, Sendable {
+        /// Identifies the plan; a timer whose plan was replaced does nothing.
+        let generation: UInt64
+        let delay: Duration
     }
 
     // MARK: Identity of this client
@@ -139,6 +149,10 @@ struct SyncState {
     private var pendingAuthFailure: String?
     /// Ask the provider for a fresh token on the next connect.
     private(set) var forceTokenRefresh = false
+    /// Counts token refresh plans, so that only the latest one's timer acts.
+    private(set) var refreshGeneration: UInt64 = 0
+    /// The identity version (on this socket) whose confirmation already produced a refresh plan.
+    private var refreshPlannedFor: UInt32?
 
     init(sessionId: String, backoff: Backoff) {
         self.sessionId = sessionId
@@ -288,6 +302,7 @@ struct SyncState {
         pendingAuthFailure = nil
         forceTokenRefresh = false
         currentToken = token
+        invalidateTokenRefresh()
         switch phase {
         case .connected:
             effects.send.append(.authenticate(.init(baseVersion: identityVersion, token: token ?? .none)))
@@ -301,6 +316,85 @@ struct SyncState {
         default:
             break
         }
+        return effects
+    }
+
+    // MARK: Token refresh (convex-js AuthenticationManager)
+
+    private mutating func invalidateTokenRefresh() {
+        refreshGeneration &+= 1
+        refreshPlannedFor = nil
+    }
+
+    /// Called after ``Effects/tokenConfirmed``: when to fetch the next token, from the confirmed token's `exp` and
+    /// `iat` and the wall clock `now` (seconds since 1970). `nil` when there is nothing to plan (no provider token,
+    /// or a token without `exp`/`iat` or living 2 s or less, which convex-js does not refresh either).
+    mutating func planTokenRefresh(now: Double, leeway: Duration) -> TokenRefreshPlan? {
+        guard phase == .connected, auth == .provider, case .user(let jwt)? = currentToken,
+            refreshPlannedFor != identityVersion
+        else { return nil }
+        refreshPlannedFor = identityVersion
+        guard let delay = Self.tokenRefreshDelay(jwt: jwt, now: now, leeway: leeway) else { return nil }
+        refreshGeneration &+= 1
+        return TokenRefreshPlan(generation: refreshGeneration, delay: delay)
+    }
+
+    /// How long until a confirmed token should be replaced: its remaining life minus a lead of
+    /// `min(leeway, lifetime / 2)` (half the life of a short token, so a machine that stalls for a second still refreshes in
+    /// time). The remaining life is `exp - now`, unless the local clock disagrees with the
+    /// issuer's (`exp` already passed, or more than `exp - iat` away), in which case the full lifetime counts from
+    /// now, as convex-js does for fresh tokens.
+    static func tokenRefreshDelay(jwt: String, now: Double, leeway: Duration) -> Duration? {
+        guard let (issuedAt, expiration) = tokenTimes(jwt) else { return nil }
+        let lifetime = expiration - issuedAt
+        guard lifetime > 2 else { return nil }
+        var remaining = expiration - now
+        if remaining <= 0 || remaining > lifetime { remaining = lifetime }
+        let leewaySeconds = Double(leeway.components.seconds) + Double(leeway.components.attoseconds) / 1e18
+        let lead = min(leewaySeconds, lifetime / 2)
+        return .milliseconds(Int64((max(0, remaining - lead) * 1000).rounded()))
+    }
+
+    /// `iat` and `exp` of a JWT's payload (read, not verified).
+    static func tokenTimes(_ jwt: String) -> (issuedAt: Double, expiration: Double)? {
+        let parts = jwt.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3 else { return nil }
+        var b64 = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while b64.count % 4 != 0 { b64 += "=" }
+        guard let payload = Data(base64Encoded: b64), case .object(let claims)? = try? ConvexValue(plainJSON: payload),
+            case .float64(let iat)? = claims["iat"], case .float64(let exp)? = claims["exp"], iat.isFinite, exp.isFinite
+        else { return nil }
+        return (iat, exp)
+    }
+
+    /// The timer of a plan fired: whether to ask the provider now (with `forceRefresh`).
+    func tokenRefreshIsDue(generation: UInt64) -> Bool {
+        generation == refreshGeneration && phase == .connected && auth == .provider
+    }
+
+    /// The provider answered a planned refresh: the new token is sent on the open socket (the deployment swaps the
+    /// identity; unchanged query results are not sent again). No token is treated like a rejected one.
+    mutating func tokenRefreshed(_ jwt: String?, generation: UInt64) -> Effects {
+        guard tokenRefreshIsDue(generation: generation) else { return Effects() }
+        guard let jwt else { return tokenRefreshFailed("Token provider returned no token", generation: generation) }
+        var effects = Effects()
+        let token = AuthenticationToken.user(jwt)
+        // The same token again: nothing to send; when it expires the deployment says so and the client reconnects
+        // with a forced refresh.
+        guard token != currentToken else { return effects }
+        currentToken = token
+        effects.send.append(.authenticate(.init(baseVersion: identityVersion, token: token)))
+        identityVersion += 1
+        return effects
+    }
+
+    /// The provider failed during a planned refresh: the socket is dropped and the client stops with
+    /// ``Phase/authenticationFailed(_:)``, as when the deployment rejects a token twice.
+    mutating func tokenRefreshFailed(_ message: String, generation: UInt64) -> Effects {
+        var effects = Effects()
+        guard tokenRefreshIsDue(generation: generation) else { return effects }
+        pendingAuthFailure = message
+        effects.resetConnection = message
         return effects
     }
 
@@ -327,6 +421,7 @@ struct SyncState {
         remoteVersion = .initial
         querySetVersion = 0
         identityVersion = 0
+        invalidateTokenRefresh()
         effects.send.append(.connect(.init(
             sessionId: sessionId, connectionCount: connectionCount, lastCloseReason: lastCloseReason,
             maxObservedTimestamp: maxObservedTimestamp, clientTs: 0)))
@@ -365,6 +460,7 @@ struct SyncState {
         remoteVersion = .initial
         querySetVersion = 0
         identityVersion = 0
+        invalidateTokenRefresh()
 
         if let message = pendingAuthFailure {
             pendingAuthFailure = nil
@@ -492,6 +588,9 @@ struct SyncState {
         if end.identity == identityVersion {
             consecutiveAuthFailures = 0
             forceTokenRefresh = false
+            if auth == .provider, identityVersion > 0, refreshPlannedFor != identityVersion {
+                effects.tokenConfirmed = true
+            }
         }
         for modification in t.modifications {
             let id = modification.queryId

@@ -10,19 +10,23 @@ final class DeploymentCore: Sendable {
     let store: DocumentStore
     let registry: FunctionRegistry
     let adminKey: String?
+    let verifier: TokenVerifier
     let logger: Logger
     let dedupe = MutationResultCache()
     let orphans = OrphanedMutations()
     private let accepted = Atomic<Int>(0)
     private let connections: ConnectionSet
     private let stalled = Mutex<Bool>(false)
+    private let closeReasons = Mutex<[String]>([])
+    static let keptCloseReasons = 32
     let engine: FunctionEngine
 
     let heartbeatInterval: Duration
     let jsonPingAfter: Duration
 
-    init(registry: FunctionRegistry, adminKey: String?, logger: Logger,
+    init(registry: FunctionRegistry, adminKey: String?, verifier: TokenVerifier = TokenVerifier(), logger: Logger,
          heartbeatInterval: Duration = .seconds(5), jsonPingAfter: Duration = .seconds(15)) {
+        self.verifier = verifier
         self.heartbeatInterval = heartbeatInterval
         self.jsonPingAfter = jsonPingAfter
         let store = DocumentStore()
@@ -51,6 +55,16 @@ final class DeploymentCore: Sendable {
 
     var liveConnections: [SyncConnection] { connections.all }
 
+    /// Remembers the `lastCloseReason` of a reconnecting client's Connect (the latest ``keptCloseReasons``).
+    func recordCloseReason(_ reason: String) {
+        closeReasons.withLock { reasons in
+            reasons.append(reason)
+            if reasons.count > Self.keptCloseReasons { reasons.removeFirst() }
+        }
+    }
+
+    var recentCloseReasons: [String] { closeReasons.withLock { $0 } }
+
     var isStalled: Bool { stalled.withLock { $0 } }
 
     func setStalled(_ value: Bool) {
@@ -60,27 +74,30 @@ final class DeploymentCore: Sendable {
         }
     }
 
-    /// Resolves an `Authorization` header value (`Bearer <jwt>` or `Convex <admin key>`).
-    func caller(authorization: String?) throws(AuthenticationError) -> CallerIdentity {
+    /// Resolves an `Authorization` header value (`Bearer <jwt>` or `Convex <admin key>`) at `now` (seconds since 1970).
+    func caller(authorization: String?, now: Double) async throws(AuthenticationError) -> CallerIdentity {
         guard let header = authorization?.trimmingCharacters(in: .whitespaces), !header.isEmpty else {
             return .unauthenticated
         }
         let lower = header.lowercased()
         if lower.hasPrefix("bearer ") {
-            return .user(try UserIdentity(jwt: String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces)))
+            return .user(try await verifier.identity(for: String(header.dropFirst(7)), now: now))
         }
         if lower.hasPrefix("convex ") {
             return try adminCaller(key: String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces))
         }
-        throw AuthenticationError("Authorization header must be `Bearer <token>` or `Convex <admin key>`")
+        throw .invalidHeader
     }
 
     func adminCaller(key: String) throws(AuthenticationError) -> CallerIdentity {
-        guard let adminKey, key == adminKey else {
-            throw AuthenticationError("The provided admin key was invalid for this instance")
-        }
+        guard let adminKey, key == adminKey else { throw .badAdminKey }
         return .admin(actingAs: nil)
     }
+}
+
+/// The wall clock in seconds since 1970, the time base of JWT claims.
+func wallClockSeconds() -> Double {
+    Date().timeIntervalSince1970
 }
 
 final class ConnectionSet: Sendable {

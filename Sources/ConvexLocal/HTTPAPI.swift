@@ -16,10 +16,6 @@ struct HTTPAPIError: Error, Sendable {
         HTTPAPIError(status: .badRequest, code: code, message: message)
     }
 
-    static func unauthenticated(_ code: String, _ message: String) -> HTTPAPIError {
-        HTTPAPIError(status: .unauthorized, code: code, message: message)
-    }
-
     var response: Response {
         var w: [UInt8] = Array(#"{"code":"#.utf8)
         w += ConvexValue.string(code).convexJSON()
@@ -61,8 +57,8 @@ struct HTTPAPI: Sendable {
                 jsonResponse(Array(#"{"ts":""#.utf8) + Array(core.store.snapshot.ts.base64.utf8) + Array(#""}"#.utf8))
             }
         }
-        router.get("/api/function_spec") { request, _ in await handle(request) { try functionSpec(request) } }
-        router.post("/api/function_spec") { request, _ in await handle(request) { try functionSpec(request) } }
+        router.get("/api/function_spec") { request, _ in await handle(request) { try await functionSpec(request) } }
+        router.post("/api/function_spec") { request, _ in await handle(request) { try await functionSpec(request) } }
     }
 
     private func handle(_ request: Request, _ body: () async throws -> Response) async -> Response {
@@ -92,19 +88,15 @@ struct HTTPAPI: Sendable {
         return header
     }
 
-    private func caller(_ request: Request) throws(HTTPAPIError) -> CallerIdentity {
+    private func caller(_ request: Request) async throws(HTTPAPIError) -> CallerIdentity {
         var authorization = request.headers[.authorization]
         if authorization == nil, let key = request.uri.queryParameters["adminKey"] {
             authorization = "Convex \(key)"
         }
         do {
-            return try core.caller(authorization: authorization)
+            return try await core.caller(authorization: authorization, now: wallClockSeconds())
         } catch {
-            if let header = authorization?.lowercased() {
-                if header.hasPrefix("convex ") { throw .unauthenticated("BadAdminKey", error.message) }
-                if header.hasPrefix("bearer ") { throw .unauthenticated("Unauthenticated", error.message) }
-            }
-            throw .badRequest("InvalidHeaderFailure", error.message)
+            throw HTTPAPIError(status: error.isBadRequest ? .badRequest : .unauthorized, code: error.code, message: error.message)
         }
     }
 
@@ -183,7 +175,7 @@ struct HTTPAPI: Sendable {
 
     private func call(_ request: Request, kind: FunctionKind?, adminOnly: Bool = false) async throws -> Response {
         let clientHeader = try checkClientHeader(request)
-        let caller = try caller(request)
+        let caller = try await caller(request)
         if adminOnly && !caller.isAdmin {
             throw HTTPAPIError(status: .forbidden, code: "Unauthorized", message: "This endpoint requires an admin key")
         }
@@ -203,7 +195,7 @@ struct HTTPAPI: Sendable {
 
     private func getQuery(_ request: Request) async throws -> Response {
         let clientHeader = try checkClientHeader(request)
-        let caller = try caller(request)
+        let caller = try await caller(request)
         let params = request.uri.queryParameters
         guard let rawPath = params["path"] else { throw HTTPAPIError.badRequest("BadQueryParams", "Missing query parameter `path`") }
         let path = try checkedPath(String(rawPath))
@@ -227,7 +219,7 @@ struct HTTPAPI: Sendable {
 
     private func run(_ request: Request, segments: [Substring]) async throws -> Response {
         let clientHeader = try checkClientHeader(request)
-        let caller = try caller(request)
+        let caller = try await caller(request)
         let decoded = segments.map { String($0).removingPercentEncoding ?? String($0) }
         guard decoded.count >= 2, let function = decoded.last else {
             throw HTTPAPIError.badRequest("MissingIdentifier", "The path must be /api/run/<module path>/<function name>")
@@ -241,7 +233,7 @@ struct HTTPAPI: Sendable {
 
     private func queryBatch(_ request: Request) async throws -> Response {
         let clientHeader = try checkClientHeader(request)
-        let caller = try caller(request)
+        let caller = try await caller(request)
         let fields = try await readBody(request)
         guard case .array(let queries)? = fields["queries"] else {
             throw HTTPAPIError.badRequest("BadJsonBody", "Field `queries` must be an array")
@@ -261,8 +253,8 @@ struct HTTPAPI: Sendable {
         return jsonResponse(out)
     }
 
-    private func functionSpec(_ request: Request) throws -> Response {
-        guard try caller(request).isAdmin else {
+    private func functionSpec(_ request: Request) async throws -> Response {
+        guard try await caller(request).isAdmin else {
             throw HTTPAPIError(status: .forbidden, code: "Unauthorized", message: "The function spec requires an admin key (`Authorization: Convex <admin key>`)")
         }
         return jsonResponse(core.registry.functionSpec(url: nil).convexJSON())

@@ -3,8 +3,8 @@ import Foundation
 
 /// The user a function runs for: the claims of the caller's JWT.
 ///
-/// This local deployment accepts any well-formed JWT (three base64url parts whose middle part is a JSON object)
-/// and does **not** verify its signature, issuer or expiry: it is for development and tests only.
+/// With an ``AuthConfig`` the deployment verifies a token before it becomes an identity; without one it accepts
+/// any well-formed JWT unsigned (development only), checking only its `exp`, `nbf` and `iat`.
 public struct UserIdentity: Sendable, Hashable {
     /// `issuer|subject`, as Convex forms it.
     public var tokenIdentifier: String
@@ -20,22 +20,14 @@ public struct UserIdentity: Sendable, Hashable {
         self.claims = claims
     }
 
-    /// Reads the claims of a JWT without verifying it.
-    /// - Throws: `AuthenticationError` when the text is not a JWT with a JSON-object payload.
+    /// Reads the claims of a JWT without verifying its signature or times.
+    /// - Throws: ``AuthenticationError`` (`InvalidAuthHeader`) when the text is not a JWT with a JSON-object payload.
     public init(jwt: String) throws(AuthenticationError) {
-        let parts = jwt.trimmingCharacters(in: .whitespaces).split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, !parts[1].isEmpty else {
-            throw AuthenticationError("Could not parse as id token: expected three dot-separated base64url parts")
-        }
-        var b64 = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while b64.count % 4 != 0 { b64 += "=" }
-        guard let payload = Data(base64Encoded: b64),
-            let value = try? ConvexValue(plainJSON: payload), case .object(let claims) = value
-        else {
-            throw AuthenticationError("Could not parse as id token: the payload is not a base64url JSON object")
-        }
-        self.init(claims: claims)
+        self.init(claims: try TokenClaims(jwt: jwt).claims)
     }
+
+    /// The `exp` claim (seconds since 1970): a live sync session's identity ends then.
+    public var expiration: Double? { claims["exp"]?.numberValue }
 
     /// Builds an identity from claims (also used for an admin acting as a user).
     public init(claims: [String: ConvexValue]) {
@@ -85,11 +77,4 @@ public enum CallerIdentity: Sendable, Hashable {
         case .admin(let u): u
         }
     }
-}
-
-/// A credential the deployment rejected.
-public struct AuthenticationError: Error, Sendable, Hashable, CustomStringConvertible {
-    public var message: String
-    public init(_ message: String) { self.message = message }
-    public var description: String { message }
 }

@@ -37,9 +37,14 @@ public final class LocalDeployment: Sendable {
         public var heartbeatInterval: Duration
         /// A JSON `Ping` is sent when a sync socket has sent no message for this long. Default 15 s, as Convex.
         public var jsonPingAfter: Duration
+        /// The identity providers user tokens must come from (`convex-local --auth-config`). `nil` (the default):
+        /// development mode, any well-formed JWT is accepted unsigned, but its `exp` and `nbf` are still enforced.
+        public var authConfig: AuthConfig?
 
         public init(host: String = "127.0.0.1", port: Int = 3210, adminKey: String? = nil, demoFunctions: Bool = true,
-                    heartbeatInterval: Duration = .seconds(5), jsonPingAfter: Duration = .seconds(15)) {
+                    heartbeatInterval: Duration = .seconds(5), jsonPingAfter: Duration = .seconds(15),
+                    authConfig: AuthConfig? = nil) {
+            self.authConfig = authConfig
             self.host = host
             self.port = port
             self.adminKey = adminKey
@@ -64,11 +69,11 @@ public final class LocalDeployment: Sendable {
     /// Serializes start/stop.
     private let lifecycle = AsyncLock()
 
-    private init(configuration: Configuration, functions: FunctionRegistry, logger: Logger) {
+    private init(configuration: Configuration, functions: FunctionRegistry, verifier: TokenVerifier, logger: Logger) {
         self.configuration = configuration
         self.functions = functions
         self.logger = logger
-        self.core = DeploymentCore(registry: functions, adminKey: configuration.adminKey, logger: logger,
+        self.core = DeploymentCore(registry: functions, adminKey: configuration.adminKey, verifier: verifier, logger: logger,
                                    heartbeatInterval: configuration.heartbeatInterval, jsonPingAfter: configuration.jsonPingAfter)
         if configuration.demoFunctions {
             DemoFunctions.register(in: functions)
@@ -81,10 +86,13 @@ public final class LocalDeployment: Sendable {
     ///   - configuration: host, port (0 for any free port), admin key, demo functions.
     ///   - functions: a registry to serve (default: a new one).
     ///   - logger: where the deployment logs (it never bootstraps logging).
-    /// - Throws: when the port cannot be bound.
+    /// - Throws: ``AuthConfigError`` when a provider's `file:` or `data:` key set is unusable; an error when the
+    ///   port cannot be bound.
     public static func start(_ configuration: Configuration = Configuration(), functions: FunctionRegistry = FunctionRegistry(),
                              logger: Logger = Logger(label: "convex-local")) async throws -> LocalDeployment {
-        let deployment = LocalDeployment(configuration: configuration, functions: functions, logger: logger)
+        var verifier = TokenVerifier()
+        if let config = configuration.authConfig { verifier = try await TokenVerifier(config: config) }
+        let deployment = LocalDeployment(configuration: configuration, functions: functions, verifier: verifier, logger: logger)
         try await deployment.listen(port: configuration.port)
         return deployment
     }
@@ -165,6 +173,10 @@ public final class LocalDeployment: Sendable {
 
     /// The number of open sync sockets.
     public var syncConnectionCount: Int { core.liveConnections.count }
+
+    /// Why reconnecting clients say their previous socket ended (`lastCloseReason` of their Connect), oldest first,
+    /// at most the latest 32. The Rust and Python clients put the server's `AuthError` text here.
+    public var recentCloseReasons: [String] { core.recentCloseReasons }
 
     // MARK: Direct calls (tests, embedding)
 

@@ -22,6 +22,8 @@ final class SyncConnection: Sendable {
         case actionDone(requestId: UInt32, outcome: FunctionOutcome)
         case heartbeat
         case flush
+        /// The user identity's `exp` may have passed.
+        case expiryCheck
         case close(code: UInt16, reason: String?)
     }
 
@@ -76,6 +78,7 @@ final class SyncConnection: Sendable {
             var driver = Driver(connection: self, core: core, outbound: outbound)
             for await event in stream {
                 let keepGoing = await driver.handle(event)
+                driver.armExpiryTimer()
                 for work in driver.takeSpawned() { group.addTask(operation: work) }
                 if !keepGoing { break }
             }
@@ -140,6 +143,8 @@ private struct Driver {
     /// client will resend them after a reconnect.
     var unconfirmed: [UInt32: (request: ClientMessage.FunctionRequest, response: ServerMessage.MutationResponse)] = [:]
     var isReconnect = false
+    /// The identity expiry a timer is already set for.
+    var expiryTimer: Double?
     /// One request id per socket for query failures, so an unchanged failure compares equal.
     let queryRequestId = makeRequestId()
 
@@ -157,9 +162,19 @@ private struct Driver {
             if case .connect(let c) = message {
                 clientTs = c.clientTs
                 isReconnect = c.connectionCount > 0 || (c.lastCloseReason.map { $0 != "InitialConnect" } ?? false)
+                if isReconnect, let reason = c.lastCloseReason { core.recordCloseReason(reason) }
             }
             if case .mutation = message { connection.mutationProcessed() }
-            return await perform(session.receive(message, latestTs: core.store.latestTimestamp))
+            var user: Result<UserIdentity, AuthenticationError>? = nil
+            if case .authenticate(let a) = message, case .user(let token) = a.token {
+                do {
+                    user = .success(try await core.verifier.identity(for: token, now: wallClockSeconds()))
+                } catch {
+                    user = .failure(error)
+                }
+            }
+            let actions = session.receive(message, latestTs: core.store.latestTimestamp, now: wallClockSeconds(), user: user)
+            return await perform(actions)
         case .invalidFrame(let text):
             return await perform(session.receiveInvalidFrame(text))
         case .tooManyMutations:
@@ -196,9 +211,25 @@ private struct Driver {
                 return false
             }
             return true
+        case .expiryCheck:
+            expiryTimer = nil
+            return await perform(session.checkExpiry(now: wallClockSeconds()))
         case .close(let code, let reason):
             session.close()
             return await perform([.close(code: code, reason: reason)])
+        }
+    }
+
+    /// Makes sure a timer posts ``SyncConnection/Event/expiryCheck`` when the current identity expires. A timer
+    /// for an earlier identity may still fire; the session then finds nothing expired.
+    mutating func armExpiryTimer() {
+        guard let expiration = session.identityExpiration, expiration != expiryTimer else { return }
+        expiryTimer = expiration
+        let connection = self.connection
+        let delay = max(0, expiration - wallClockSeconds())
+        spawned.append {
+            try? await Task.sleep(for: .seconds(delay))
+            if !Task.isCancelled { connection.post(.expiryCheck) }
         }
     }
 

@@ -52,6 +52,10 @@ struct SyncSession {
     /// A successful mutation response needs a Transition at or after this timestamp.
     private var transitionNeededAt: ConvexTimestamp?
     private(set) var inflightActions = 0
+    /// The user identity's `exp` passed: nothing is served until the client authenticates again.
+    private(set) var identityExpired = false
+    /// Mutations and actions that arrived while the identity was expired, run after the next Authenticate.
+    private var heldRequests: [ClientMessage] = []
 
     let adminKey: String?
 
@@ -65,8 +69,12 @@ struct SyncSession {
     }
 
     /// Handles one decoded client message.
-    /// - Parameter latestTs: the deployment's latest timestamp, for the `maxObservedTimestamp` check.
-    mutating func receive(_ message: ClientMessage, latestTs: ConvexTimestamp) -> [Action] {
+    /// - Parameters:
+    ///   - latestTs: the deployment's latest timestamp, for the `maxObservedTimestamp` check.
+    ///   - now: the wall clock (seconds since 1970), for the identity's expiry.
+    ///   - user: for an `Authenticate` with a user token, the verifier's verdict on that token.
+    mutating func receive(_ message: ClientMessage, latestTs: ConvexTimestamp, now: Double = 0,
+                          user: Result<UserIdentity, AuthenticationError>? = nil) -> [Action] {
         guard phase != .closed else { return [] }
         if phase == .awaitingConnect {
             guard case .connect(let connect) = message else {
@@ -112,32 +120,60 @@ struct SyncSession {
             querySetVersion = m.newVersion
             return [.update]
         case .authenticate(let a):
-            guard a.baseVersion == identityVersion else {
-                return fatal("Base identity version \(a.baseVersion) passed up doesn't match the current identity version \(identityVersion)")
-            }
-            let newCaller: CallerIdentity
-            switch a.token {
-            case .none:
-                newCaller = .unauthenticated
-            case .user(let jwt):
-                do {
-                    newCaller = .user(try UserIdentity(jwt: jwt))
-                } catch {
-                    return authError(error.message)
+            return authenticate(a, user: user, now: now)
+        case .mutation, .action:
+            if identityExpired {
+                guard heldRequests.count < SyncConnection.maxPendingMutations else {
+                    phase = .closed
+                    return [.close(code: 1013, reason: "TooManyConcurrentMutations")]
                 }
-            case .admin(let key, let actingAs):
-                guard let adminKey, key == adminKey else {
-                    return authError("The provided admin key was invalid for this instance")
-                }
-                var user: UserIdentity? = nil
-                if case .object(let attributes)? = actingAs { user = UserIdentity(claims: attributes) }
-                newCaller = .admin(actingAs: user)
+                heldRequests.append(message)
+                return []
             }
-            caller = newCaller
-            identityVersion += 1
-            // An identity change re-runs every query.
-            dirty.formUnion(subscriptions.keys)
-            return [.update]
+            return run(message)
+        case .event:
+            return []
+        }
+    }
+
+    private mutating func authenticate(_ a: ClientMessage.Authenticate, user: Result<UserIdentity, AuthenticationError>?,
+                                       now: Double) -> [Action] {
+        guard a.baseVersion == identityVersion else {
+            return fatal("Base identity version \(a.baseVersion) passed up doesn't match the current identity version \(identityVersion)")
+        }
+        let newCaller: CallerIdentity
+        switch a.token {
+        case .none:
+            newCaller = .unauthenticated
+        case .user:
+            switch user {
+            case .success(let identity)?: newCaller = .user(identity)
+            case .failure(let error)?: return authUpdateFailed(error.message)
+            case nil: return authUpdateFailed("The token was not verified")
+            }
+        case .admin(let key, let actingAs):
+            guard let adminKey, key == adminKey else {
+                return authUpdateFailed(AuthenticationError.badAdminKey.message)
+            }
+            var user: UserIdentity? = nil
+            if case .object(let attributes)? = actingAs { user = UserIdentity(claims: attributes) }
+            newCaller = .admin(actingAs: user)
+        }
+        caller = newCaller
+        identityVersion += 1
+        identityExpired = false
+        // An identity change re-runs every query.
+        dirty.formUnion(subscriptions.keys)
+        // A token inside Convex's leeway is accepted, yet its identity may already be past `exp`.
+        let expired = checkExpiry(now: now)
+        if !expired.isEmpty { return expired }
+        let held = heldRequests
+        heldRequests = []
+        return [.update] + held.flatMap { run($0) }
+    }
+
+    private mutating func run(_ request: ClientMessage) -> [Action] {
+        switch request {
         case .mutation(let request):
             return [.runMutation(request)]
         case .action(let request):
@@ -147,15 +183,33 @@ struct SyncSession {
             }
             inflightActions += 1
             return [.runAction(request)]
-        case .event:
+        default:
             return []
         }
     }
 
-    private mutating func authError(_ message: String) -> [Action] {
+    /// A rejected Authenticate: `AuthError` with `authUpdateAttempted: true`, then the socket closes (Convex).
+    private mutating func authUpdateFailed(_ message: String) -> [Action] {
         phase = .closed
         return [.send(.authError(.init(error: message, baseVersion: identityVersion, authUpdateAttempted: true))),
                 .close(code: 1000, reason: nil)]
+    }
+
+    /// When the current user identity expires (its `exp`), if it has not yet: the owner calls ``checkExpiry(now:)``
+    /// then.
+    var identityExpiration: Double? {
+        guard phase == .open, !identityExpired, case .user(let user) = caller else { return nil }
+        return user.expiration
+    }
+
+    /// At or after `exp` of the user identity (Convex: `now >= exp`, no leeway) the session sends `AuthError` with
+    /// `authUpdateAttempted: false` once and stops serving — no Transitions, mutations and actions held — until an
+    /// Authenticate succeeds. The socket stays open, so the client can send a fresh token on it.
+    mutating func checkExpiry(now: Double) -> [Action] {
+        guard let expiration = identityExpiration, now >= expiration else { return [] }
+        identityExpired = true
+        let error = AuthenticationError.tokenExpired
+        return [.send(.authError(.init(error: error.message, baseVersion: identityVersion, authUpdateAttempted: false)))]
     }
 
     /// A frame that could not be decoded ends the session with a FatalError.
@@ -193,7 +247,8 @@ struct SyncSession {
 
     /// The queries to evaluate for the next update, all at one snapshot.
     func pendingEvaluations() -> [(queryId: UInt32, udfPath: String, args: [String: ConvexValue])] {
-        dirty.sorted().compactMap { id in
+        guard !identityExpired else { return [] }
+        return dirty.sorted().compactMap { id in
             subscriptions[id].map { (id, $0.udfPath, $0.args) }
         }
     }
@@ -203,7 +258,7 @@ struct SyncSession {
     /// there is nothing to tell the client (no changed result, no version change, no mutation waiting).
     mutating func completeUpdate(evaluations: [UInt32: QueryEvaluation], readTables: [UInt32: Set<String>],
                                  ts: ConvexTimestamp) -> ServerMessage? {
-        guard phase == .open else { return nil }
+        guard phase == .open, !identityExpired else { return nil }
         var modifications: [ServerMessage.StateModification] = removed.map { .queryRemoved(queryId: $0) }
         removed = []
         for id in dirty.sorted() {

@@ -57,8 +57,17 @@ enum ConvexGatewayCommand {
         } else {
             // Typed inputs: the embedded deployment gets the configured admin key, else a random one.
             if adminKey == nil { adminKey = try Secret(Self.randomKey(), source: "generated admin key") }
+            let authConfig = try settings.localAuthConfig.map { path throws(UnusableFile) in
+                do throws(AuthConfigError) {
+                    return try AuthConfig(contentsOfFile: path)
+                } catch {
+                    throw UnusableFile(message: "--local-auth-config/CONVEX_LOCAL_AUTH_CONFIG: \(error.message)")
+                }
+            }
             let local = try await LocalDeployment.start(
-                .init(host: "127.0.0.1", port: settings.localPort, adminKey: adminKey?.revealed, demoFunctions: true),
+                .init(
+                    host: "127.0.0.1", port: settings.localPort, adminKey: adminKey?.revealed, demoFunctions: true,
+                    authConfig: authConfig),
                 logger: logger)
             deployment = local
             deploymentURL = local.url
@@ -104,4 +113,10 @@ struct GatewayService: Service {
         await gateway.shutdown()
         await deployment?.shutdown()
     }
+}
+
+/// A configured file that exists but cannot be used; the message names the setting.
+struct UnusableFile: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
 }

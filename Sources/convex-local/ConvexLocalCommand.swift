@@ -13,7 +13,8 @@ struct ConvexLocalCommand: AsyncParsableCommand {
         discussion: """
             Clients take the printed URL as their deployment URL, e.g. with the official Python client:
               python -c 'import convex; print(convex.ConvexClient("http://127.0.0.1:3210").query("mlb:first_place_team", {"division": "AL Central"}))'
-            Data lives in memory. JWTs are accepted without signature checks (development only).
+            Data lives in memory. Without --auth-config, user JWTs are accepted without signature checks (development
+            only), but exp and nbf are enforced; with it, tokens must come from one of its providers.
             Environment: CONVEX_LOCAL_ADMIN_KEY sets the admin key when --admin-key is not given.
             """
     )
@@ -26,6 +27,11 @@ struct ConvexLocalCommand: AsyncParsableCommand {
 
     @Option(name: .customLong("admin-key"), help: "Admin key granting admin access (Authorization: Convex <key>). Without one, admin access is refused.")
     var adminKey: String?
+
+    @Option(name: .customLong("auth-config"), help: ArgumentHelp(
+        "JSON file {\"providers\": [...]} of trusted token issuers, in the shapes of Convex's auth.config.ts.",
+        valueName: "file"))
+    var authConfigPath: String?
 
     @Flag(name: .customLong("no-demo"), help: "Do not register the demo functions.")
     var noDemo = false
@@ -40,14 +46,23 @@ struct ConvexLocalCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        var authConfig: AuthConfig?
+        if let authConfigPath {
+            do {
+                authConfig = try AuthConfig(contentsOfFile: authConfigPath)
+            } catch {
+                throw ValidationError("--auth-config: \(error.message)")
+            }
+        }
         LoggingSystem.bootstrap(StreamLogHandler.standardError)
         var logger = Logger(label: "convex-local")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         let key = adminKey ?? ProcessEnvironment.value("CONVEX_LOCAL_ADMIN_KEY")
         let deployment = try await LocalDeployment.start(
-            .init(host: host, port: port, adminKey: key, demoFunctions: !noDemo), logger: logger)
+            .init(host: host, port: port, adminKey: key, demoFunctions: !noDemo, authConfig: authConfig), logger: logger)
         logger.notice("Convex local deployment running", metadata: [
             "url": "\(deployment.url)", "admin": "\(key == nil ? "disabled" : "enabled")",
+            "auth.providers": "\(authConfig.map { "\($0.providers.count)" } ?? "unverified")",
         ])
         print(deployment.url)
         let service = DeploymentService(deployment: deployment)

@@ -41,8 +41,8 @@ enum PythonClient {
         defer { try? FileManager.default.removeItem(at: directory) }
         let outURL = directory.appendingPathComponent("stdout")
         let errURL = directory.appendingPathComponent("stderr")
-        FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: python)
         process.arguments = ["-u", scriptsDirectory.appendingPathComponent(script).path, url] + arguments
@@ -55,14 +55,18 @@ enum PythonClient {
         try process.run()
         let deadline = ContinuousClock.now + timeout
         while process.isRunning {
-            if ContinuousClock.now > deadline {
+            if ContinuousClock.now > deadline || Task.isCancelled {
+                // The official client may block signals in its runtime threads: SIGKILL if SIGTERM is not enough.
                 process.terminate()
+                let grace = ContinuousClock.now + .seconds(2)
+                while process.isRunning && ContinuousClock.now < grace { usleep(20_000) }
+                if process.isRunning { kill(process.processIdentifier, SIGKILL) }
                 process.waitUntilExit()
                 let err = (try? String(contentsOf: errURL, encoding: .utf8)) ?? ""
                 Issue.record("\(script) did not finish within \(timeout); stderr:\n\(err)")
                 throw ScriptTimeout()
             }
-            try await Task.sleep(for: .milliseconds(20))
+            try? await Task.sleep(for: .milliseconds(20))
         }
         return Result(status: process.terminationStatus,
                       stdout: (try? String(contentsOf: outURL, encoding: .utf8)) ?? "",

@@ -121,12 +121,82 @@ import Testing
                         .close(code: 1000, reason: nil)])
     }
 
-    @Test func malformedJWTIsAnAuthError() {
+    @Test func rejectedUserTokenIsAnAuthUpdateFailure() {
         var session = connected()
-        let actions = session.receive(.authenticate(.init(baseVersion: 0, token: .user("not-a-jwt"))), latestTs: ts1)
-        guard case .send(.authError(let e))? = actions.first else { Issue.record("expected AuthError"); return }
-        #expect(e.authUpdateAttempted == true)
-        #expect(e.error.contains("Could not parse as id token"))
+        let error = AuthenticationError.invalidAuthHeader("Could not validate token: Token expired 9 seconds ago")
+        let actions = session.receive(.authenticate(.init(baseVersion: 0, token: .user("t"))), latestTs: ts1, now: 100,
+                                      user: .failure(error))
+        #expect(actions == [.send(.authError(.init(error: error.message, baseVersion: 0, authUpdateAttempted: true))),
+                            .close(code: 1000, reason: nil)])
+        #expect(session.phase == .closed)
+    }
+
+    func user(_ subject: String = "u", exp: Double?) -> UserIdentity {
+        var claims: [String: ConvexValue] = ["sub": .string(subject), "iss": "https://i"]
+        if let exp { claims["exp"] = .float64(exp) }
+        return UserIdentity(claims: claims)
+    }
+
+    func authenticate(_ session: inout SyncSession, base: UInt32, exp: Double?, now: Double) -> [SyncSession.Action] {
+        session.receive(.authenticate(.init(baseVersion: base, token: .user("t"))), latestTs: ts1, now: now,
+                        user: .success(user(exp: exp)))
+    }
+
+    @Test func expiredIdentityStopsServingUntilANewToken() {
+        var session = connected()
+        _ = session.receive(add([0, 1]), latestTs: ts1)
+        _ = session.completeUpdate(evaluations: [0: .updated(value: 1.0, logLines: []), 1: .updated(value: 2.0, logLines: [])],
+                                   readTables: [0: ["t"]], ts: ts1)
+        #expect(authenticate(&session, base: 0, exp: 200, now: 100) == [.update])
+        _ = session.completeUpdate(evaluations: [0: .updated(value: 1.0, logLines: []), 1: .updated(value: 2.0, logLines: [])],
+                                   readTables: [0: ["t"]], ts: ts1)
+        #expect(session.identityExpiration == 200)
+        #expect(session.checkExpiry(now: 199.9).isEmpty)
+
+        let expired = session.checkExpiry(now: 200)
+        #expect(expired == [.send(.authError(.init(error: "Convex token identity expired", baseVersion: 1, authUpdateAttempted: false)))])
+        #expect(session.phase == .open, "the socket stays open for a fresh token")
+        #expect(session.checkExpiry(now: 300).isEmpty, "said once")
+        #expect(session.identityExpiration == nil)
+        // Nothing is served for the expired identity: no query results, mutations and actions wait.
+        let invalidated = session.invalidate(tables: ["t"])
+        #expect(invalidated)
+        #expect(session.pendingEvaluations().isEmpty)
+        #expect(session.completeUpdate(evaluations: [0: .updated(value: 9.0, logLines: [])], readTables: [:], ts: ts2) == nil)
+        #expect(session.receive(.mutation(.init(requestId: 0, udfPath: "m:f")), latestTs: ts1, now: 201).isEmpty)
+        #expect(session.receive(.action(.init(requestId: 1, udfPath: "a:f")), latestTs: ts1, now: 201).isEmpty)
+        #expect(session.receive(add([2], base: 1), latestTs: ts1, now: 201) == [.update])
+        #expect(session.pendingEvaluations().isEmpty)
+
+        // A fresh token on the same socket resumes everything: every query re-runs, held requests run in order.
+        let resumed = authenticate(&session, base: 1, exp: 400, now: 201)
+        #expect(resumed == [.update, .runMutation(.init(requestId: 0, udfPath: "m:f")), .runAction(.init(requestId: 1, udfPath: "a:f"))])
+        #expect(session.pendingEvaluations().map(\.queryId) == [0, 1, 2])
+        guard case .transition(let t)? = session.completeUpdate(
+            evaluations: [0: .updated(value: 9.0, logLines: []), 1: .updated(value: 2.0, logLines: []), 2: .updated(value: 3.0, logLines: [])],
+            readTables: [:], ts: ts2)
+        else { Issue.record("the resumed identity gets a Transition"); return }
+        #expect(t.endVersion.identity == 2 && t.endVersion.querySet == 2)
+        #expect(t.modifications.map(\.queryId) == [0, 2], "unchanged results are not sent again")
+        #expect(session.identityExpiration == 400)
+    }
+
+    @Test func tokenInsideTheLeewayButPastExpiryExpiresAtOnce() {
+        var session = connected()
+        let actions = authenticate(&session, base: 0, exp: 97, now: 100)
+        #expect(actions == [.send(.authError(.init(error: "Convex token identity expired", baseVersion: 1, authUpdateAttempted: false)))])
+        #expect(session.phase == .open)
+    }
+
+    @Test func identitiesWithoutExpiryNeverExpire() {
+        var session = connected()
+        #expect(authenticate(&session, base: 0, exp: nil, now: 100) == [.update])
+        #expect(session.identityExpiration == nil)
+        #expect(session.checkExpiry(now: .greatestFiniteMagnitude).isEmpty)
+        // Admins acting as a user with an `exp` are not users with tokens.
+        var admin = connected()
+        _ = admin.receive(.authenticate(.init(baseVersion: 0, token: .admin("key", actingAs: ["subject": "u", "exp": 1.0]))), latestTs: ts1)
+        #expect(admin.identityExpiration == nil)
     }
 
     @Test func mutationResponseIsFollowedByATransitionAtItsTimestamp() {

@@ -1,5 +1,6 @@
 import ConvexSyncProtocol
 import ConvexValues
+import Foundation
 import Testing
 
 @testable import Convex
@@ -323,6 +324,121 @@ import Testing
         let (_, again) = state.connectionClosed(reason: "AuthError: expired", jitter: 0)
         #expect(again == nil)
         #expect(state.connectionState == .authenticationFailed(message: "expired"))
+    }
+
+    /// An unsigned JWT with these times (the client only reads them).
+    static func jwt(iat: Double?, exp: Double?, subject: String = "u") -> String {
+        var claims = [#""sub":"\#(subject)""#]
+        if let iat { claims.append(#""iat":\#(iat)"#) }
+        if let exp { claims.append(#""exp":\#(exp)"#) }
+        let payload = Data("{\(claims.joined(separator: ","))}".utf8).base64EncodedString()
+            .replacingOccurrences(of: "=", with: "").replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+        return "eyJhbGciOiJSUzI1NiJ9.\(payload).c2ln"
+    }
+
+    @Test(arguments: [
+        // An hour-long token: 10 s before exp, as convex-js.
+        (iat: 1000.0, exp: 4600.0, now: 1000.0, expected: Duration.seconds(3590)),
+        // A 3 s token: half its life ahead, so 1.5 s before exp.
+        (iat: 1000.0, exp: 1003.0, now: 1000.0, expected: .milliseconds(1500)),
+        (iat: 1000.0, exp: 1003.0, now: 1000.5, expected: .seconds(1)),
+        // A 30 s token confirmed late: whatever is left minus 10 s.
+        (iat: 1000.0, exp: 1030.0, now: 1015.0, expected: .seconds(5)),
+        // Less than the lead is left: at once.
+        (iat: 1000.0, exp: 1030.0, now: 1025.0, expected: .zero),
+        // The local clock is off (past exp, or before iat): the whole lifetime from now.
+        (iat: 1000.0, exp: 1030.0, now: 2000.0, expected: .seconds(20)),
+        (iat: 1000.0, exp: 1030.0, now: 10.0, expected: .seconds(20)),
+    ])
+    func refreshDelayFollowsExpiry(iat: Double, exp: Double, now: Double, expected: Duration) {
+        #expect(SyncState.tokenRefreshDelay(jwt: Self.jwt(iat: iat, exp: exp), now: now, leeway: .seconds(10)) == expected)
+    }
+
+    @Test func tokensThatCannotBeScheduledAreNotRefreshed() {
+        for token in [Self.jwt(iat: nil, exp: 2000), Self.jwt(iat: 1000, exp: nil), Self.jwt(iat: 1000, exp: 1002),
+                      "not.a.jwt", "opaque"] {
+            #expect(SyncState.tokenRefreshDelay(jwt: token, now: 1000, leeway: .seconds(10)) == nil, "\(token)")
+        }
+    }
+
+    /// The provider's token, once the deployment confirms it, is replaced on the same socket before it expires.
+    @Test func confirmedProviderTokenIsRefreshedOnTheSameSocket() {
+        var state = makeState()
+        let first = Self.jwt(iat: 1000, exp: 1003)
+        _ = state.setAuth(.provider, token: .user(first))
+        _ = connected(&state)
+        _ = state.subscribe(sub1, udfPath: "m:f", args: [:])
+        // The Transition that includes identity 1 confirms the token.
+        let confirmed = state.receive(transition(from: .initial, querySet: 1, identity: 1, ts: 5, [
+            .queryUpdated(queryId: 0, value: 1.0, logLines: [], journal: nil)]))
+        #expect(confirmed.tokenConfirmed)
+        guard let plan = state.planTokenRefresh(now: 1000, leeway: .seconds(10)) else { Issue.record("no plan"); return }
+        #expect(plan.delay == .milliseconds(1500))
+        #expect(state.planTokenRefresh(now: 1000, leeway: .seconds(10)) == nil, "one plan per confirmed identity")
+        let again = state.receive(transition(from: state.remoteVersion, ts: 6))
+        #expect(!again.tokenConfirmed)
+
+        #expect(state.tokenRefreshIsDue(generation: plan.generation))
+        #expect(!state.tokenRefreshIsDue(generation: plan.generation - 1))
+        let second = Self.jwt(iat: 1002, exp: 1005)
+        let refreshed = state.tokenRefreshed(second, generation: plan.generation)
+        #expect(refreshed.send == [.authenticate(.init(baseVersion: 1, token: .user(second)))])
+        #expect(refreshed.resetConnection == nil && refreshed.deliveries.isEmpty)
+        #expect(state.phase == .connected)
+        // The server re-ran the query with the same result: no delivery, and the next refresh is planned.
+        let next = state.receive(transition(from: state.remoteVersion, identity: 2, ts: 7, [
+            .queryUpdated(queryId: 0, value: 1.0, logLines: [], journal: nil)]))
+        #expect(next.tokenConfirmed && next.deliveries.isEmpty)
+        #expect(state.planTokenRefresh(now: 1002, leeway: .seconds(10))?.delay == .milliseconds(1500))
+    }
+
+    @Test func refreshWithTheSameTokenSendsNothing() {
+        var state = makeState()
+        let token = Self.jwt(iat: 1000, exp: 1003)
+        _ = state.setAuth(.provider, token: .user(token))
+        _ = connected(&state)
+        _ = state.receive(transition(from: .initial, identity: 1, ts: 5))
+        guard let plan = state.planTokenRefresh(now: 1000, leeway: .seconds(10)) else { Issue.record("no plan"); return }
+        #expect(state.tokenRefreshed(token, generation: plan.generation).send.isEmpty)
+    }
+
+    @Test func staleRefreshPlansDoNothing() {
+        var state = makeState()
+        _ = state.setAuth(.provider, token: .user(Self.jwt(iat: 1000, exp: 1003)))
+        _ = connected(&state)
+        _ = state.receive(transition(from: .initial, identity: 1, ts: 5))
+        guard let plan = state.planTokenRefresh(now: 1000, leeway: .seconds(10)) else { Issue.record("no plan"); return }
+        // The socket dropped: the next socket's confirmation plans anew.
+        _ = state.connectionClosed(reason: "gone", jitter: 0)
+        #expect(state.tokenRefreshed("x.y.z", generation: plan.generation).send.isEmpty)
+        _ = connected(&state)
+        _ = state.receive(transition(from: .initial, identity: 1, ts: 6))
+        guard let replan = state.planTokenRefresh(now: 1000, leeway: .seconds(10)) else { Issue.record("no replan"); return }
+        #expect(replan.generation != plan.generation)
+        // New credentials also cancel the plan; static tokens are never refreshed.
+        _ = state.setAuth(.token(.user("static")), token: .user("static"))
+        #expect(!state.tokenRefreshIsDue(generation: replan.generation))
+        let confirmedStatic = state.receive(transition(from: state.remoteVersion, identity: 2, ts: 7))
+        #expect(!confirmedStatic.tokenConfirmed)
+        #expect(state.planTokenRefresh(now: 1000, leeway: .seconds(10)) == nil)
+    }
+
+    @Test(arguments: [nil, "failed"] as [String?])
+    func providerWithoutATokenEndsInAuthenticationFailed(failure: String?) {
+        var state = makeState()
+        _ = state.setAuth(.provider, token: .user(Self.jwt(iat: 1000, exp: 1003)))
+        _ = connected(&state)
+        _ = state.subscribe(sub1, udfPath: "m:f", args: [:])
+        _ = state.receive(transition(from: .initial, querySet: 1, identity: 1, ts: 5))
+        guard let plan = state.planTokenRefresh(now: 1000, leeway: .seconds(10)) else { Issue.record("no plan"); return }
+        let effects = failure.map { state.tokenRefreshFailed($0, generation: plan.generation) }
+            ?? state.tokenRefreshed(nil, generation: plan.generation)
+        let message = failure ?? "Token provider returned no token"
+        #expect(effects.resetConnection == message)
+        let (closed, delay) = state.connectionClosed(reason: "Connection closed", jitter: 0)
+        #expect(delay == nil)
+        #expect(state.connectionState == .authenticationFailed(message: message))
+        #expect(closed.deliveries.map(\.0) == [sub1])
     }
 
     @Test func fatalErrorAndChunksReset() {

@@ -46,6 +46,10 @@ extension GatewaySettings {
                 .integer(
                     "--local-port", "CONVEX_LOCAL_PORT", \.localPort, in: 0...65535, note: "picks a free one",
                     help: "Port of the embedded deployment, when it is used."),
+                .file(
+                    "--local-auth-config", "CONVEX_LOCAL_AUTH_CONFIG", \.localAuthConfig,
+                    help: "The embedded deployment's `auth.config` JSON file (`{\"providers\": [...]}`): it then accepts "
+                        + "only tokens these providers signed. Without it, any well-formed JWT that has not expired."),
                 .secret(
                     "--admin-key", "CONVEX_ADMIN_KEY", \.adminKey, alternative: "CONVEX_ADMIN_KEY_FILE",
                     default: "none; a random key for the embedded deployment",

@@ -12,6 +12,8 @@ package struct GatewaySettings: Sendable {
     package var convexURL: String?
     /// Port of the embedded local deployment; 0 picks a free one.
     package var localPort = 0
+    /// The embedded local deployment's auth config file (trusted token issuers); `nil`: unverified tokens.
+    package var localAuthConfig: String?
     /// The log level of the whole process.
     package var logLevel = Logger.Level.info
     /// The deployment's admin key, to fetch its function spec for typed inputs.

@@ -125,16 +125,18 @@ extension Setting {
         }
     }
 
-    /// A readable file; unset, `fallback` when it is readable (relative to the working directory).
+    /// A readable file; unset, `fallback` when there is one and it is readable (relative to the working directory).
     static func file(
-        _ flag: String, _ environment: String, _ path: Path<String?>, fallback: String, help: String
+        _ flag: String, _ environment: String, _ path: Path<String?>, fallback: String? = nil, help: String
     ) -> Setting {
         Setting(
-            flag: flag, environment: environment, help: help, defaultText: "`\(fallback)` if present",
-            valueName: "<path>"
+            flag: flag, environment: environment, help: help,
+            defaultText: fallback.map { "`\($0)` if present" } ?? "none", valueName: "<path>"
         ) { text, name, settings throws(SettingError) in
             guard let text else {
-                if FileManager.default.isReadableFile(atPath: fallback) { settings[keyPath: path] = fallback }
+                if let fallback, FileManager.default.isReadableFile(atPath: fallback) {
+                    settings[keyPath: path] = fallback
+                }
                 return
             }
             guard FileManager.default.isReadableFile(atPath: text) else {

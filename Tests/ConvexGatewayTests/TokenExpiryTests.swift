@@ -1,0 +1,69 @@
+import ConvexGateway
+import ConvexLocal
+import ConvexValues
+import Foundation
+import TestSupport
+import Testing
+
+/// A caller's token expiring, end to end: the embedded deployment enforces `exp` even in its unverified mode, so
+/// unsigned tokens with a short lifetime show what a signed-in user's stream goes through after about an hour.
+@Suite("Token expiry through the gateway", .timeLimit(.minutes(1)))
+struct TokenExpiryTests {
+    /// An unsigned JWT for `subject` that expires `seconds` from now (past, when negative).
+    static func jwt(subject: String, expiresIn seconds: Double) -> String {
+        func part(_ text: String) -> String {
+            Data(text.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        }
+        let now = Date().timeIntervalSince1970
+        let claims = #"{"sub":"\#(subject)","iss":"https://issuer.test","iat":\#(Int(now) - 1),"exp":\#(Int(now + seconds))}"#
+        return part(#"{"alg":"none"}"#) + "." + part(claims) + ".sig"
+    }
+
+    @Test("a one-shot call with an expired token is a 401 Unauthenticated")
+    func expiredTokenIs401() async throws {
+        try await GatewayHarness.run { h in
+            let expired = ["Authorization": "Bearer \(Self.jwt(subject: "late", expiresIn: -60))"]
+            let query = try await h.get("/query/conformance:whoami", headers: expired)
+            #expect(query.status == 401, "\(query.text)")
+            #expect(query.errorCode == "Unauthenticated")
+            #expect(query.text.contains("expired"), "\(query.text)")
+            #expect(query.header("WWW-Authenticate") == "Bearer")
+            let mutation = try await h.post(
+                "/mutation/messages:send", json: #"{"body":"x","channel":"expiry"}"#,
+                headers: expired.merging(["Content-Type": "application/json"]) { a, _ in a })
+            #expect(mutation.status == 401, "\(mutation.text)")
+            let stream = try await h.get("/subscribe/conformance:whoami", headers: expired)
+            #expect(stream.status == 401, "a stream that can never deliver is refused before it starts")
+        }
+    }
+
+    @Test("a stream whose token expires sends an Unauthenticated error and ends; other callers carry on")
+    func streamEndsAtExpiry() async throws {
+        try await GatewayHarness.run { h in
+            let short = ["Authorization": "Bearer \(Self.jwt(subject: "brief", expiresIn: 8))"]
+            let long = ["Authorization": "Bearer \(Self.jwt(subject: "lasting", expiresIn: 3600))"]
+            let expiring = try await h.openStream("/subscribe/conformance:whoami", headers: short)
+            defer { expiring.close() }
+            let lasting = try await h.openStream("/subscribe/conformance:whoami", headers: long)
+            defer { lasting.close() }
+            #expect(expiring.head.status == 200)
+            let first = try #require(try await expiring.nextEventAsync())
+            #expect(first.data.contains("brief"), "\(first.data)")
+            #expect(try await lasting.nextEventAsync()?.data.contains("lasting") == true)
+
+            let error = try #require(try await expiring.nextEventAsync(), "an error event before the end")
+            #expect(error.event == "error")
+            let body = try #require(try? ConvexValue(plainJSON: Array(error.data.utf8)))
+            #expect(body["error"]?["code"] == "Unauthenticated", "\(error.data)")
+            #expect(try await expiring.nextEventAsync() == nil, "the stream ends after the error")
+
+            // Nothing more is served to the expired token; the other identity is untouched.
+            let after = try await h.get("/query/conformance:whoami", headers: short)
+            #expect(after.status == 401, "\(after.text)")
+            let other = try await h.get("/query/conformance:whoami", headers: long)
+            #expect(other.status == 200)
+            #expect(other.text.contains("lasting"))
+        }
+    }
+}
