@@ -16,7 +16,7 @@ import Foundation
 import Logging
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 func wallMicros() -> Double {
@@ -37,8 +37,9 @@ struct Stats {
     var mean: Double { samples.reduce(0, +) / Double(samples.count) }
 
     func row(_ name: String) -> String {
-        String(format: "| %@ | %d | %.0f | %.0f | %.0f | %.0f |", name, samples.count, percentile(50), percentile(90),
-               percentile(99), mean)
+        String(
+            format: "| %@ | %d | %.0f | %.0f | %.0f | %.0f |", name, samples.count, percentile(50), percentile(90),
+            percentile(99), mean)
     }
 }
 
@@ -46,8 +47,10 @@ let rounds = CommandLine.arguments.dropFirst().first.flatMap(Int.init) ?? 500
 let python = ProcessInfo.processInfo.environment["CONVEX_TEST_PYTHON"] ?? ".venv/bin/python"
 let scriptPath = "Benchmarks/client_bench.py"
 guard FileManager.default.isExecutableFile(atPath: python) else {
-    FileHandle.standardError.write(Data(
-        "Python with the official client not found at \(python): run `bash -c '. scripts/prereqs.sh; ensure_python_venv'` or set CONVEX_TEST_PYTHON\n".utf8))
+    FileHandle.standardError.write(
+        Data(
+            "Python with the official client not found at \(python): run `bash -c '. scripts/prereqs.sh; ensure_python_venv'` or set CONVEX_TEST_PYTHON\n"
+                .utf8))
     exit(2)
 }
 
@@ -77,7 +80,8 @@ func startDeployment() throws -> (Process, String) {
             return (process, String(buffer[range].dropFirst(4)))
         }
     }
-    throw NSError(domain: "bench", code: 3, userInfo: [NSLocalizedDescriptionKey: "convex-local did not start: \(buffer)"])
+    throw NSError(
+        domain: "bench", code: 3, userInfo: [NSLocalizedDescriptionKey: "convex-local did not start: \(buffer)"])
 }
 
 let (server, url) = try startDeployment()
@@ -88,7 +92,9 @@ let sendTimes = SendTimes()
 final class SendTimes: @unchecked Sendable {
     private let lock = NSLock()
     private var times: [String: Double] = [:]
-    func record(_ counter: String, _ value: Int64, _ time: Double) { lock.withLock { times["\(counter)#\(value)"] = time } }
+    func record(_ counter: String, _ value: Int64, _ time: Double) {
+        lock.withLock { times["\(counter)#\(value)"] = time }
+    }
     func time(_ counter: String, _ value: Int64) -> Double? { lock.withLock { times["\(counter)#\(value)"] } }
 }
 
@@ -119,9 +125,10 @@ func runPython(_ mode: String, whenReady: (@Sendable () async throws -> Void)? =
     driver?.cancel()
     try await driver?.value
     guard let json = lines.last(where: { $0.hasPrefix("{") }),
-          let object = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
+        let object = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
     else {
-        throw NSError(domain: "bench", code: 1, userInfo: [NSLocalizedDescriptionKey: "python \(mode) printed no results"])
+        throw NSError(
+            domain: "bench", code: 1, userInfo: [NSLocalizedDescriptionKey: "python \(mode) printed no results"])
     }
     if let samples = object["us"] as? [Double] { return samples }
     // Subscription: (value, arrival) pairs, matched with the driver's send times.
@@ -132,12 +139,15 @@ func runPython(_ mode: String, whenReady: (@Sendable () async throws -> Void)? =
 /// Increments `counter` every 20 ms until cancelled, noting each value's send time (a subscriber may skip a
 /// superseded value, so the number of increments is not fixed).
 @Sendable func incrementLoop(_ counter: String) async throws {
-    var next = try await driverClient.query("conformance:counter", with: ["name": .string(counter)], yielding: Int64.self) + 1
+    var next =
+        try await driverClient.query("conformance:counter", with: ["name": .string(counter)], yielding: Int64.self) + 1
     while !Task.isCancelled {
         sendTimes.record(counter, next, wallMicros())
         do {
-            next = try await driverClient.mutation("conformance:increment", with: ["name": .string(counter)],
-                                                   yielding: Int64.self) + 1
+            next =
+                try await driverClient.mutation(
+                    "conformance:increment", with: ["name": .string(counter)],
+                    yielding: Int64.self) + 1
         } catch {
             if Task.isCancelled { return }  // stopped while an increment was in flight
             throw error
@@ -196,7 +206,9 @@ let (swiftMutation, pythonMutation, swiftUpdate, pythonUpdate) = (samples[0], sa
 var uts = utsname()
 uname(&uts)
 let machine = withUnsafeBytes(of: &uts.machine) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
-print("Client latency, \(rounds) rounds each, \(ProcessInfo.processInfo.activeProcessorCount) cores \(machine), microseconds")
+print(
+    "Client latency, \(rounds) rounds each, \(ProcessInfo.processInfo.activeProcessorCount) cores \(machine), microseconds"
+)
 print("")
 print("| measurement | n | p50 | p90 | p99 | mean |")
 print("| --- | --- | --- | --- | --- | --- |")

@@ -1,8 +1,8 @@
 // Convex JSON → plain JSON throughput, against Foundation's JSONSerialization parse + re-serialize of the same bytes.
 // Run: swift run -c release --scratch-path .build-release convex-values-bench
 import ConvexValues
-import TestSupport
 import Foundation
+import TestSupport
 
 /// A deterministic ~1 MiB Convex JSON document heavy in int64 and nested objects.
 func makeDocument(targetBytes: Int) -> [UInt8] {
@@ -42,7 +42,6 @@ func makeDocument(targetBytes: Int) -> [UInt8] {
     }
     return ConvexValue.object(["teams": .array(teams), "season": 2024]).convexJSON()
 }
-
 
 func threadCPUSeconds() -> Double {
     var ts = timespec()

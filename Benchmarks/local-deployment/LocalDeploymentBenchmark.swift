@@ -42,13 +42,27 @@ struct LocalDeploymentBenchmark {
         let url = "ws://127.0.0.1:\(deployment.port)/api/sync"
         let tasks = (0..<n).map { _ in
             Task {
-                try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 1 << 24), logger: logger) { inbound, outbound, _ in
-                    try await outbound.write(.text(ClientMessage.connect(.init(sessionId: UUID().uuidString, connectionCount: 0, lastCloseReason: "InitialConnect", clientTs: 0)).jsonText))
-                    try await outbound.write(.text(ClientMessage.modifyQuerySet(.init(baseVersion: 0, newVersion: 1, modifications: [
-                        .add(.init(queryId: 0, udfPath: "conformance:counter", args: ["name": name])),
-                    ])).jsonText))
+                try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 1 << 24), logger: logger)
+                { inbound, outbound, _ in
+                    try await outbound.write(
+                        .text(
+                            ClientMessage.connect(
+                                .init(
+                                    sessionId: UUID().uuidString, connectionCount: 0, lastCloseReason: "InitialConnect",
+                                    clientTs: 0)
+                            ).jsonText))
+                    try await outbound.write(
+                        .text(
+                            ClientMessage.modifyQuerySet(
+                                .init(
+                                    baseVersion: 0, newVersion: 1,
+                                    modifications: [
+                                        .add(.init(queryId: 0, udfPath: "conformance:counter", args: ["name": name]))
+                                    ])
+                            ).jsonText))
                     for try await message in inbound.messages(maxSize: 1 << 24) {
-                        guard case .text(let text) = message, case .transition(let t) = try ServerMessage(json: text) else { continue }
+                        guard case .text(let text) = message, case .transition(let t) = try ServerMessage(json: text)
+                        else { continue }
                         for case .queryUpdated(_, .int64(let v), _, _) in t.modifications { receipts.record(v) }
                     }
                 }
@@ -65,8 +79,12 @@ struct LocalDeploymentBenchmark {
             latencies += receipts.times(Int64(round)).map { $0 - start }
         }
         latencies.sort()
-        func pct(_ p: Double) -> String { format(latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))]) }
-        print("| \(n) | \(rounds) | \(latencies.count) | \(pct(0.50)) | \(pct(0.99)) | \(format(latencies.last ?? .zero)) |")
+        func pct(_ p: Double) -> String {
+            format(latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))])
+        }
+        print(
+            "| \(n) | \(rounds) | \(latencies.count) | \(pct(0.50)) | \(pct(0.99)) | \(format(latencies.last ?? .zero)) |"
+        )
         await deployment.shutdown()
         for task in tasks { task.cancel() }
         for task in tasks { _ = try? await task.value }

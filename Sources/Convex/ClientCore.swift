@@ -108,7 +108,8 @@ final class ClientCore: Sendable {
         }
         deferred.wake = effects.wakeConnectionLoop
         if effects.tokenConfirmed,
-            let plan = l.sync.planTokenRefresh(now: Date().timeIntervalSince1970, leeway: configuration.tokenRefreshLeeway)
+            let plan = l.sync.planTokenRefresh(
+                now: Date().timeIntervalSince1970, leeway: configuration.tokenRefreshLeeway)
         {
             l.refreshTimer?.cancel()
             l.refreshTimer = Task { [self] in
@@ -135,7 +136,8 @@ final class ClientCore: Sendable {
             failure = "Token provider failed: \(error)"
         }
         let deferred = state.withLock { l in
-            let effects = failure.map { l.sync.tokenRefreshFailed($0, generation: generation) }
+            let effects =
+                failure.map { l.sync.tokenRefreshFailed($0, generation: generation) }
                 ?? l.sync.tokenRefreshed(jwt, generation: generation)
             // The socket's end reports back through the connection loop, which applies the failure.
             if effects.resetConnection != nil { l.outbound?.close() }
@@ -253,7 +255,8 @@ final class ClientCore: Sendable {
         while !Task.isCancelled {
             try? await Task.sleep(for: tick)
             let now = ContinuousClock.now
-            let (calls, queries, done): ([CallDeadline], [(QueryDeadline, ConvexClientError)], Bool) = state.withLock { l in
+            let (calls, queries, done): ([CallDeadline], [(QueryDeadline, ConvexClientError)], Bool) = state.withLock {
+                l in
                 let calls = l.callDeadlines.values.filter { $0.at <= now }
                 var queries: [(QueryDeadline, ConvexClientError)] = []
                 for (id, deadline) in l.queryDeadlines where deadline.at <= now {
@@ -315,7 +318,8 @@ final class ClientCore: Sendable {
     }
 
     func connectionStates() -> AsyncStream<ConnectionState> {
-        let (stream, continuation) = AsyncStream.makeStream(of: ConnectionState.self, bufferingPolicy: .bufferingNewest(32))
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: ConnectionState.self, bufferingPolicy: .bufferingNewest(32))
         let id: UInt64 = state.withLock { l in
             let id = l.nextID
             l.nextID += 1
@@ -374,25 +378,26 @@ final class ClientCore: Sendable {
     // MARK: Closing
 
     func close() async {
-        let (task, deferred, observers, mailboxes): (Task<Void, Never>?, Deferred, [AsyncStream<ConnectionState>.Continuation], [ResultMailbox]) =
-            state.withLock { l in
-                let effects = l.sync.close()
-                let deferred = applyLocked(effects, &l)
-                l.outbound?.close()
-                l.outbound = nil
-                l.generation += 1
-                let observers = Array(l.observers.values)
-                l.observers.removeAll()
-                let task = l.loopTask
-                l.loopTask = nil
-                l.sweeper?.cancel()
-                l.sweeper = nil
-                l.refreshTimer?.cancel()
-                l.refreshTimer = nil
-                l.callDeadlines.removeAll()
-                l.queryDeadlines.removeAll()
-                return (task, deferred, observers, Array(l.mailboxes.values))
-            }
+        let (task, deferred, observers, mailboxes):
+            (Task<Void, Never>?, Deferred, [AsyncStream<ConnectionState>.Continuation], [ResultMailbox]) =
+                state.withLock { l in
+                    let effects = l.sync.close()
+                    let deferred = applyLocked(effects, &l)
+                    l.outbound?.close()
+                    l.outbound = nil
+                    l.generation += 1
+                    let observers = Array(l.observers.values)
+                    l.observers.removeAll()
+                    let task = l.loopTask
+                    l.loopTask = nil
+                    l.sweeper?.cancel()
+                    l.sweeper = nil
+                    l.refreshTimer?.cancel()
+                    l.refreshTimer = nil
+                    l.callDeadlines.removeAll()
+                    l.queryDeadlines.removeAll()
+                    return (task, deferred, observers, Array(l.mailboxes.values))
+                }
         deferred.run(self)
         for mailbox in mailboxes { mailbox.finish() }
         for observer in observers { observer.finish() }

@@ -143,7 +143,7 @@ final class ClientSocket: Sendable {
         let socket = ClientSocket(eventLoop: eventLoop)
         let end = OnceCallback(ended)
         guard let parsed = URL(string: url), let host = parsed.host, let scheme = parsed.scheme,
-              scheme == "ws" || scheme == "wss"
+            scheme == "ws" || scheme == "wss"
         else {
             end("Invalid WebSocket URL \(url)")
             return socket
@@ -327,7 +327,9 @@ private final class UpgradeRequestHandler: ChannelInboundHandler, RemovableChann
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let response):
-            failed("the server answered the WebSocket upgrade with \(response.status.code) \(response.status.reasonPhrase)")
+            failed(
+                "the server answered the WebSocket upgrade with \(response.status.code) \(response.status.reasonPhrase)"
+            )
         case .body:
             break
         case .end:

@@ -27,7 +27,8 @@ extension ConvexClient {
                 decode: Self.decoder(T.self, name))
         } catch {
             return ConvexSubscription(
-                core: core, functionPath: name, arguments: [:], argumentError: error, decode: Self.decoder(T.self, name))
+                core: core, functionPath: name, arguments: [:], argumentError: error, decode: Self.decoder(T.self, name)
+            )
         }
     }
 

@@ -63,16 +63,18 @@ public final class ConvexClient: Sendable {
     /// `http`→`ws`, `https`→`wss`, path `/api/sync`.
     static func syncURL(for deploymentUrl: String) throws(ConvexClientError) -> String {
         guard var components = URLComponents(string: deploymentUrl), let scheme = components.scheme?.lowercased(),
-              let host = components.host, !host.isEmpty
+            let host = components.host, !host.isEmpty
         else {
-            throw ConvexClientError(.invalidURL, message: "Deployment URL \"\(deploymentUrl)\" is not a URL with a host")
+            throw ConvexClientError(
+                .invalidURL, message: "Deployment URL \"\(deploymentUrl)\" is not a URL with a host")
         }
         switch scheme {
         case "http", "ws": components.scheme = "ws"
         case "https", "wss": components.scheme = "wss"
         default:
             throw ConvexClientError(
-                .invalidURL, message: "Deployment URL \"\(deploymentUrl)\" must use http, https, ws or wss, not \(scheme)")
+                .invalidURL,
+                message: "Deployment URL \"\(deploymentUrl)\" must use http, https, ws or wss, not \(scheme)")
         }
         components.path = "/api/sync"
         components.query = nil
@@ -117,7 +119,8 @@ public final class ConvexClient: Sendable {
     public func mutation(_ name: String, with args: [String: ConvexValue] = [:], timeout: Duration? = nil)
         async throws(ConvexClientError) -> ConvexValue
     {
-        try await core.request(.mutation, udfPath: name, args: args, timeout: timeout ?? core.configuration.callTimeout).get()
+        try await core.request(.mutation, udfPath: name, args: args, timeout: timeout ?? core.configuration.callTimeout)
+            .get()
     }
 
     /// Runs action `name` and returns its result. Discard the result for the `Void` form.
@@ -129,7 +132,8 @@ public final class ConvexClient: Sendable {
     public func action(_ name: String, with args: [String: ConvexValue] = [:], timeout: Duration? = nil)
         async throws(ConvexClientError) -> ConvexValue
     {
-        try await core.request(.action, udfPath: name, args: args, timeout: timeout ?? core.configuration.callTimeout).get()
+        try await core.request(.action, udfPath: name, args: args, timeout: timeout ?? core.configuration.callTimeout)
+            .get()
     }
 
     // MARK: Authentication

@@ -112,8 +112,9 @@ extension ConvexClientError {
         message: String, errorData: ConvexValue?, logLines: [String], functionPath: String
     ) -> ConvexClientError {
         if let errorData {
-            return ConvexClientError(.convexError, message: message, data: errorData, logLines: logLines,
-                                     functionPath: functionPath)
+            return ConvexClientError(
+                .convexError, message: message, data: errorData, logLines: logLines,
+                functionPath: functionPath)
         }
         // Deployments prefix the detail with a `[Request ID: …] Server Error` line.
         var detail = Substring(message)

@@ -34,7 +34,8 @@ public struct ConvexSubscription<Value: Sendable>: AsyncSequence, Sendable {
     let argumentError: ConvexClientError?
 
     init(
-        core: ClientCore, functionPath: String, arguments: [String: ConvexValue], argumentError: ConvexClientError? = nil,
+        core: ClientCore, functionPath: String, arguments: [String: ConvexValue],
+        argumentError: ConvexClientError? = nil,
         decode: @escaping @Sendable (ConvexValue) throws(ConvexClientError) -> Value
     ) {
         self.core = core
@@ -105,7 +106,8 @@ public struct ConvexSubscription<Value: Sendable>: AsyncSequence, Sendable {
                 await Self.step(registration, decode)
             }
 
-            public mutating func next(isolation actor: isolated (any Actor)?) async -> Result<Value, ConvexClientError>? {
+            public mutating func next(isolation actor: isolated (any Actor)?) async -> Result<Value, ConvexClientError>?
+            {
                 await Self.step(registration, decode)
             }
 

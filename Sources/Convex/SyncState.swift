@@ -1,6 +1,6 @@
 import ConvexSyncProtocol
-import Foundation
 import ConvexValues
+import Foundation
 
 typealias QueryID = UInt32
 typealias RequestID = UInt32
@@ -189,7 +189,8 @@ struct SyncState {
         default:
             ConvexClientError(
                 .unreachable,
-                message: "The deployment could not be reached before the \(what) timed out (last error: \(lastCloseReason))")
+                message:
+                    "The deployment could not be reached before the \(what) timed out (last error: \(lastCloseReason))")
         }
     }
 
@@ -200,7 +201,8 @@ struct SyncState {
         var effects = Effects()
         switch phase {
         case .closed:
-            effects.deliveries.append((subscriber, .failure(ConvexClientError(.clientClosed, message: "The client is closed"))))
+            effects.deliveries.append(
+                (subscriber, .failure(ConvexClientError(.clientClosed, message: "The client is closed"))))
             return effects
         case .idle:
             effects.startConnection = true
@@ -227,7 +229,8 @@ struct SyncState {
             }
         }
         if case .authenticationFailed(let message) = phase {
-            effects.deliveries.append((subscriber, .failure(ConvexClientError(.authenticationFailed, message: message))))
+            effects.deliveries.append(
+                (subscriber, .failure(ConvexClientError(.authenticationFailed, message: message))))
         }
         return effects
     }
@@ -262,7 +265,8 @@ struct SyncState {
         nextRequestID &+= 1
         switch phase {
         case .closed:
-            effects.completions.append((id, .failure(ConvexClientError(.clientClosed, message: "The client is closed"))))
+            effects.completions.append(
+                (id, .failure(ConvexClientError(.clientClosed, message: "The client is closed"))))
             return (id, effects)
         case .authenticationFailed(let message):
             effects.completions.append((id, .failure(ConvexClientError(.authenticationFailed, message: message))))
@@ -422,9 +426,11 @@ struct SyncState {
         querySetVersion = 0
         identityVersion = 0
         invalidateTokenRefresh()
-        effects.send.append(.connect(.init(
-            sessionId: sessionId, connectionCount: connectionCount, lastCloseReason: lastCloseReason,
-            maxObservedTimestamp: maxObservedTimestamp, clientTs: 0)))
+        effects.send.append(
+            .connect(
+                .init(
+                    sessionId: sessionId, connectionCount: connectionCount, lastCloseReason: lastCloseReason,
+                    maxObservedTimestamp: maxObservedTimestamp, clientTs: 0)))
         connectionCount &+= 1
         if let token = currentToken {
             effects.send.append(.authenticate(.init(baseVersion: 0, token: token)))
@@ -483,9 +489,14 @@ struct SyncState {
             case (.action, .sent):
                 // Actions are not idempotent: never resend one that may have started.
                 requests[id] = nil
-                effects.completions.append((id, .failure(ConvexClientError(
-                    .connectionLost, message: "Connection lost while action was in flight (\(reason))",
-                    functionPath: request.udfPath))))
+                effects.completions.append(
+                    (
+                        id,
+                        .failure(
+                            ConvexClientError(
+                                .connectionLost, message: "Connection lost while action was in flight (\(reason))",
+                                functionPath: request.udfPath))
+                    ))
             case (.mutation, .sent):
                 requests[id]?.status = .notSent
             default:
@@ -570,11 +581,13 @@ struct SyncState {
         }
         let end = t.endVersion
         guard end.querySet >= t.startVersion.querySet, end.querySet <= querySetVersion else {
-            effects.resetConnection = "Transition to query set version \(end.querySet) which the client never sent (latest \(querySetVersion))"
+            effects.resetConnection =
+                "Transition to query set version \(end.querySet) which the client never sent (latest \(querySetVersion))"
             return
         }
         guard end.identity >= t.startVersion.identity, end.identity <= identityVersion else {
-            effects.resetConnection = "Transition to identity version \(end.identity) which the client never sent (latest \(identityVersion))"
+            effects.resetConnection =
+                "Transition to identity version \(end.identity) which the client never sent (latest \(identityVersion))"
             return
         }
         guard end.ts >= t.startVersion.ts else {
@@ -601,8 +614,9 @@ struct SyncState {
                 result = .success(value)
                 queries[id]?.journal = journal
             case .queryFailed(_, let errorMessage, let logLines, let journal, let errorData):
-                result = .failure(.functionFailure(
-                    message: errorMessage, errorData: errorData, logLines: logLines, functionPath: query.udfPath))
+                result = .failure(
+                    .functionFailure(
+                        message: errorMessage, errorData: errorData, logLines: logLines, functionPath: query.udfPath))
                 queries[id]?.journal = journal
             case .queryRemoved:
                 continue
@@ -643,8 +657,14 @@ struct SyncState {
             }
         case .failure(let message, let errorData):
             requests[r.requestId] = nil
-            effects.completions.append((r.requestId, .failure(.functionFailure(
-                message: message, errorData: errorData, logLines: r.logLines, functionPath: request.udfPath))))
+            effects.completions.append(
+                (
+                    r.requestId,
+                    .failure(
+                        .functionFailure(
+                            message: message, errorData: errorData, logLines: r.logLines, functionPath: request.udfPath)
+                    )
+                ))
         }
     }
 
@@ -659,8 +679,14 @@ struct SyncState {
         case .success(let value):
             effects.completions.append((r.requestId, .success(value)))
         case .failure(let message, let errorData):
-            effects.completions.append((r.requestId, .failure(.functionFailure(
-                message: message, errorData: errorData, logLines: r.logLines, functionPath: request.udfPath))))
+            effects.completions.append(
+                (
+                    r.requestId,
+                    .failure(
+                        .functionFailure(
+                            message: message, errorData: errorData, logLines: r.logLines, functionPath: request.udfPath)
+                    )
+                ))
         }
     }
 }

@@ -79,7 +79,9 @@ public final class Gateway: Sendable {
     /// Graceful shutdown: stops accepting, ends every stream cleanly (clients see the end of the stream), answers
     /// requests still waiting with 503, then closes the upstream connections. Idempotent.
     public func shutdown() async {
-        for task in background.withLock({ tasks in defer { tasks = [] }; return tasks }) { task.cancel() }
+        for task in background.withLock({ tasks in
+            defer { tasks = [] }; return tasks
+        }) { task.cancel() }
         await server.shutdown()
         core.hub.shutdown()
         await core.pool.closeAll()
@@ -92,7 +94,8 @@ public final class Gateway: Sendable {
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(3600))
             }
-        } onCancel: {}
+        } onCancel: {
+        }
         await shutdown()
     }
 

@@ -49,9 +49,13 @@ public final class GatewayCore: Sendable {
             identity in
             access.filter(upstreamFactory(identity, metrics))
         }
-        self.openAPIDocument = configuration.openAPIFile.flatMap { FileManager.default.contents(atPath: $0) }.map { Array($0) }
+        self.openAPIDocument = configuration.openAPIFile.flatMap { FileManager.default.contents(atPath: $0) }.map {
+            Array($0)
+        }
         // Typed inputs (Typed/): fetch the function spec once at start.
-        self.functionSpecs = configuration.functionSpec.map { FunctionSpecStore(source: $0, logger: logger, clock: clock) }
+        self.functionSpecs = configuration.functionSpec.map {
+            FunctionSpecStore(source: $0, logger: logger, clock: clock)
+        }
         functionSpecs?.start()
     }
 

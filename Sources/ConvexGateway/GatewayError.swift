@@ -70,7 +70,9 @@ extension GatewayError {
     }
 
     public static func malformedJSON(_ error: ConvexValueError, in what: String) -> GatewayError {
-        GatewayError(status: 400, code: .malformedJSON, message: "\(what) is not valid JSON: \(error.message) (at \(error.path))")
+        GatewayError(
+            status: 400, code: .malformedJSON, message: "\(what) is not valid JSON: \(error.message) (at \(error.path))"
+        )
     }
 
     public static func unauthenticated(_ message: String) -> GatewayError {
@@ -101,7 +103,8 @@ extension GatewayError {
     }
 
     public static func payloadTooLarge(limit: Int) -> GatewayError {
-        GatewayError(status: 413, code: .payloadTooLarge, message: "Request body is larger than the limit of \(limit) bytes")
+        GatewayError(
+            status: 413, code: .payloadTooLarge, message: "Request body is larger than the limit of \(limit) bytes")
     }
 
     public static func upstreamUnavailable(_ detail: String, retryAfter: Int = 1) -> GatewayError {

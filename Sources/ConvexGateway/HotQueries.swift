@@ -97,7 +97,8 @@ extension GatewayCore {
         route.live.touch(at: clock.now)
         let variant = accessHeaders.map { "\($0.0): \($0.1)" }.joined(separator: "\n")
         let prepared: HTTPPreparedResponse
-        if let held = route.prepared.withLock({ $0 }), held.revision == revision, let response = held.byHeaders[variant] {
+        if let held = route.prepared.withLock({ $0 }), held.revision == revision, let response = held.byHeaders[variant]
+        {
             prepared = response
         } else {
             // Rendered after the revision was read, so it is at least as new as that revision.
@@ -121,7 +122,8 @@ extension GatewayCore {
 
     /// Called by full handling when it answered a `GET` from a live subscription: remembers the target when the
     /// answer depends on the target alone (an anonymous caller).
-    func rememberHotTarget(_ request: ParsedRequest, key: SubscriptionHub.Key, live: LiveResult, specGeneration: UInt64) {
+    func rememberHotTarget(_ request: ParsedRequest, key: SubscriptionHub.Key, live: LiveResult, specGeneration: UInt64)
+    {
         guard request.method == "GET", request.identity == .anonymous else { return }
         let target = request.request.target
         // Requests the hot path declines come through here every time: keep what is remembered, with its prepared

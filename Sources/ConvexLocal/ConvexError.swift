@@ -40,7 +40,8 @@ struct FunctionCallError: Error, Sendable {
     static func from(_ error: any Error) -> FunctionCallError {
         switch error {
         case let e as FunctionCallError: return e
-        case let e as ConvexError: return FunctionCallError(kind: .convexError, message: e.description, errorData: e.data)
+        case let e as ConvexError:
+            return FunctionCallError(kind: .convexError, message: e.description, errorData: e.data)
         default: return FunctionCallError(kind: .uncaught, message: String(describing: error), errorData: nil)
         }
     }

@@ -33,19 +33,24 @@ enum DemoFunctions {
     static func seed(_ core: DeploymentCore) {
         _ = try? core.store.write { transaction in
             for team in teams {
-                _ = try transaction.insert("teams", [
-                    "name": .string(team.name), "division": .string(team.division),
-                    "uniformColors": .array(team.colors.map { .string($0) }),
-                    "wins": .int64(team.wins), "losses": .int64(team.losses),
-                ])
+                _ = try transaction.insert(
+                    "teams",
+                    [
+                        "name": .string(team.name), "division": .string(team.division),
+                        "uniformColors": .array(team.colors.map { .string($0) }),
+                        "wins": .int64(team.wins), "losses": .int64(team.losses),
+                    ])
             }
-            _ = try transaction.insert("logs", ["name": "Bob", "in": "2024-10-03 08:00:00", "out": "2024-10-03 11:00:00"])
+            _ = try transaction.insert(
+                "logs", ["name": "Bob", "in": "2024-10-03 08:00:00", "out": "2024-10-03 11:00:00"])
         }
     }
 
     static func teamRecord(_ doc: Document) -> ConvexValue {
-        ["name": doc["name"] ?? .null, "uniformColors": doc["uniformColors"] ?? .array([]),
-         "wins": doc["wins"] ?? .int64(0), "losses": doc["losses"] ?? .int64(0)]
+        [
+            "name": doc["name"] ?? .null, "uniformColors": doc["uniformColors"] ?? .array([]),
+            "wins": doc["wins"] ?? .int64(0), "losses": doc["losses"] ?? .int64(0),
+        ]
     }
 
     static func int(_ v: ConvexValue?) -> Int64 {
@@ -66,11 +71,14 @@ enum DemoFunctions {
         functions.query("mlb:teams", args: ["division": .optional(.string)]) { ctx, args in
             var q = ctx.query("teams")
             if let division = args["division"] { q = q.filter("division", equals: division) }
-            return .array(q.collect().map { doc in
-                var record = teamRecord(doc)
-                if case .object(var fields) = record { fields["division"] = doc["division"]; record = .object(fields) }
-                return record
-            })
+            return .array(
+                q.collect().map { doc in
+                    var record = teamRecord(doc)
+                    if case .object(var fields) = record {
+                        fields["division"] = doc["division"]; record = .object(fields)
+                    }
+                    return record
+                })
         }
         for (name, field) in [("mlb:record_win", "wins"), ("mlb:record_loss", "losses")] {
             functions.mutation(name, args: ["team": .string]) { ctx, args in
@@ -99,8 +107,10 @@ enum DemoFunctions {
             if let channel = args["channel"] { q = q.filter("channel", equals: channel) }
             return .array(q.collect().map { .object($0) })
         }
-        functions.mutation("messages:send",
-                           args: ["body": .string, "author": .optional(.string), "channel": .optional(.string)]) { ctx, args in
+        functions.mutation(
+            "messages:send",
+            args: ["body": .string, "author": .optional(.string), "channel": .optional(.string)]
+        ) { ctx, args in
             var fields = args
             if fields["author"] == nil { fields["author"] = "anonymous" }
             return .string(try ctx.insert("messages", fields))
@@ -154,7 +164,8 @@ enum DemoFunctions {
             return "ok"
         }
         functions.mutation("conformance:setFailing", args: ["fail": .boolean]) { ctx, args in
-            if let flag = ctx.query("flags").filter("name", equals: "fail").first(), case .string(let id)? = flag["_id"] {
+            if let flag = ctx.query("flags").filter("name", equals: "fail").first(), case .string(let id)? = flag["_id"]
+            {
                 try ctx.patch(id, ["on": args["fail"] ?? false])
             } else {
                 try ctx.insert("flags", ["name": "fail", "on": args["fail"] ?? false])
@@ -175,7 +186,8 @@ enum DemoFunctions {
             try ctx.insert("counters", ["name": args["name"] ?? .null, "value": .int64(1)])
             return .int64(1)
         }
-        functions.query("conformance:typed", args: ["x": .int64, "tags": .optional(.array(.string))], returns: .int64) { _, args in
+        functions.query("conformance:typed", args: ["x": .int64, "tags": .optional(.array(.string))], returns: .int64) {
+            _, args in
             args["x"] ?? .int64(0)
         }
         functions.query("conformance:log", args: ["text": .string]) { ctx, args in

@@ -1,6 +1,6 @@
-import Foundation
 import ConvexSyncProtocol
 import ConvexValues
+import Foundation
 import Logging
 import Synchronization
 
@@ -24,8 +24,10 @@ final class DeploymentCore: Sendable {
     let heartbeatInterval: Duration
     let jsonPingAfter: Duration
 
-    init(registry: FunctionRegistry, adminKey: String?, verifier: TokenVerifier = TokenVerifier(), logger: Logger,
-         heartbeatInterval: Duration = .seconds(5), jsonPingAfter: Duration = .seconds(15)) {
+    init(
+        registry: FunctionRegistry, adminKey: String?, verifier: TokenVerifier = TokenVerifier(), logger: Logger,
+        heartbeatInterval: Duration = .seconds(5), jsonPingAfter: Duration = .seconds(15)
+    ) {
         self.verifier = verifier
         self.heartbeatInterval = heartbeatInterval
         self.jsonPingAfter = jsonPingAfter
@@ -158,7 +160,8 @@ final class OrphanedMutations: Sendable {
     static let lifetime: Duration = .seconds(60)
 
     private static func key(_ request: ClientMessage.FunctionRequest) -> Key {
-        Key(requestId: request.requestId, path: UdfPath.canonicalize(request.udfPath) ?? request.udfPath,
+        Key(
+            requestId: request.requestId, path: UdfPath.canonicalize(request.udfPath) ?? request.udfPath,
             args: ConvexValue.object(request.args).convexJSON())
     }
 
@@ -173,7 +176,9 @@ final class OrphanedMutations: Sendable {
     func claim(_ request: ClientMessage.FunctionRequest) -> ServerMessage.MutationResponse? {
         let now = ContinuousClock.now
         return entries.withLock { entries in
-            guard let entry = entries.removeValue(forKey: Self.key(request)), now - entry.added < Self.lifetime else { return nil }
+            guard let entry = entries.removeValue(forKey: Self.key(request)), now - entry.added < Self.lifetime else {
+                return nil
+            }
             return entry.response
         }
     }

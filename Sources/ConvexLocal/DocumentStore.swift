@@ -22,8 +22,11 @@ final class DocumentStore: Sendable {
     private let writer = Mutex<Void>(())
 
     init() {
-        state = Mutex(State(snapshot: StoreSnapshot(tables: [:], idTables: [:], ts: ConvexTimestamp(nanoseconds: wallClockNanoseconds()),
-                                                   lastCreationTime: 0)))
+        state = Mutex(
+            State(
+                snapshot: StoreSnapshot(
+                    tables: [:], idTables: [:], ts: ConvexTimestamp(nanoseconds: wallClockNanoseconds()),
+                    lastCreationTime: 0)))
     }
 
     /// The latest committed state.
@@ -40,8 +43,10 @@ final class DocumentStore: Sendable {
     /// - Returns: the body's result, the commit timestamp (the snapshot's when nothing was written) and the written tables.
     ///   `onCommit` runs inside the commit, before any reader can see the new state, so every subscriber has been
     ///   told about a write before a snapshot containing it exists.
-    func write<R>(_ body: (inout Transaction) throws -> R,
-                  onCommit: (Set<String>, ConvexTimestamp) -> Void = { _, _ in }) throws -> (result: R, ts: ConvexTimestamp, writtenTables: Set<String>) {
+    func write<R>(
+        _ body: (inout Transaction) throws -> R,
+        onCommit: (Set<String>, ConvexTimestamp) -> Void = { _, _ in }
+    ) throws -> (result: R, ts: ConvexTimestamp, writtenTables: Set<String>) {
         try writer.withLock { _ in
             var transaction = Transaction(base: snapshot)
             let result = try body(&transaction)
@@ -186,14 +191,18 @@ struct Transaction {
 
     static func checkTableName(_ table: String) throws(FunctionCallError) {
         guard isIdentifier(table) else {
-            throw FunctionCallError.userError("Invalid table name: \"\(table)\" (table names start with a letter and contain only letters, digits and underscores, at most 64 characters)")
+            throw FunctionCallError.userError(
+                "Invalid table name: \"\(table)\" (table names start with a letter and contain only letters, digits and underscores, at most 64 characters)"
+            )
         }
     }
 
     static func checkUserFields(_ fields: [String: ConvexValue]) throws(FunctionCallError) {
         for key in fields.keys {
             if key.isEmpty { throw FunctionCallError.userError("Empty field names are not allowed in documents") }
-            if key.hasPrefix("_") { throw FunctionCallError.userError("Field name \(key) starts with '_', which is reserved") }
+            if key.hasPrefix("_") {
+                throw FunctionCallError.userError("Field name \(key) starts with '_', which is reserved")
+            }
         }
         do {
             try ConvexValue.object(fields).checkLimits()
@@ -205,10 +214,12 @@ struct Transaction {
     static func checkDocumentSize(_ document: Document) throws(FunctionCallError) {
         let value = ConvexValue.object(document)
         if value.convexSize > 1 << 20 {
-            throw FunctionCallError.userError("Document is too large (\(value.convexSize) bytes > maximum size 1048576 bytes)")
+            throw FunctionCallError.userError(
+                "Document is too large (\(value.convexSize) bytes > maximum size 1048576 bytes)")
         }
         if value.nestingDepth > 16 {
-            throw FunctionCallError.userError("Document is too nested (nested \(value.nestingDepth) levels deep > maximum 16)")
+            throw FunctionCallError.userError(
+                "Document is too nested (nested \(value.nestingDepth) levels deep > maximum 16)")
         }
     }
 }

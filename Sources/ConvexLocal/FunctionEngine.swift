@@ -35,8 +35,10 @@ final class FunctionEngine: Sendable {
     static let maxArgsSize = 16 << 20
     static let maxResultSize = 16 << 20
 
-    init(registry: FunctionRegistry, store: DocumentStore, logger: Logger,
-         onCommit: @escaping @Sendable (Set<String>, ConvexTimestamp) -> Void) {
+    init(
+        registry: FunctionRegistry, store: DocumentStore, logger: Logger,
+        onCommit: @escaping @Sendable (Set<String>, ConvexTimestamp) -> Void
+    ) {
         self.registry = registry
         self.store = store
         self.logger = logger
@@ -56,39 +58,55 @@ final class FunctionEngine: Sendable {
         let allowInternal = caller.isAdmin || fromFunction
         guard let function = registry.function(at: udfPath), function.visibility == .public || allowInternal else {
             let which = allowInternal ? "function" : "public function"
-            return .failure(FunctionCallError(kind: .notFound,
-                message: "Could not find \(which) for '\(udfPath.canonical)'. Did you forget to run `npx convex dev` or `npx convex deploy`?",
-                errorData: nil))
+            return .failure(
+                FunctionCallError(
+                    kind: .notFound,
+                    message:
+                        "Could not find \(which) for '\(udfPath.canonical)'. Did you forget to run `npx convex dev` or `npx convex deploy`?",
+                    errorData: nil))
         }
         if let kind, function.kind != kind {
-            return .failure(FunctionCallError(kind: .notFound,
-                message: "Trying to execute \(udfPath.canonical) as \(kind.rawValue), but it is defined as \(function.kind.rawValue).",
-                errorData: nil))
+            return .failure(
+                FunctionCallError(
+                    kind: .notFound,
+                    message:
+                        "Trying to execute \(udfPath.canonical) as \(kind.rawValue), but it is defined as \(function.kind.rawValue).",
+                    errorData: nil))
         }
         return .success(function)
     }
 
-    private func validate(_ function: RegisteredFunction, args: [String: ConvexValue], snapshot: StoreSnapshot) -> FunctionCallError? {
+    private func validate(_ function: RegisteredFunction, args: [String: ConvexValue], snapshot: StoreSnapshot)
+        -> FunctionCallError?
+    {
         let size = ConvexValue.object(args).convexSize
         if size > Self.maxArgsSize {
-            return FunctionCallError(kind: .argumentValidation,
-                message: "Arguments for \(function.path.canonical) are too large (actual: \(size) bytes, maximum size: \(Self.maxArgsSize) bytes)",
+            return FunctionCallError(
+                kind: .argumentValidation,
+                message:
+                    "Arguments for \(function.path.canonical) are too large (actual: \(size) bytes, maximum size: \(Self.maxArgsSize) bytes)",
                 errorData: nil)
         }
-        if let validators = function.args, let failure = Validator.validateArgs(args, against: validators, store: snapshot) {
+        if let validators = function.args,
+            let failure = Validator.validateArgs(args, against: validators, store: snapshot)
+        {
             return FunctionCallError(kind: .argumentValidation, message: failure.message, errorData: nil)
         }
         return nil
     }
 
-    private func checkResult(_ function: RegisteredFunction, _ value: ConvexValue, snapshot: StoreSnapshot?) -> FunctionCallError? {
+    private func checkResult(_ function: RegisteredFunction, _ value: ConvexValue, snapshot: StoreSnapshot?)
+        -> FunctionCallError?
+    {
         do {
             try value.checkLimits()
         } catch {
             return .userError("Function \(function.path.canonical) returned an invalid value: \(error.description)")
         }
         if value.convexSize > Self.maxResultSize {
-            return .userError("Function \(function.path.canonical) return value is too large (\(value.convexSize) bytes > maximum size \(Self.maxResultSize) bytes)")
+            return .userError(
+                "Function \(function.path.canonical) return value is too large (\(value.convexSize) bytes > maximum size \(Self.maxResultSize) bytes)"
+            )
         }
         if let returns = function.returns, let failure = returns.check(value, path: "", store: snapshot) {
             return FunctionCallError(kind: .returnsValidation, message: failure.message, errorData: nil)
@@ -97,8 +115,10 @@ final class FunctionEngine: Sendable {
     }
 
     /// Runs a query at `snapshot` (default: the latest).
-    func runQuery(path: String, args: [String: ConvexValue], caller: CallerIdentity, fromFunction: Bool = false,
-                  snapshot: StoreSnapshot? = nil) -> FunctionOutcome {
+    func runQuery(
+        path: String, args: [String: ConvexValue], caller: CallerIdentity, fromFunction: Bool = false,
+        snapshot: StoreSnapshot? = nil
+    ) -> FunctionOutcome {
         let snapshot = snapshot ?? store.snapshot
         let function: RegisteredFunction
         switch resolve(path: path, kind: .query, caller: caller, fromFunction: fromFunction) {
@@ -115,15 +135,22 @@ final class FunctionEngine: Sendable {
         let result: Result<ConvexValue, FunctionCallError>
         do {
             let value = try handler(context, args)
-            if let e = checkResult(function, value, snapshot: snapshot) { result = .failure(e) } else { result = .success(value) }
+            if let e = checkResult(function, value, snapshot: snapshot) {
+                result = .failure(e)
+            } else {
+                result = .success(value)
+            }
         } catch {
             result = .failure(.from(error))
         }
-        return FunctionOutcome(result: result, logLines: context.logLines, readTables: context.readTables, ts: snapshot.ts)
+        return FunctionOutcome(
+            result: result, logLines: context.logLines, readTables: context.readTables, ts: snapshot.ts)
     }
 
     /// ``runQuery(path:args:caller:fromFunction:snapshot:)`` through the per-snapshot result cache.
-    func runQueryCached(path: String, args: [String: ConvexValue], caller: CallerIdentity, snapshot: StoreSnapshot) -> FunctionOutcome {
+    func runQueryCached(path: String, args: [String: ConvexValue], caller: CallerIdentity, snapshot: StoreSnapshot)
+        -> FunctionOutcome
+    {
         let key = CacheKey(path: UdfPath.canonicalize(path) ?? path, args: args, caller: caller)
         if let hit = queryCache.withLock({ $0.ts == snapshot.ts ? $0.entries[key] : nil }) { return hit }
         let outcome = runQuery(path: path, args: args, caller: caller, snapshot: snapshot)
@@ -137,7 +164,9 @@ final class FunctionEngine: Sendable {
     }
 
     /// Runs a mutation as the only writer and commits it; subscribers are notified before this returns.
-    func runMutation(path: String, args: [String: ConvexValue], caller: CallerIdentity, fromFunction: Bool = false) -> FunctionOutcome {
+    func runMutation(path: String, args: [String: ConvexValue], caller: CallerIdentity, fromFunction: Bool = false)
+        -> FunctionOutcome
+    {
         let function: RegisteredFunction
         switch resolve(path: path, kind: .mutation, caller: caller, fromFunction: fromFunction) {
         case .success(let f): function = f
@@ -148,20 +177,21 @@ final class FunctionEngine: Sendable {
         }
         var logLines: [String] = []
         do {
-            let (value, ts, _) = try store.write({ transaction throws -> ConvexValue in
-                if let e = validate(function, args: args, snapshot: transaction.working) { throw e }
-                let context = MutationContext(caller: caller, transaction: transaction)
-                do {
-                    let value = try handler(context, args)
-                    logLines = context.logLines
-                    if let e = checkResult(function, value, snapshot: context.transaction.working) { throw e }
-                    transaction = context.transaction
-                    return value
-                } catch {
-                    logLines = context.logLines
-                    throw error
-                }
-            }, onCommit: onCommit)
+            let (value, ts, _) = try store.write(
+                { transaction throws -> ConvexValue in
+                    if let e = validate(function, args: args, snapshot: transaction.working) { throw e }
+                    let context = MutationContext(caller: caller, transaction: transaction)
+                    do {
+                        let value = try handler(context, args)
+                        logLines = context.logLines
+                        if let e = checkResult(function, value, snapshot: context.transaction.working) { throw e }
+                        transaction = context.transaction
+                        return value
+                    } catch {
+                        logLines = context.logLines
+                        throw error
+                    }
+                }, onCommit: onCommit)
             return FunctionOutcome(result: .success(value), logLines: logLines, ts: ts)
         } catch {
             return FunctionOutcome(result: .failure(.from(error)), logLines: logLines)
@@ -169,7 +199,9 @@ final class FunctionEngine: Sendable {
     }
 
     /// Runs an action.
-    func runAction(path: String, args: [String: ConvexValue], caller: CallerIdentity, fromFunction: Bool = false) async -> FunctionOutcome {
+    func runAction(path: String, args: [String: ConvexValue], caller: CallerIdentity, fromFunction: Bool = false) async
+        -> FunctionOutcome
+    {
         let function: RegisteredFunction
         switch resolve(path: path, kind: .action, caller: caller, fromFunction: fromFunction) {
         case .success(let f): function = f

@@ -54,30 +54,39 @@ public final class FunctionRegistry: Sendable {
     ///   - visibility: `.public` (default) or `.internal`.
     ///   - args: validators of the named arguments, checked before the handler runs; `nil` accepts anything.
     ///   - returns: validator of the result; `nil` accepts anything.
-    public func query(_ path: String, visibility: FunctionVisibility = .public, args: [String: Validator]? = nil,
-                      returns: Validator? = nil, _ handler: @escaping QueryHandler) {
+    public func query(
+        _ path: String, visibility: FunctionVisibility = .public, args: [String: Validator]? = nil,
+        returns: Validator? = nil, _ handler: @escaping QueryHandler
+    ) {
         register(path, .query, visibility, args, returns, .query(handler))
     }
 
     /// Registers a mutation. See ``query(_:visibility:args:returns:_:)``.
-    public func mutation(_ path: String, visibility: FunctionVisibility = .public, args: [String: Validator]? = nil,
-                         returns: Validator? = nil, _ handler: @escaping MutationHandler) {
+    public func mutation(
+        _ path: String, visibility: FunctionVisibility = .public, args: [String: Validator]? = nil,
+        returns: Validator? = nil, _ handler: @escaping MutationHandler
+    ) {
         register(path, .mutation, visibility, args, returns, .mutation(handler))
     }
 
     /// Registers an action. See ``query(_:visibility:args:returns:_:)``.
-    public func action(_ path: String, visibility: FunctionVisibility = .public, args: [String: Validator]? = nil,
-                       returns: Validator? = nil, _ handler: @escaping ActionHandler) {
+    public func action(
+        _ path: String, visibility: FunctionVisibility = .public, args: [String: Validator]? = nil,
+        returns: Validator? = nil, _ handler: @escaping ActionHandler
+    ) {
         register(path, .action, visibility, args, returns, .action(handler))
     }
 
-    private func register(_ path: String, _ kind: FunctionKind, _ visibility: FunctionVisibility,
-                          _ args: [String: Validator]?, _ returns: Validator?, _ handler: RegisteredFunction.Handler) {
+    private func register(
+        _ path: String, _ kind: FunctionKind, _ visibility: FunctionVisibility,
+        _ args: [String: Validator]?, _ returns: Validator?, _ handler: RegisteredFunction.Handler
+    ) {
         // Registration paths are written by the program, so an invalid one is a programming error.
         guard let parsed = try? UdfPath(parsing: path) else {
             preconditionFailure("invalid function path \(path)")
         }
-        let function = RegisteredFunction(path: parsed, kind: kind, visibility: visibility, args: args, returns: returns, handler: handler)
+        let function = RegisteredFunction(
+            path: parsed, kind: kind, visibility: visibility, args: args, returns: returns, handler: handler)
         functions.withLock { $0[parsed.canonical] = function }
     }
 

@@ -27,7 +27,8 @@ struct HTTPAPIError: Error, Sendable {
 }
 
 func jsonResponse(_ bytes: [UInt8], status: HTTPResponse.Status = .ok) -> Response {
-    Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    Response(
+        status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
 }
 
 /// The HTTP functions API of reference §3 over a ``DeploymentCore``.
@@ -40,14 +41,19 @@ struct HTTPAPI: Sendable {
 
     func addRoutes(to router: Router<BasicRequestContext>) {
         router.get("/") { _, _ in
-            Response(status: .ok, headers: [.contentType: "text/plain"],
-                     body: .init(byteBuffer: ByteBuffer(string: "This Convex deployment is running. See https://docs.convex.dev/.")))
+            Response(
+                status: .ok, headers: [.contentType: "text/plain"],
+                body: .init(
+                    byteBuffer: ByteBuffer(string: "This Convex deployment is running. See https://docs.convex.dev/.")))
         }
         router.post("/api/query") { request, _ in await handle(request) { try await call(request, kind: .query) } }
         router.get("/api/query") { request, _ in await handle(request) { try await getQuery(request) } }
-        router.post("/api/mutation") { request, _ in await handle(request) { try await call(request, kind: .mutation) } }
+        router.post("/api/mutation") { request, _ in await handle(request) { try await call(request, kind: .mutation) }
+        }
         router.post("/api/action") { request, _ in await handle(request) { try await call(request, kind: .action) } }
-        router.post("/api/function") { request, _ in await handle(request) { try await call(request, kind: nil, adminOnly: true) } }
+        router.post("/api/function") { request, _ in
+            await handle(request) { try await call(request, kind: nil, adminOnly: true) }
+        }
         router.post("/api/run/**") { request, context in
             await handle(request) { try await run(request, segments: context.parameters.getCatchAll()) }
         }
@@ -67,14 +73,22 @@ struct HTTPAPI: Sendable {
         } catch let error as HTTPAPIError {
             return error.response
         } catch is NIOTooManyBytesError {
-            return HTTPAPIError(status: .contentTooLarge, code: "PayloadTooLarge",
-                                message: "Request body is larger than the \(Self.maxBodySize) bytes allowed").response
+            return HTTPAPIError(
+                status: .contentTooLarge, code: "PayloadTooLarge",
+                message: "Request body is larger than the \(Self.maxBodySize) bytes allowed"
+            ).response
         } catch let error as HTTPError where error.status == .contentTooLarge {
-            return HTTPAPIError(status: .contentTooLarge, code: "PayloadTooLarge",
-                                message: "Request body is larger than the \(Self.maxBodySize) bytes allowed").response
+            return HTTPAPIError(
+                status: .contentTooLarge, code: "PayloadTooLarge",
+                message: "Request body is larger than the \(Self.maxBodySize) bytes allowed"
+            ).response
         } catch {
-            core.logger.error("HTTP API request failed", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
-            return HTTPAPIError(status: .internalServerError, code: "InternalServerError", message: "Your request couldn't be completed. Try again later.").response
+            core.logger.error(
+                "HTTP API request failed", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
+            return HTTPAPIError(
+                status: .internalServerError, code: "InternalServerError",
+                message: "Your request couldn't be completed. Try again later."
+            ).response
         }
     }
 
@@ -83,7 +97,8 @@ struct HTTPAPI: Sendable {
     private func checkClientHeader(_ request: Request) throws(HTTPAPIError) -> String? {
         guard let header = request.headers[Self.convexClientHeader] else { return nil }
         if header.split(separator: "-").count < 2 {
-            throw .badRequest("InvalidClientVersion", "Invalid Convex-Client header \"\(header)\": expected <client>-<version>")
+            throw .badRequest(
+                "InvalidClientVersion", "Invalid Convex-Client header \"\(header)\": expected <client>-<version>")
         }
         return header
     }
@@ -96,7 +111,8 @@ struct HTTPAPI: Sendable {
         do {
             return try await core.caller(authorization: authorization, now: wallClockSeconds())
         } catch {
-            throw HTTPAPIError(status: error.isBadRequest ? .badRequest : .unauthorized, code: error.code, message: error.message)
+            throw HTTPAPIError(
+                status: error.isBadRequest ? .badRequest : .unauthorized, code: error.code, message: error.message)
         }
     }
 
@@ -118,13 +134,18 @@ struct HTTPAPI: Sendable {
         return fields
     }
 
-    private func format(_ fields: [String: ConvexValue], request: Request, clientHeader: String?, defaultFormat: ValueFormat? = nil) throws(HTTPAPIError) -> ValueFormat {
+    private func format(
+        _ fields: [String: ConvexValue], request: Request, clientHeader: String?, defaultFormat: ValueFormat? = nil
+    ) throws(HTTPAPIError) -> ValueFormat {
         switch fields["format"] {
         case nil, .null?:
             return defaultFormat ?? ValueFormat.defaultFormat(convexClient: clientHeader)
         case .string(let text)?:
             guard let f = ValueFormat(parameter: text) else {
-                throw .badRequest("BadFormat", "Invalid format \"\(text)\": the format param must be one of [`json`, `convex_encoded_json`, `export_json`]")
+                throw .badRequest(
+                    "BadFormat",
+                    "Invalid format \"\(text)\": the format param must be one of [`json`, `convex_encoded_json`, `export_json`]"
+                )
             }
             return f
         default:
@@ -134,7 +155,8 @@ struct HTTPAPI: Sendable {
 
     private func path(_ fields: [String: ConvexValue]) throws(HTTPAPIError) -> String {
         guard case .string(let path)? = fields["path"] else {
-            throw .badRequest("BadJsonBody", fields["path"] == nil ? "Missing field `path`" : "Field `path` must be a string")
+            throw .badRequest(
+                "BadJsonBody", fields["path"] == nil ? "Missing field `path`" : "Field `path` must be a string")
         }
         return try checkedPath(path)
     }
@@ -157,7 +179,8 @@ struct HTTPAPI: Sendable {
             named = fields
         case .array(let items)?:
             guard items.count == 1, case .object(let fields) = items[0] else {
-                throw .badRequest("InvalidArgs", "`args` must be an object of named arguments (or an array holding one)")
+                throw .badRequest(
+                    "InvalidArgs", "`args` must be an object of named arguments (or an array holding one)")
             }
             named = fields
         default:
@@ -197,7 +220,9 @@ struct HTTPAPI: Sendable {
         let clientHeader = try checkClientHeader(request)
         let caller = try await caller(request)
         let params = request.uri.queryParameters
-        guard let rawPath = params["path"] else { throw HTTPAPIError.badRequest("BadQueryParams", "Missing query parameter `path`") }
+        guard let rawPath = params["path"] else {
+            throw HTTPAPIError.badRequest("BadQueryParams", "Missing query parameter `path`")
+        }
         let path = try checkedPath(String(rawPath))
         var argsValue: ConvexValue? = nil
         if let rawArgs = params["args"] {
@@ -207,7 +232,8 @@ struct HTTPAPI: Sendable {
             do {
                 argsValue = try ConvexValue(envelopeJSON: Array(String(rawArgs).utf8))
             } catch {
-                throw HTTPAPIError.badRequest("BadQueryParams", "Query parameter `args` is not valid JSON: \(error.description)")
+                throw HTTPAPIError.badRequest(
+                    "BadQueryParams", "Query parameter `args` is not valid JSON: \(error.description)")
             }
         }
         var formatFields: [String: ConvexValue] = [:]
@@ -222,7 +248,8 @@ struct HTTPAPI: Sendable {
         let caller = try await caller(request)
         let decoded = segments.map { String($0).removingPercentEncoding ?? String($0) }
         guard decoded.count >= 2, let function = decoded.last else {
-            throw HTTPAPIError.badRequest("MissingIdentifier", "The path must be /api/run/<module path>/<function name>")
+            throw HTTPAPIError.badRequest(
+                "MissingIdentifier", "The path must be /api/run/<module path>/<function name>")
         }
         let path = try checkedPath(decoded.dropLast().joined(separator: "/") + ":" + function)
         let fields = try await readBody(request)
@@ -240,14 +267,18 @@ struct HTTPAPI: Sendable {
         }
         var parsed: [(path: String, args: [String: ConvexValue], format: ValueFormat)] = []
         for query in queries {
-            guard case .object(let q) = query else { throw HTTPAPIError.badRequest("BadJsonBody", "Each query must be an object") }
-            parsed.append((try path(q), try args(q["args"]), try format(q, request: request, clientHeader: clientHeader)))
+            guard case .object(let q) = query else {
+                throw HTTPAPIError.badRequest("BadJsonBody", "Each query must be an object")
+            }
+            parsed.append(
+                (try path(q), try args(q["args"]), try format(q, request: request, clientHeader: clientHeader)))
         }
         let snapshot = core.store.snapshot
         var out: [UInt8] = Array(#"{"results":["#.utf8)
         for (i, q) in parsed.enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
-            out += udfResponse(core.engine.runQuery(path: q.path, args: q.args, caller: caller, snapshot: snapshot), format: q.format)
+            out += udfResponse(
+                core.engine.runQuery(path: q.path, args: q.args, caller: caller, snapshot: snapshot), format: q.format)
         }
         out += Array("]}".utf8)
         return jsonResponse(out)
@@ -255,7 +286,9 @@ struct HTTPAPI: Sendable {
 
     private func functionSpec(_ request: Request) async throws -> Response {
         guard try await caller(request).isAdmin else {
-            throw HTTPAPIError(status: .forbidden, code: "Unauthorized", message: "The function spec requires an admin key (`Authorization: Convex <admin key>`)")
+            throw HTTPAPIError(
+                status: .forbidden, code: "Unauthorized",
+                message: "The function spec requires an admin key (`Authorization: Convex <admin key>`)")
         }
         return jsonResponse(core.registry.functionSpec(url: nil).convexJSON())
     }

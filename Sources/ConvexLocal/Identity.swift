@@ -40,7 +40,9 @@ public struct UserIdentity: Sendable, Hashable {
         }
         let issuer = text("iss") ?? text("issuer") ?? ""
         let subject = text("sub") ?? text("subject") ?? ""
-        self.init(tokenIdentifier: text("tokenIdentifier") ?? "\(issuer)|\(subject)", subject: subject, issuer: issuer, claims: claims)
+        self.init(
+            tokenIdentifier: text("tokenIdentifier") ?? "\(issuer)|\(subject)", subject: subject, issuer: issuer,
+            claims: claims)
     }
 
     /// The identity as `ctx.auth.getUserIdentity()` returns it in Convex: `tokenIdentifier`, `subject`, `issuer`

@@ -41,9 +41,11 @@ public final class LocalDeployment: Sendable {
         /// development mode, any well-formed JWT is accepted unsigned, but its `exp` and `nbf` are still enforced.
         public var authConfig: AuthConfig?
 
-        public init(host: String = "127.0.0.1", port: Int = 3210, adminKey: String? = nil, demoFunctions: Bool = true,
-                    heartbeatInterval: Duration = .seconds(5), jsonPingAfter: Duration = .seconds(15),
-                    authConfig: AuthConfig? = nil) {
+        public init(
+            host: String = "127.0.0.1", port: Int = 3210, adminKey: String? = nil, demoFunctions: Bool = true,
+            heartbeatInterval: Duration = .seconds(5), jsonPingAfter: Duration = .seconds(15),
+            authConfig: AuthConfig? = nil
+        ) {
             self.authConfig = authConfig
             self.host = host
             self.port = port
@@ -73,8 +75,9 @@ public final class LocalDeployment: Sendable {
         self.configuration = configuration
         self.functions = functions
         self.logger = logger
-        self.core = DeploymentCore(registry: functions, adminKey: configuration.adminKey, verifier: verifier, logger: logger,
-                                   heartbeatInterval: configuration.heartbeatInterval, jsonPingAfter: configuration.jsonPingAfter)
+        self.core = DeploymentCore(
+            registry: functions, adminKey: configuration.adminKey, verifier: verifier, logger: logger,
+            heartbeatInterval: configuration.heartbeatInterval, jsonPingAfter: configuration.jsonPingAfter)
         if configuration.demoFunctions {
             DemoFunctions.register(in: functions)
             DemoFunctions.seed(core)
@@ -88,21 +91,27 @@ public final class LocalDeployment: Sendable {
     ///   - logger: where the deployment logs (it never bootstraps logging).
     /// - Throws: ``AuthConfigError`` when a provider's `file:` or `data:` key set is unusable; an error when the
     ///   port cannot be bound.
-    public static func start(_ configuration: Configuration = Configuration(), functions: FunctionRegistry = FunctionRegistry(),
-                             logger: Logger = Logger(label: "convex-local")) async throws -> LocalDeployment {
+    public static func start(
+        _ configuration: Configuration = Configuration(), functions: FunctionRegistry = FunctionRegistry(),
+        logger: Logger = Logger(label: "convex-local")
+    ) async throws -> LocalDeployment {
         var verifier = TokenVerifier()
         if let config = configuration.authConfig { verifier = try await TokenVerifier(config: config) }
-        let deployment = LocalDeployment(configuration: configuration, functions: functions, verifier: verifier, logger: logger)
+        let deployment = LocalDeployment(
+            configuration: configuration, functions: functions, verifier: verifier, logger: logger)
         try await deployment.listen(port: configuration.port)
         return deployment
     }
 
     /// Starts a deployment. See ``start(_:functions:logger:)``.
-    public static func start(host: String = "127.0.0.1", port: Int = 0, adminKey: String? = nil, demoFunctions: Bool = true,
-                             functions: FunctionRegistry = FunctionRegistry(),
-                             logger: Logger = Logger(label: "convex-local")) async throws -> LocalDeployment {
-        try await start(Configuration(host: host, port: port, adminKey: adminKey, demoFunctions: demoFunctions),
-                        functions: functions, logger: logger)
+    public static func start(
+        host: String = "127.0.0.1", port: Int = 0, adminKey: String? = nil, demoFunctions: Bool = true,
+        functions: FunctionRegistry = FunctionRegistry(),
+        logger: Logger = Logger(label: "convex-local")
+    ) async throws -> LocalDeployment {
+        try await start(
+            Configuration(host: host, port: port, adminKey: adminKey, demoFunctions: demoFunctions),
+            functions: functions, logger: logger)
     }
 
     /// The bound port (the real one when started with port 0); the last one after ``stop()``.
@@ -126,11 +135,13 @@ public final class LocalDeployment: Sendable {
     /// Stops listening (sync sockets are closed with 1001 Going Away); data is kept and ``restart()`` listens again.
     public func stop() async {
         await lifecycle.withLock {
-            guard let current = running.withLock({ state -> Running? in
-                let current = state
-                state = nil
-                return current
-            }) else { return }
+            guard
+                let current = running.withLock({ state -> Running? in
+                    let current = state
+                    state = nil
+                    return current
+                })
+            else { return }
             lastPort.withLock { $0 = current.port }
             closeSyncConnections(code: 1001, reason: "GoingAway")
             await current.group.triggerGracefulShutdown()
@@ -182,17 +193,23 @@ public final class LocalDeployment: Sendable {
 
     /// Runs a query as the given caller and returns its value.
     /// - Throws: ``ConvexError`` for application errors, ``FunctionFailure`` for other failures.
-    public func query(_ path: String, _ args: [String: ConvexValue] = [:], caller: CallerIdentity = .unauthenticated) throws -> ConvexValue {
+    public func query(_ path: String, _ args: [String: ConvexValue] = [:], caller: CallerIdentity = .unauthenticated)
+        throws -> ConvexValue
+    {
         try Self.unwrap(core.engine.runQuery(path: path, args: args, caller: caller))
     }
 
     /// Runs a mutation and returns its value once committed (subscribers are notified).
-    public func mutation(_ path: String, _ args: [String: ConvexValue] = [:], caller: CallerIdentity = .unauthenticated) throws -> ConvexValue {
+    public func mutation(_ path: String, _ args: [String: ConvexValue] = [:], caller: CallerIdentity = .unauthenticated)
+        throws -> ConvexValue
+    {
         try Self.unwrap(core.engine.runMutation(path: path, args: args, caller: caller))
     }
 
     /// Runs an action and returns its value.
-    public func action(_ path: String, _ args: [String: ConvexValue] = [:], caller: CallerIdentity = .unauthenticated) async throws -> ConvexValue {
+    public func action(_ path: String, _ args: [String: ConvexValue] = [:], caller: CallerIdentity = .unauthenticated)
+        async throws -> ConvexValue
+    {
         try Self.unwrap(await core.engine.runAction(path: path, args: args, caller: caller))
     }
 
@@ -219,8 +236,9 @@ public final class LocalDeployment: Sendable {
         let app = Application(
             router: router,
             server: .http1WebSocketUpgrade(
-                configuration: .init(ws: WebSocketServerConfiguration(
-                    maxFrameSize: SyncConnection.maxMessageSize, autoPing: .disabled, closeTimeout: .seconds(5)))
+                configuration: .init(
+                    ws: WebSocketServerConfiguration(
+                        maxFrameSize: SyncConnection.maxMessageSize, autoPing: .disabled, closeTimeout: .seconds(5)))
             ) { head, _, logger in
                 guard Self.isSyncPath(head.path ?? "") else { return .dontUpgrade }
                 return .upgrade([:]) { inbound, outbound, _ in

@@ -173,7 +173,8 @@ private struct Driver {
                     user = .failure(error)
                 }
             }
-            let actions = session.receive(message, latestTs: core.store.latestTimestamp, now: wallClockSeconds(), user: user)
+            let actions = session.receive(
+                message, latestTs: core.store.latestTimestamp, now: wallClockSeconds(), user: user)
             return await perform(actions)
         case .invalidFrame(let text):
             return await perform(session.receiveInvalidFrame(text))
@@ -188,7 +189,8 @@ private struct Driver {
             if session.invalidate(tables: tables) { return await perform([.update]) }
             return true
         case .actionDone(let requestId, let outcome):
-            let response = ServerMessage.ActionResponse(requestId: requestId, result: render(outcome), logLines: outcome.logLines)
+            let response = ServerMessage.ActionResponse(
+                requestId: requestId, result: render(outcome), logLines: outcome.logLines)
             return await perform(session.actionCompleted(response))
         case .heartbeat:
             guard !core.isStalled else { return true }
@@ -330,13 +332,15 @@ private struct Driver {
         var evaluations: [UInt32: QueryEvaluation] = [:]
         var reads: [UInt32: Set<String>] = [:]
         for pending in session.pendingEvaluations() {
-            let outcome = core.engine.runQueryCached(path: pending.udfPath, args: pending.args, caller: session.caller, snapshot: snapshot)
+            let outcome = core.engine.runQueryCached(
+                path: pending.udfPath, args: pending.args, caller: session.caller, snapshot: snapshot)
             switch outcome.result {
             case .success(let value):
                 evaluations[pending.queryId] = .updated(value: value, logLines: outcome.logLines)
             case .failure(let e):
                 evaluations[pending.queryId] = .failed(
-                    errorMessage: e.clientMessage(requestId: queryRequestId), logLines: outcome.logLines, errorData: e.errorData)
+                    errorMessage: e.clientMessage(requestId: queryRequestId), logLines: outcome.logLines,
+                    errorData: e.errorData)
             }
             reads[pending.queryId] = outcome.readTables
         }

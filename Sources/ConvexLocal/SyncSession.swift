@@ -73,8 +73,10 @@ struct SyncSession {
     ///   - latestTs: the deployment's latest timestamp, for the `maxObservedTimestamp` check.
     ///   - now: the wall clock (seconds since 1970), for the identity's expiry.
     ///   - user: for an `Authenticate` with a user token, the verifier's verdict on that token.
-    mutating func receive(_ message: ClientMessage, latestTs: ConvexTimestamp, now: Double = 0,
-                          user: Result<UserIdentity, AuthenticationError>? = nil) -> [Action] {
+    mutating func receive(
+        _ message: ClientMessage, latestTs: ConvexTimestamp, now: Double = 0,
+        user: Result<UserIdentity, AuthenticationError>? = nil
+    ) -> [Action] {
         guard phase != .closed else { return [] }
         if phase == .awaitingConnect {
             guard case .connect(let connect) = message else {
@@ -93,7 +95,8 @@ struct SyncSession {
             return fatal("Received a second Connect on the same socket")
         case .modifyQuerySet(let m):
             guard m.baseVersion == querySetVersion else {
-                return fatal("Base version \(m.baseVersion) passed up doesn't match the current version \(querySetVersion)")
+                return fatal(
+                    "Base version \(m.baseVersion) passed up doesn't match the current version \(querySetVersion)")
             }
             guard m.newVersion > m.baseVersion else {
                 return fatal("New version \(m.newVersion) must be greater than base version \(m.baseVersion)")
@@ -109,7 +112,9 @@ struct SyncSession {
                     nextDirty.insert(add.queryId)
                     nextRemoved.removeAll { $0 == add.queryId }
                 case .remove(let queryId):
-                    guard next.removeValue(forKey: queryId) != nil else { return fatal("Nonexistent query id: \(queryId)") }
+                    guard next.removeValue(forKey: queryId) != nil else {
+                        return fatal("Nonexistent query id: \(queryId)")
+                    }
                     nextDirty.remove(queryId)
                     nextRemoved.append(queryId)
                 }
@@ -136,10 +141,14 @@ struct SyncSession {
         }
     }
 
-    private mutating func authenticate(_ a: ClientMessage.Authenticate, user: Result<UserIdentity, AuthenticationError>?,
-                                       now: Double) -> [Action] {
+    private mutating func authenticate(
+        _ a: ClientMessage.Authenticate, user: Result<UserIdentity, AuthenticationError>?,
+        now: Double
+    ) -> [Action] {
         guard a.baseVersion == identityVersion else {
-            return fatal("Base identity version \(a.baseVersion) passed up doesn't match the current identity version \(identityVersion)")
+            return fatal(
+                "Base identity version \(a.baseVersion) passed up doesn't match the current identity version \(identityVersion)"
+            )
         }
         let newCaller: CallerIdentity
         switch a.token {
@@ -191,8 +200,10 @@ struct SyncSession {
     /// A rejected Authenticate: `AuthError` with `authUpdateAttempted: true`, then the socket closes (Convex).
     private mutating func authUpdateFailed(_ message: String) -> [Action] {
         phase = .closed
-        return [.send(.authError(.init(error: message, baseVersion: identityVersion, authUpdateAttempted: true))),
-                .close(code: 1000, reason: nil)]
+        return [
+            .send(.authError(.init(error: message, baseVersion: identityVersion, authUpdateAttempted: true))),
+            .close(code: 1000, reason: nil),
+        ]
     }
 
     /// When the current user identity expires (its `exp`), if it has not yet: the owner calls ``checkExpiry(now:)``
@@ -209,7 +220,9 @@ struct SyncSession {
         guard let expiration = identityExpiration, now >= expiration else { return [] }
         identityExpired = true
         let error = AuthenticationError.tokenExpired
-        return [.send(.authError(.init(error: error.message, baseVersion: identityVersion, authUpdateAttempted: false)))]
+        return [
+            .send(.authError(.init(error: error.message, baseVersion: identityVersion, authUpdateAttempted: false)))
+        ]
     }
 
     /// A frame that could not be decoded ends the session with a FatalError.
@@ -253,11 +266,12 @@ struct SyncSession {
         }
     }
 
-
     /// Builds the next Transition from the evaluations of ``pendingEvaluations()`` at snapshot `ts`; `nil` when
     /// there is nothing to tell the client (no changed result, no version change, no mutation waiting).
-    mutating func completeUpdate(evaluations: [UInt32: QueryEvaluation], readTables: [UInt32: Set<String>],
-                                 ts: ConvexTimestamp) -> ServerMessage? {
+    mutating func completeUpdate(
+        evaluations: [UInt32: QueryEvaluation], readTables: [UInt32: Set<String>],
+        ts: ConvexTimestamp
+    ) -> ServerMessage? {
         guard phase == .open, !identityExpired else { return nil }
         var modifications: [ServerMessage.StateModification] = removed.map { .queryRemoved(queryId: $0) }
         removed = []
@@ -269,7 +283,9 @@ struct SyncSession {
                 case .updated(let value, let logLines):
                     modifications.append(.queryUpdated(queryId: id, value: value, logLines: logLines, journal: nil))
                 case .failed(let message, let logLines, let errorData):
-                    modifications.append(.queryFailed(queryId: id, errorMessage: message, logLines: logLines, journal: nil, errorData: errorData))
+                    modifications.append(
+                        .queryFailed(
+                            queryId: id, errorMessage: message, logLines: logLines, journal: nil, errorData: errorData))
                 }
                 subscription.lastResult = evaluation
             }

@@ -53,15 +53,18 @@ struct ValidationFailure: Error, Equatable {
 
 extension Validator {
     /// Checks named arguments against an args validator (the fields of `v.object`).
-    static func validateArgs(_ args: [String: ConvexValue], against fields: [String: Validator],
-                             store: StoreSnapshot?) -> ValidationFailure? {
+    static func validateArgs(
+        _ args: [String: ConvexValue], against fields: [String: Validator],
+        store: StoreSnapshot?
+    ) -> ValidationFailure? {
         Validator.object(fields).check(.object(args), path: "", store: store)
     }
 
     /// `nil` when `value` matches; otherwise the first mismatch.
     func check(_ value: ConvexValue, path: String, store: StoreSnapshot?) -> ValidationFailure? {
-        let noMatch = ValidationFailure(message: "Value does not match validator.\n"
-            + (path.isEmpty ? "" : "Path: \(path)\n") + "Value: \(displayValue(value))\nValidator: \(self)")
+        let noMatch = ValidationFailure(
+            message: "Value does not match validator.\n"
+                + (path.isEmpty ? "" : "Path: \(path)\n") + "Value: \(displayValue(value))\nValidator: \(self)")
         switch (self, value) {
         case (.any, _): return nil
         case (.string, .string), (.float64, .float64), (.int64, .int64), (.boolean, .boolean), (.bytes, .bytes),
@@ -69,8 +72,10 @@ extension Validator {
             return nil
         case (.id(let table), .string(let id)):
             if let store, let actual = store.table(ofId: id), actual != table {
-                return ValidationFailure(message: "Found ID \"\(id)\" from table `\(actual)`, which does not match the table name in validator `\(self)`."
-                    + (path.isEmpty ? "" : "\nPath: \(path)"))
+                return ValidationFailure(
+                    message:
+                        "Found ID \"\(id)\" from table `\(actual)`, which does not match the table name in validator `\(self)`."
+                        + (path.isEmpty ? "" : "\nPath: \(path)"))
             }
             if id.isEmpty { return noMatch }
             return nil
@@ -83,18 +88,24 @@ extension Validator {
             for key in fields.keys.sorted() {
                 let fieldValidator = fields[key]!
                 if let v = object[key] {
-                    let inner: Validator = if case .optional(let wrapped) = fieldValidator { wrapped } else { fieldValidator }
+                    let inner: Validator =
+                        if case .optional(let wrapped) = fieldValidator { wrapped } else { fieldValidator }
                     if let failure = inner.check(v, path: "\(path).\(key)", store: store) { return failure }
                 } else if case .optional = fieldValidator {
                     continue
                 } else {
-                    return ValidationFailure(message: "Object is missing the required field `\(key)`. Consider wrapping the field validator in `v.optional(...)` if this is expected.\n\n"
-                        + (path.isEmpty ? "" : "Path: \(path)\n") + "Object: \(displayValue(value))\nValidator: \(self)")
+                    return ValidationFailure(
+                        message:
+                            "Object is missing the required field `\(key)`. Consider wrapping the field validator in `v.optional(...)` if this is expected.\n\n"
+                            + (path.isEmpty ? "" : "Path: \(path)\n")
+                            + "Object: \(displayValue(value))\nValidator: \(self)")
                 }
             }
             for key in object.keys.sorted() where fields[key] == nil {
-                return ValidationFailure(message: "Object contains extra field `\(key)` that is not in the validator.\n\n"
-                    + (path.isEmpty ? "" : "Path: \(path)\n") + "Object: \(displayValue(value))\nValidator: \(self)")
+                return ValidationFailure(
+                    message: "Object contains extra field `\(key)` that is not in the validator.\n\n"
+                        + (path.isEmpty ? "" : "Path: \(path)\n") + "Object: \(displayValue(value))\nValidator: \(self)"
+                )
             }
             return nil
         case (.optional(let inner), _):
@@ -141,7 +152,10 @@ extension Validator {
             return inner.specJSON
         case .union(let members): return ["type": "union", "value": .array(members.map(\.specJSON))]
         case .literal(let value): return ["type": "literal", "value": value]
-        case .record(let keys, let values): return ["type": "record", "keys": keys.specJSON, "values": ["fieldType": values.specJSON, "optional": false]]
+        case .record(let keys, let values):
+            return [
+                "type": "record", "keys": keys.specJSON, "values": ["fieldType": values.specJSON, "optional": false],
+            ]
         }
     }
 }

@@ -21,8 +21,10 @@ public enum ClientMessage: Sendable, Hashable {
         /// Client clock in milliseconds (the Rust client sends 0).
         public var clientTs: Double?
 
-        public init(sessionId: String, connectionCount: UInt32, lastCloseReason: String?,
-                    maxObservedTimestamp: ConvexTimestamp? = nil, clientTs: Double? = nil) {
+        public init(
+            sessionId: String, connectionCount: UInt32, lastCloseReason: String?,
+            maxObservedTimestamp: ConvexTimestamp? = nil, clientTs: Double? = nil
+        ) {
             self.sessionId = sessionId
             self.connectionCount = connectionCount
             self.lastCloseReason = lastCloseReason
@@ -60,8 +62,10 @@ public enum ClientMessage: Sendable, Hashable {
             /// Admin-only component path.
             public var componentPath: String?
 
-            public init(queryId: UInt32, udfPath: String, args: [String: ConvexValue] = [:],
-                        journal: String? = nil, componentPath: String? = nil) {
+            public init(
+                queryId: UInt32, udfPath: String, args: [String: ConvexValue] = [:],
+                journal: String? = nil, componentPath: String? = nil
+            ) {
                 self.queryId = queryId
                 self.udfPath = udfPath
                 self.args = args
@@ -79,7 +83,8 @@ public enum ClientMessage: Sendable, Hashable {
         public var args: [String: ConvexValue]
         public var componentPath: String?
 
-        public init(requestId: UInt32, udfPath: String, args: [String: ConvexValue] = [:], componentPath: String? = nil) {
+        public init(requestId: UInt32, udfPath: String, args: [String: ConvexValue] = [:], componentPath: String? = nil)
+        {
             self.requestId = requestId
             self.udfPath = udfPath
             self.args = args
@@ -145,12 +150,13 @@ extension ClientMessage {
         let type = try r.string("type")
         switch type {
         case "Connect":
-            self = .connect(Connect(
-                sessionId: try r.string("sessionId"),
-                connectionCount: try r.u32("connectionCount"),
-                lastCloseReason: try r.optionalString("lastCloseReason"),
-                maxObservedTimestamp: try r.optionalTimestamp("maxObservedTimestamp"),
-                clientTs: try r.optionalNumber("clientTs")))
+            self = .connect(
+                Connect(
+                    sessionId: try r.string("sessionId"),
+                    connectionCount: try r.u32("connectionCount"),
+                    lastCloseReason: try r.optionalString("lastCloseReason"),
+                    maxObservedTimestamp: try r.optionalTimestamp("maxObservedTimestamp"),
+                    clientTs: try r.optionalNumber("clientTs")))
         case "ModifyQuerySet":
             var modifications: [QuerySetModification] = []
             for (i, item) in try r.array("modifications").enumerated() {
@@ -158,18 +164,25 @@ extension ClientMessage {
                 let mType = try m.string("type")
                 switch mType {
                 case "Add":
-                    modifications.append(.add(QuerySetModification.Add(
-                        queryId: try m.u32("queryId"), udfPath: try m.string("udfPath"), args: try m.args("args"),
-                        journal: try m.optionalString("journal"), componentPath: try m.optionalString("componentPath"))))
+                    modifications.append(
+                        .add(
+                            QuerySetModification.Add(
+                                queryId: try m.u32("queryId"), udfPath: try m.string("udfPath"),
+                                args: try m.args("args"),
+                                journal: try m.optionalString("journal"),
+                                componentPath: try m.optionalString("componentPath"))))
                 case "Remove":
                     modifications.append(.remove(queryId: try m.u32("queryId")))
                 default:
-                    throw SyncProtocolError(.unknownType, field: m.name("type"),
-                                            message: "unknown variant `\(mType)`, expected `Add` or `Remove`")
+                    throw SyncProtocolError(
+                        .unknownType, field: m.name("type"),
+                        message: "unknown variant `\(mType)`, expected `Add` or `Remove`")
                 }
             }
-            self = .modifyQuerySet(ModifyQuerySet(
-                baseVersion: try r.u32("baseVersion"), newVersion: try r.u32("newVersion"), modifications: modifications))
+            self = .modifyQuerySet(
+                ModifyQuerySet(
+                    baseVersion: try r.u32("baseVersion"), newVersion: try r.u32("newVersion"),
+                    modifications: modifications))
         case "Mutation", "Action":
             let request = FunctionRequest(
                 requestId: try r.u32("requestId"), udfPath: try r.string("udfPath"), args: try r.args("args"),
@@ -193,16 +206,18 @@ extension ClientMessage {
             case "None":
                 token = .none
             default:
-                throw SyncProtocolError(.unknownType, field: "tokenType",
-                                        message: "unknown variant `\(tokenType)`, expected one of `User`, `Admin`, `None`")
+                throw SyncProtocolError(
+                    .unknownType, field: "tokenType",
+                    message: "unknown variant `\(tokenType)`, expected one of `User`, `Admin`, `None`")
             }
             self = .authenticate(Authenticate(baseVersion: baseVersion, token: token))
         case "Event":
             self = .event(Event(eventType: try r.string("eventType"), event: r.fields["event"] ?? .null))
         default:
-            throw SyncProtocolError(.unknownType, field: "type",
-                                    message: "unknown variant `\(type)`, expected one of "
-                                        + ClientMessage.typeNames.map { "`\($0)`" }.joined(separator: ", "))
+            throw SyncProtocolError(
+                .unknownType, field: "type",
+                message: "unknown variant `\(type)`, expected one of "
+                    + ClientMessage.typeNames.map { "`\($0)`" }.joined(separator: ", "))
         }
     }
 
@@ -225,22 +240,24 @@ extension ClientMessage {
         case .modifyQuerySet(let m):
             w.u32("baseVersion", m.baseVersion)
             w.u32("newVersion", m.newVersion)
-            w.array("modifications", m.modifications.map { mod in
-                var mw = EnvelopeWriter()
-                switch mod {
-                case .add(let add):
-                    mw.string("type", "Add")
-                    mw.u32("queryId", add.queryId)
-                    mw.string("udfPath", add.udfPath)
-                    mw.args("args", add.args)
-                    if let journal = add.journal { mw.string("journal", journal) }
-                    if let componentPath = add.componentPath { mw.string("componentPath", componentPath) }
-                case .remove(let queryId):
-                    mw.string("type", "Remove")
-                    mw.u32("queryId", queryId)
-                }
-                return mw.finish()
-            })
+            w.array(
+                "modifications",
+                m.modifications.map { mod in
+                    var mw = EnvelopeWriter()
+                    switch mod {
+                    case .add(let add):
+                        mw.string("type", "Add")
+                        mw.u32("queryId", add.queryId)
+                        mw.string("udfPath", add.udfPath)
+                        mw.args("args", add.args)
+                        if let journal = add.journal { mw.string("journal", journal) }
+                        if let componentPath = add.componentPath { mw.string("componentPath", componentPath) }
+                    case .remove(let queryId):
+                        mw.string("type", "Remove")
+                        mw.u32("queryId", queryId)
+                    }
+                    return mw.finish()
+                })
         case .mutation(let request), .action(let request):
             w.u32("requestId", request.requestId)
             w.string("udfPath", request.udfPath)

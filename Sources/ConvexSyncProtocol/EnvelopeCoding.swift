@@ -7,8 +7,9 @@ struct EnvelopeReader {
 
     init(_ value: ConvexValue, prefix: String = "") throws(SyncProtocolError) {
         guard case .object(let fields) = value else {
-            throw SyncProtocolError(.notAnObject, field: prefix.isEmpty ? nil : prefix,
-                                    message: prefix.isEmpty ? "message is not a JSON object" : "`\(prefix)` is not a JSON object")
+            throw SyncProtocolError(
+                .notAnObject, field: prefix.isEmpty ? nil : prefix,
+                message: prefix.isEmpty ? "message is not a JSON object" : "`\(prefix)` is not a JSON object")
         }
         self.fields = fields
         self.prefix = prefix
@@ -17,15 +18,17 @@ struct EnvelopeReader {
     /// Parses a message. The bytes are scanned through a buffer pointer: a caller in another module reaches this
     /// through an unspecialized generic, where walking `some Collection` byte by byte is slow.
     static func parse(_ bytes: some Collection<UInt8>) throws(SyncProtocolError) -> EnvelopeReader {
-        let value = bytes.withContiguousStorageIfAvailable(parseValue)
+        let value =
+            bytes.withContiguousStorageIfAvailable(parseValue)
             ?? Array(bytes).withUnsafeBufferPointer(parseValue)
         return try EnvelopeReader(value.get())
     }
 
     private static func parseValue(_ bytes: UnsafeBufferPointer<UInt8>) -> Result<ConvexValue, SyncProtocolError> {
         if let depth = excessiveNesting(bytes) {
-            return .failure(SyncProtocolError(
-                .invalidValue, message: "invalid JSON: Value is too nested (more than \(depth) levels)"))
+            return .failure(
+                SyncProtocolError(
+                    .invalidValue, message: "invalid JSON: Value is too nested (more than \(depth) levels)"))
         }
         do {
             return .success(try ConvexValue(envelopeJSON: bytes))
@@ -60,7 +63,8 @@ struct EnvelopeReader {
         do {
             try v.checkLimits()
         } catch {
-            throw SyncProtocolError(.invalidValue, field: field, message: "invalid value in `\(field)`: \(error.description)")
+            throw SyncProtocolError(
+                .invalidValue, field: field, message: "invalid value in `\(field)`: \(error.description)")
         }
     }
 
@@ -266,7 +270,13 @@ package func excessiveNesting(_ bytes: some Collection<UInt8>, limit: Int = maxE
     var escaped = false
     for b in bytes {
         if inString {
-            if escaped { escaped = false } else if b == UInt8(ascii: "\\") { escaped = true } else if b == UInt8(ascii: "\"") { inString = false }
+            if escaped {
+                escaped = false
+            } else if b == UInt8(ascii: "\\") {
+                escaped = true
+            } else if b == UInt8(ascii: "\"") {
+                inString = false
+            }
             continue
         }
         switch b {

@@ -24,8 +24,10 @@ public enum ServerMessage: Sendable, Hashable {
         /// Server clock when sent, nanoseconds since the epoch.
         public var serverTs: Int64?
 
-        public init(startVersion: StateVersion, endVersion: StateVersion, modifications: [StateModification],
-                    clientClockSkew: Double? = nil, serverTs: Int64? = nil) {
+        public init(
+            startVersion: StateVersion, endVersion: StateVersion, modifications: [StateModification],
+            clientClockSkew: Double? = nil, serverTs: Int64? = nil
+        ) {
             self.startVersion = startVersion
             self.endVersion = endVersion
             self.modifications = modifications
@@ -38,7 +40,8 @@ public enum ServerMessage: Sendable, Hashable {
     public enum StateModification: Sendable, Hashable {
         case queryUpdated(queryId: UInt32, value: ConvexValue, logLines: [String], journal: String?)
         /// `errorData` present means an application (`ConvexError`) failure; an explicit `null` counts as present.
-        case queryFailed(queryId: UInt32, errorMessage: String, logLines: [String], journal: String?, errorData: ConvexValue?)
+        case queryFailed(
+            queryId: UInt32, errorMessage: String, logLines: [String], journal: String?, errorData: ConvexValue?)
         case queryRemoved(queryId: UInt32)
 
         public var queryId: UInt32 {
@@ -145,58 +148,71 @@ extension ServerMessage {
                 let mType = try m.string("type")
                 switch mType {
                 case "QueryUpdated":
-                    modifications.append(.queryUpdated(
-                        queryId: try m.u32("queryId"), value: try m.checkedValue("value"),
-                        logLines: try m.stringArray("logLines"), journal: try m.optionalString("journal")))
+                    modifications.append(
+                        .queryUpdated(
+                            queryId: try m.u32("queryId"), value: try m.checkedValue("value"),
+                            logLines: try m.stringArray("logLines"), journal: try m.optionalString("journal")))
                 case "QueryFailed":
                     var errorData: ConvexValue? = nil
                     if m.has("errorData") { errorData = try m.checkedValue("errorData") }
-                    modifications.append(.queryFailed(
-                        queryId: try m.u32("queryId"), errorMessage: try m.string("errorMessage"),
-                        logLines: try m.stringArray("logLines"), journal: try m.optionalString("journal"),
-                        errorData: errorData))
+                    modifications.append(
+                        .queryFailed(
+                            queryId: try m.u32("queryId"), errorMessage: try m.string("errorMessage"),
+                            logLines: try m.stringArray("logLines"), journal: try m.optionalString("journal"),
+                            errorData: errorData))
                 case "QueryRemoved":
                     modifications.append(.queryRemoved(queryId: try m.u32("queryId")))
                 default:
-                    throw SyncProtocolError(.unknownType, field: m.name("type"),
-                                            message: "unknown variant `\(mType)`, expected one of `QueryUpdated`, `QueryFailed`, `QueryRemoved`")
+                    throw SyncProtocolError(
+                        .unknownType, field: m.name("type"),
+                        message:
+                            "unknown variant `\(mType)`, expected one of `QueryUpdated`, `QueryFailed`, `QueryRemoved`")
                 }
             }
             var serverTs: Int64? = nil
             if let d = try r.optionalNumber("serverTs") {
-                guard let v = Int64(exactly: d.rounded()) else { throw .invalid("serverTs", "an integer number of nanoseconds") }
+                guard let v = Int64(exactly: d.rounded()) else {
+                    throw .invalid("serverTs", "an integer number of nanoseconds")
+                }
                 serverTs = v
             }
-            self = .transition(Transition(
-                startVersion: try StateVersion(reading: try r.object("startVersion")),
-                endVersion: try StateVersion(reading: try r.object("endVersion")),
-                modifications: modifications,
-                clientClockSkew: try r.optionalNumber("clientClockSkew"),
-                serverTs: serverTs))
+            self = .transition(
+                Transition(
+                    startVersion: try StateVersion(reading: try r.object("startVersion")),
+                    endVersion: try StateVersion(reading: try r.object("endVersion")),
+                    modifications: modifications,
+                    clientClockSkew: try r.optionalNumber("clientClockSkew"),
+                    serverTs: serverTs))
         case "TransitionChunk":
-            self = .transitionChunk(TransitionChunk(
-                chunk: try r.string("chunk"), partNumber: try r.u32("partNumber"), totalParts: try r.u32("totalParts"),
-                transitionId: try r.string("transitionId")))
+            self = .transitionChunk(
+                TransitionChunk(
+                    chunk: try r.string("chunk"), partNumber: try r.u32("partNumber"),
+                    totalParts: try r.u32("totalParts"),
+                    transitionId: try r.string("transitionId")))
         case "MutationResponse":
-            self = .mutationResponse(MutationResponse(
-                requestId: try r.u32("requestId"), result: try Self.functionResult(r),
-                ts: try r.optionalTimestamp("ts"), logLines: try r.stringArray("logLines")))
+            self = .mutationResponse(
+                MutationResponse(
+                    requestId: try r.u32("requestId"), result: try Self.functionResult(r),
+                    ts: try r.optionalTimestamp("ts"), logLines: try r.stringArray("logLines")))
         case "ActionResponse":
-            self = .actionResponse(ActionResponse(
-                requestId: try r.u32("requestId"), result: try Self.functionResult(r),
-                logLines: try r.stringArray("logLines")))
+            self = .actionResponse(
+                ActionResponse(
+                    requestId: try r.u32("requestId"), result: try Self.functionResult(r),
+                    logLines: try r.stringArray("logLines")))
         case "AuthError":
-            self = .authError(AuthError(
-                error: try r.string("error"), baseVersion: try r.optionalU32("baseVersion"),
-                authUpdateAttempted: try r.optionalBool("authUpdateAttempted")))
+            self = .authError(
+                AuthError(
+                    error: try r.string("error"), baseVersion: try r.optionalU32("baseVersion"),
+                    authUpdateAttempted: try r.optionalBool("authUpdateAttempted")))
         case "FatalError":
             self = .fatalError(try r.string("error"))
         case "Ping":
             self = .ping
         default:
-            throw SyncProtocolError(.unknownType, field: "type",
-                                    message: "unknown variant `\(type)`, expected one of "
-                                        + ServerMessage.typeNames.map { "`\($0)`" }.joined(separator: ", "))
+            throw SyncProtocolError(
+                .unknownType, field: "type",
+                message: "unknown variant `\(type)`, expected one of "
+                    + ServerMessage.typeNames.map { "`\($0)`" }.joined(separator: ", "))
         }
     }
 
@@ -237,29 +253,35 @@ extension ServerMessage {
         case .transition(let t):
             w.rawBytes("startVersion", t.startVersion.json)
             w.rawBytes("endVersion", t.endVersion.json)
-            w.array("modifications", t.modifications.map { mod in
-                var mw = EnvelopeWriter()
-                switch mod {
-                case .queryUpdated(let queryId, let value, let logLines, let journal):
-                    mw.string("type", "QueryUpdated")
-                    mw.u32("queryId", queryId)
-                    mw.value("value", value)
-                    mw.stringArray("logLines", logLines)
-                    mw.optionalString("journal", journal)
-                case .queryFailed(let queryId, let errorMessage, let logLines, let journal, let errorData):
-                    mw.string("type", "QueryFailed")
-                    mw.u32("queryId", queryId)
-                    mw.string("errorMessage", errorMessage)
-                    mw.stringArray("logLines", logLines)
-                    mw.optionalString("journal", journal)
-                    if let errorData { mw.value("errorData", errorData) }
-                case .queryRemoved(let queryId):
-                    mw.string("type", "QueryRemoved")
-                    mw.u32("queryId", queryId)
-                }
-                return mw.finish()
-            })
-            if let skew = t.clientClockSkew { w.number("clientClockSkew", skew) } else { w.raw("clientClockSkew", "null") }
+            w.array(
+                "modifications",
+                t.modifications.map { mod in
+                    var mw = EnvelopeWriter()
+                    switch mod {
+                    case .queryUpdated(let queryId, let value, let logLines, let journal):
+                        mw.string("type", "QueryUpdated")
+                        mw.u32("queryId", queryId)
+                        mw.value("value", value)
+                        mw.stringArray("logLines", logLines)
+                        mw.optionalString("journal", journal)
+                    case .queryFailed(let queryId, let errorMessage, let logLines, let journal, let errorData):
+                        mw.string("type", "QueryFailed")
+                        mw.u32("queryId", queryId)
+                        mw.string("errorMessage", errorMessage)
+                        mw.stringArray("logLines", logLines)
+                        mw.optionalString("journal", journal)
+                        if let errorData { mw.value("errorData", errorData) }
+                    case .queryRemoved(let queryId):
+                        mw.string("type", "QueryRemoved")
+                        mw.u32("queryId", queryId)
+                    }
+                    return mw.finish()
+                })
+            if let skew = t.clientClockSkew {
+                w.number("clientClockSkew", skew)
+            } else {
+                w.raw("clientClockSkew", "null")
+            }
             if let serverTs = t.serverTs { w.raw("serverTs", String(serverTs)) } else { w.raw("serverTs", "null") }
         case .transitionChunk(let c):
             w.string("chunk", c.chunk)

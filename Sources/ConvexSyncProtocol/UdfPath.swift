@@ -54,7 +54,9 @@ public struct UdfPath: Sendable, Hashable, CustomStringConvertible {
         guard Self.isIdentifier(function) else {
             throw UdfPathError(
                 path: text,
-                message: "'\(function)' is not a valid function name (letters, digits and '_', not starting with a digit, at most 64)")
+                message:
+                    "'\(function)' is not a valid function name (letters, digits and '_', not starting with a digit, at most 64)"
+            )
         }
         // The canonical form (`module:function`, `default` spelled out) must fit too.
         guard module.utf8.count + 1 + function.utf8.count <= Self.maxLength else {

@@ -1,6 +1,6 @@
-import Foundation
 import ArgumentParser
 import ConvexLocal
+import Foundation
 import Logging
 import ServiceLifecycle
 
@@ -9,7 +9,8 @@ import ServiceLifecycle
 struct ConvexLocalCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "convex-local",
-        abstract: "A Convex-compatible local deployment: sync protocol, HTTP functions API and demo functions on one port.",
+        abstract:
+            "A Convex-compatible local deployment: sync protocol, HTTP functions API and demo functions on one port.",
         discussion: """
             Clients take the printed URL as their deployment URL, e.g. with the official Python client:
               python -c 'import convex; print(convex.ConvexClient("http://127.0.0.1:3210").query("mlb:first_place_team", {"division": "AL Central"}))'
@@ -25,12 +26,16 @@ struct ConvexLocalCommand: AsyncParsableCommand {
     @Option(help: "Port to bind (0 picks a free port).")
     var port: Int = 3210
 
-    @Option(name: .customLong("admin-key"), help: "Admin key granting admin access (Authorization: Convex <key>). Without one, admin access is refused.")
+    @Option(
+        name: .customLong("admin-key"),
+        help: "Admin key granting admin access (Authorization: Convex <key>). Without one, admin access is refused.")
     var adminKey: String?
 
-    @Option(name: .customLong("auth-config"), help: ArgumentHelp(
-        "JSON file {\"providers\": [...]} of trusted token issuers, in the shapes of Convex's auth.config.ts.",
-        valueName: "file"))
+    @Option(
+        name: .customLong("auth-config"),
+        help: ArgumentHelp(
+            "JSON file {\"providers\": [...]} of trusted token issuers, in the shapes of Convex's auth.config.ts.",
+            valueName: "file"))
     var authConfigPath: String?
 
     @Flag(name: .customLong("no-demo"), help: "Do not register the demo functions.")
@@ -59,15 +64,19 @@ struct ConvexLocalCommand: AsyncParsableCommand {
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         let key = adminKey ?? ProcessEnvironment.value("CONVEX_LOCAL_ADMIN_KEY")
         let deployment = try await LocalDeployment.start(
-            .init(host: host, port: port, adminKey: key, demoFunctions: !noDemo, authConfig: authConfig), logger: logger)
-        logger.notice("Convex local deployment running", metadata: [
-            "url": "\(deployment.url)", "admin": "\(key == nil ? "disabled" : "enabled")",
-            "auth.providers": "\(authConfig.map { "\($0.providers.count)" } ?? "unverified")",
-        ])
+            .init(host: host, port: port, adminKey: key, demoFunctions: !noDemo, authConfig: authConfig), logger: logger
+        )
+        logger.notice(
+            "Convex local deployment running",
+            metadata: [
+                "url": "\(deployment.url)", "admin": "\(key == nil ? "disabled" : "enabled")",
+                "auth.providers": "\(authConfig.map { "\($0.providers.count)" } ?? "unverified")",
+            ])
         print(deployment.url)
         let service = DeploymentService(deployment: deployment)
-        let group = ServiceGroup(configuration: .init(
-            services: [service], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [service], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
     }
 }

@@ -185,7 +185,10 @@ struct AccessEndToEndTests {
     @Test func theDefaultPoolAdmitsLargeHeadersAndBrowserSizedCookies() async throws {
         try await GatewayHarness.run { h in
             // libmicrohttpd keeps a parsed copy of the Cookie header in the pool, so cookies get less room.
-            for headers in [["X-Client-Cert": String(repeating: "h", count: 10_000)], ["Cookie": "session=" + String(repeating: "c", count: 4_000)]] {
+            for headers in [
+                ["X-Client-Cert": String(repeating: "h", count: 10_000)],
+                ["Cookie": "session=" + String(repeating: "c", count: 4_000)],
+            ] {
                 let get = try await h.get("/query/messages:list?channel=big-headers", headers: headers)
                 #expect(get.status == 200, "\(headers.keys)")
                 let stream = try await h.openStream("/subscribe/messages:list?channel=big-headers", headers: headers)

@@ -1,5 +1,5 @@
-import ConvexSyncProtocol
 import ConvexGateway
+import ConvexSyncProtocol
 import ConvexValues
 import Foundation
 import Testing
@@ -19,14 +19,17 @@ struct ArgumentCoercionTests {
     static let cases: [Case] = [
         Case(name: "whole number to int64", validator: .int64, input: .float64(81), expected: .int64(81)),
         Case(name: "negative zero to int64", validator: .int64, input: .float64(-0.0), expected: .int64(0)),
-        Case(name: "2^53 to int64", validator: .int64, input: .float64(9_007_199_254_740_992), expected: .int64(9_007_199_254_740_992)),
+        Case(
+            name: "2^53 to int64", validator: .int64, input: .float64(9_007_199_254_740_992),
+            expected: .int64(9_007_199_254_740_992)),
         Case(name: "decimal string to int64", validator: .int64, input: "-9223372036854775808", expected: .int64(.min)),
         Case(name: "max decimal string", validator: .int64, input: "9223372036854775807", expected: .int64(.max)),
         Case(name: "int64 stays", validator: .int64, input: .int64(5), expected: .int64(5)),
         Case(name: "fraction refused", validator: .int64, input: .float64(1.5), expected: nil, errorPath: ""),
         Case(name: "past 2^53 refused", validator: .int64, input: .float64(1e19), expected: nil, errorPath: ""),
         Case(name: "NaN refused", validator: .int64, input: .float64(.nan), expected: nil, errorPath: ""),
-        Case(name: "string out of range", validator: .int64, input: "9223372036854775808", expected: nil, errorPath: ""),
+        Case(
+            name: "string out of range", validator: .int64, input: "9223372036854775808", expected: nil, errorPath: ""),
         Case(name: "non-decimal string", validator: .int64, input: "12abc", expected: nil, errorPath: ""),
         Case(name: "hex string refused", validator: .int64, input: "0x10", expected: nil, errorPath: ""),
         Case(name: "boolean left for the deployment", validator: .int64, input: true, expected: true),
@@ -48,7 +51,8 @@ struct ArgumentCoercionTests {
             name: "array elements", validator: .array(.int64), input: [1.0, "2", .int64(3)],
             expected: [.int64(1), .int64(2), .int64(3)]),
         Case(
-            name: "error path in nested array", validator: .object(["team": .init(.object(["wins": .init(.array(.int64))]))]),
+            name: "error path in nested array",
+            validator: .object(["team": .init(.object(["wins": .init(.array(.int64))]))]),
             input: ["team": ["wins": [1.0, 2.5]]], expected: nil, errorPath: ".team.wins[1]"),
         Case(
             name: "record values", validator: .record(keys: .string, values: .bytes), input: ["a": "AA=="],
@@ -67,7 +71,9 @@ struct ArgumentCoercionTests {
             input: "AQID", expected: .bytes(Data([1, 2, 3]))),
         Case(
             name: "union: branches agreeing on the coerced value",
-            validator: .union([.object(["a": .init(.int64)]), .object(["a": .init(.int64), "b": .init(.int64, optional: true)])]),
+            validator: .union([
+                .object(["a": .init(.int64)]), .object(["a": .init(.int64), "b": .init(.int64, optional: true)]),
+            ]),
             input: ["a": 1.0], expected: ["a": .int64(1)]),
         Case(
             name: "union: two different coercions left alone", validator: .union([.int64, .bytes]), input: "1234",
@@ -76,7 +82,8 @@ struct ArgumentCoercionTests {
             name: "union: no branch after a failed coercion", validator: .union([.int64, .null]),
             input: .float64(1.5), expected: .float64(1.5)),
         Case(name: "int64 literal", validator: .literal(.int64(3)), input: .float64(3), expected: .int64(3)),
-        Case(name: "other literal untouched", validator: .literal(.int64(3)), input: .float64(4), expected: .float64(4)),
+        Case(
+            name: "other literal untouched", validator: .literal(.int64(3)), input: .float64(4), expected: .float64(4)),
     ]
 
     @Test("coerces by validator", arguments: cases)
@@ -121,7 +128,8 @@ struct ArgumentCoercionTests {
         #expect(update.kind == .mutation)
         #expect(update.returns == .union([.null, .id(table: "teams")]))
         #expect(spec.publicFunction(try UdfPath(parsing: "teams:secret")) == nil)
-        let coerced = try spec.coerce(["team": ["wins": 81.0, "logo": "AQ=="]], for: UdfPath(parsing: "teams.js:update"))
+        let coerced = try spec.coerce(
+            ["team": ["wins": 81.0, "logo": "AQ=="]], for: UdfPath(parsing: "teams.js:update"))
         #expect(coerced == ["team": ["wins": .int64(81), "logo": .bytes(Data([1]))]])
         // Unknown functions pass through.
         #expect(try spec.coerce(["x": 1.0], for: UdfPath(parsing: "other:fn")) == ["x": 1.0])

@@ -67,7 +67,8 @@ struct FunctionOpenAPITests {
 
     /// Canonical JSON text of a parsed value, for comparisons.
     static func text(_ value: Any?) -> String? {
-        guard let value, let data = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .fragmentsAllowed])
+        guard let value,
+            let data = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .fragmentsAllowed])
         else { return nil }
         return String(decoding: data, as: UTF8.self)
     }
@@ -91,21 +92,31 @@ struct FunctionOpenAPITests {
             #expect(Self.at(doc, "paths", "/mutation/typed:store", "get") == nil)
             #expect(Self.at(doc, "paths", "/action/typed:choice", "post") != nil)
             #expect(Self.at(doc, "paths", "/query/conformance:internalQuery") == nil)
-            #expect(Self.resultSchema(doc, "/query/conformance:typed", "get") == #"{"format":"int64","type":"integer"}"#)
-            let store = Self.at(doc, "paths", "/mutation/typed:store", "post", "responses", "200", "content", "application/json", "schema")
+            #expect(
+                Self.resultSchema(doc, "/query/conformance:typed", "get") == #"{"format":"int64","type":"integer"}"#)
+            let store = Self.at(
+                doc, "paths", "/mutation/typed:store", "post", "responses", "200", "content", "application/json",
+                "schema")
             #expect(Self.text(Self.at(store, "properties", "logo")) == #"{"contentEncoding":"base64","type":"string"}"#)
             #expect(Self.text(Self.at(store, "required")) == #"["logo","wins"]"#)
-            let args = Self.at(doc, "paths", "/mutation/typed:store", "post", "requestBody", "content", "application/json", "schema")
+            let args = Self.at(
+                doc, "paths", "/mutation/typed:store", "post", "requestBody", "content", "application/json", "schema")
             #expect(Self.at(args, "properties", "team", "properties", "wins", "oneOf") != nil)
 
             let cleanResponse = try await h.get("/openapi.yaml?functions=1&format=clean")
             let clean = Self.parse(cleanResponse.body)
-            #expect(Self.resultSchema(clean, "/query/conformance:typed", "post") == #"{"pattern":"^-?[0-9]+$","type":"string"}"#)
+            #expect(
+                Self.resultSchema(clean, "/query/conformance:typed", "post")
+                    == #"{"pattern":"^-?[0-9]+$","type":"string"}"#)
             let encodedResponse = try await h.get("/openapi.yaml?functions=1&format=encoded")
             let encoded = Self.parse(encodedResponse.body)
-            let int64 = Self.at(encoded, "paths", "/query/conformance:typed", "post", "responses", "200", "content", "application/json", "schema")
+            let int64 = Self.at(
+                encoded, "paths", "/query/conformance:typed", "post", "responses", "200", "content", "application/json",
+                "schema")
             #expect(Self.text(Self.at(int64, "required")) == #"["$integer"]"#)
-            let encodedStore = Self.at(encoded, "paths", "/mutation/typed:store", "post", "responses", "200", "content", "application/json", "schema")
+            let encodedStore = Self.at(
+                encoded, "paths", "/mutation/typed:store", "post", "responses", "200", "content", "application/json",
+                "schema")
             #expect(Self.text(Self.at(encodedStore, "properties", "logo", "required")) == #"["$bytes"]"#)
 
             for response in [plain, cleanResponse, encodedResponse] {
@@ -131,7 +142,8 @@ struct FunctionOpenAPITests {
 
     @Test("the validator rejects a broken document (the check can fail)")
     func validatorRejects() throws {
-        let (status, _) = try Self.validate(Array(#"{"openapi": "3.1.0", "paths": {"/x": {"get": {"responses": 5}}}}"#.utf8))
+        let (status, _) = try Self.validate(
+            Array(#"{"openapi": "3.1.0", "paths": {"/x": {"get": {"responses": 5}}}}"#.utf8))
         #expect(status != 0)
     }
 }

@@ -15,9 +15,11 @@ struct GatewayEndToEndTests {
             #expect(plain.text == #"{"losses":60,"name":"Guardians","uniformColors":["blue","white","red"],"wins":80}"#)
 
             let clean = try await h.get("/query/mlb:first_place_team?division=AL%20Central&format=clean")
-            #expect(clean.text == #"{"losses":"60","name":"Guardians","uniformColors":["blue","white","red"],"wins":"80"}"#)
+            #expect(
+                clean.text == #"{"losses":"60","name":"Guardians","uniformColors":["blue","white","red"],"wins":"80"}"#)
 
-            let encoded = try await h.get("/query/mlb:first_place_team?args=%7B%22division%22%3A%22AL%20Central%22%7D&format=encoded")
+            let encoded = try await h.get(
+                "/query/mlb:first_place_team?args=%7B%22division%22%3A%22AL%20Central%22%7D&format=encoded")
             #expect(encoded.text.contains(#""wins":{"$integer":"UAAAAAAAAAA="}"#))
 
             let posted = try await h.post("/query/mlb:first_place_team", json: #"{"division":"AL Central"}"#)
@@ -27,10 +29,14 @@ struct GatewayEndToEndTests {
 
     @Test func echoRoundTripsEveryValueType() async throws {
         try await GatewayHarness.run { h in
-            let body = #"{"i":{"$integer":"BQAAAAAAAAA="},"f":1.5,"nan":{"$float":"AAAAAAAA+H8="},"nz":{"$float":"AAAAAAAAAIA="},"b":{"$bytes":"AAH/"},"s":"xé","n":null,"t":true,"a":[1,"two"],"o":{"k":{"deep":2}}}"#
+            let body =
+                #"{"i":{"$integer":"BQAAAAAAAAA="},"f":1.5,"nan":{"$float":"AAAAAAAA+H8="},"nz":{"$float":"AAAAAAAAAIA="},"b":{"$bytes":"AAH/"},"s":"xé","n":null,"t":true,"a":[1,"two"],"o":{"k":{"deep":2}}}"#
             let plain = try await h.post("/mutation/echo:echoMutation", json: body)
             #expect(plain.status == 200)
-            #expect(plain.text == #"{"a":[1.0,"two"],"b":"AAH/","f":1.5,"i":5,"n":null,"nan":"NaN","nz":-0.0,"o":{"k":{"deep":2.0}},"s":"xé","t":true}"#)
+            #expect(
+                plain.text
+                    == #"{"a":[1.0,"two"],"b":"AAH/","f":1.5,"i":5,"n":null,"nan":"NaN","nz":-0.0,"o":{"k":{"deep":2.0}},"s":"xé","t":true}"#
+            )
             let encoded = try await h.post("/action/echo:echoAction?format=encoded", json: body)
             #expect(try ConvexValue(convexJSON: encoded.body) == ConvexValue(convexJSON: body))
         }
@@ -175,7 +181,9 @@ struct GatewayEndToEndTests {
             _ = try await h.get("/query/messages:list")
             let metrics = try await h.get("/metrics")
             #expect(metrics.status == 200)
-            #expect(metrics.text.contains(#"convex_gateway_http_server_requests_total{route="/query/{function}",status="200"}"#))
+            #expect(
+                metrics.text.contains(
+                    #"convex_gateway_http_server_requests_total{route="/query/{function}",status="200"}"#))
             #expect(metrics.text.contains("convex_gateway_http_server_request_duration_seconds_bucket"))
             #expect(metrics.text.contains("convex_gateway_sse_active_streams"))
             #expect(metrics.text.contains("convex_gateway_upstream_active_subscriptions"))

@@ -79,7 +79,8 @@ struct GatewayErrorTests {
             #expect(wrongOnQuery.status == 405)
             #expect(wrongOnQuery.header("Allow") == "GET, HEAD, POST")
 
-            let xml = try await h.post("/mutation/messages:send", json: "<a/>", headers: ["Content-Type": "application/xml"])
+            let xml = try await h.post(
+                "/mutation/messages:send", json: "<a/>", headers: ["Content-Type": "application/xml"])
             #expect(xml.status == 415)
             #expect(xml.errorCode == "UnsupportedMediaType")
 

@@ -26,7 +26,8 @@ struct GatewayHarness: Sendable {
         configureClient: (inout ConvexClientConfiguration) -> Void = { _ in },
         _ body: (GatewayHarness) async throws -> T
     ) async throws -> T {
-        let deployment = try await LocalDeployment.start(port: 0, adminKey: adminKey, functions: functions, logger: quietLogger)
+        let deployment = try await LocalDeployment.start(
+            port: 0, adminKey: adminKey, functions: functions, logger: quietLogger)
         var configuration = GatewayConfiguration()
         configuration.port = 0
         configuration.threads = 2

@@ -406,7 +406,8 @@ struct HostileInputTests {
                         switch (round + i) % 4 {
                         case 0: break  // connect and leave
                         case 1: try? connection.send("GET /healthz HTTP/1.1\r\nHost: x\r\n")  // half a request
-                        case 2: try? connection.send("GET /query/echo:echo?i=\(i) HTTP/1.1\r\nHost: x\r\n\r\n")  // never read
+                        case 2:  // a whole request whose answer is never read
+                            try? connection.send("GET /query/echo:echo?i=\(i) HTTP/1.1\r\nHost: x\r\n\r\n")
                         default:
                             try? connection.send(
                                 "GET /subscribe/messages:list?channel=drop HTTP/1.1\r\nHost: x\r\n\r\n")

@@ -20,7 +20,9 @@ struct HotQueryTests {
     }
 
     /// GETs `target` until full handling has answered it from a live subscription, which remembers it.
-    static func warm(_ h: GatewayHarness, _ target: String, headers: [String: String] = [:]) async throws -> TestResponse {
+    static func warm(_ h: GatewayHarness, _ target: String, headers: [String: String] = [:]) async throws
+        -> TestResponse
+    {
         var response = try await h.get(target, headers: headers)
         for _ in 0..<50 where h.gateway.core.hotQueries.route(for: target) == nil {
             try await Task.sleep(for: .milliseconds(20))
@@ -110,12 +112,14 @@ struct HotQueryTests {
             #expect(wrong.status == 401)
 
             let remembered = try #require(h.gateway.core.hotQueries.route(for: target))
-            let origin = try await h.get(target, headers: ["X-API-Key": "hot-key-0123456789", "Origin": "https://app.test"])
+            let origin = try await h.get(
+                target, headers: ["X-API-Key": "hot-key-0123456789", "Origin": "https://app.test"])
             #expect(origin.status == 200)
             #expect(origin.header("Access-Control-Allow-Origin") == "https://app.test")
             // Full handling of a declined request keeps what is remembered.
             #expect(h.gateway.core.hotQueries.route(for: target) === remembered)
-            let foreign = try await h.get(target, headers: ["X-API-Key": "hot-key-0123456789", "Origin": "https://evil.test"])
+            let foreign = try await h.get(
+                target, headers: ["X-API-Key": "hot-key-0123456789", "Origin": "https://evil.test"])
             #expect(foreign.status == 403)
         }
     }

@@ -18,7 +18,9 @@ import Testing
     }
 
     func delivered(_ actions: [HubState.Action]) -> [(SubscriptionHub.Snapshot, Int)] {
-        actions.compactMap { if case .deliver(let snapshot, _, let sinks) = $0 { (snapshot, sinks.count) } else { nil } }
+        actions.compactMap {
+            if case .deliver(let snapshot, _, let sinks) = $0 { (snapshot, sinks.count) } else { nil }
+        }
     }
 
     @Test func theFirstReaderSubscribesAndLaterReadersShare() throws {

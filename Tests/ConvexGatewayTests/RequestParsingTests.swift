@@ -97,14 +97,18 @@ import Testing
         #expect(args == .object(["division": .string("AL Central"), "n": .int64(1)]))
     }
 
-    @Test(arguments: [
-        ([("args", "[1]")], "Query parameter 'args' must be a JSON object of named arguments, not an array"),
-        ([("args", "{")], "Query parameter 'args' is not valid JSON: Expected a field name in an object, found end of input (at $)"),
-        ([("a", "1"), ("a", "2")], "Query parameter 'a' is given more than once"),
-        ([("args", "{}"), ("a", "1")], "Use either args=<JSON object> or key=value parameters, not both"),
-        ([("flag", nil)], "Query parameter 'flag' has no value; write flag=<value>"),
-        ([("$x", "1")], "Query parameters: Field name \"$x\" starts with a '$', which is reserved (at $[\"$x\"])"),
-    ] as [([(String, String?)], String)])
+    @Test(
+        arguments: [
+            ([("args", "[1]")], "Query parameter 'args' must be a JSON object of named arguments, not an array"),
+            (
+                [("args", "{")],
+                "Query parameter 'args' is not valid JSON: Expected a field name in an object, found end of input (at $)"
+            ),
+            ([("a", "1"), ("a", "2")], "Query parameter 'a' is given more than once"),
+            ([("args", "{}"), ("a", "1")], "Use either args=<JSON object> or key=value parameters, not both"),
+            ([("flag", nil)], "Query parameter 'flag' has no value; write flag=<value>"),
+            ([("$x", "1")], "Query parameters: Field name \"$x\" starts with a '$', which is reserved (at $[\"$x\"])"),
+        ] as [([(String, String?)], String)])
     func badQueryStringsAre400(items: [(String, String?)], message: String) {
         #expect {
             try ArgumentStage.fromQuery(Self.query(items))
@@ -132,7 +136,9 @@ import Testing
 @Suite struct ServerSentEventTests {
     @Test func dataLinesCannotBreakFraming() {
         let event = ServerSentEvent(event: "update\nevil", id: "7\r", data: Array("a\r\nb\rc\nd\u{0}data: x".utf8))
-        #expect(String(decoding: event.encoded(), as: UTF8.self) == "event: updateevil\nid: 7\ndata: a\ndata: b\ndata: c\ndata: ddata: x\n\n")
+        #expect(
+            String(decoding: event.encoded(), as: UTF8.self)
+                == "event: updateevil\nid: 7\ndata: a\ndata: b\ndata: c\ndata: ddata: x\n\n")
     }
 
     @Test func comment() {
@@ -142,10 +148,15 @@ import Testing
 
 @Suite struct GatewayErrorBodyTests {
     @Test func oneBodyShape() {
-        let error = GatewayError(status: 409, code: .convexError, message: "Team full", data: .object(["max": .int64(3)]))
+        let error = GatewayError(
+            status: 409, code: .convexError, message: "Team full", data: .object(["max": .int64(3)]))
         let body = String(decoding: error.body { $0.convexJSON() }, as: UTF8.self)
-        #expect(body == #"{"error":{"code":"ConvexError","message":"Team full","data":{"max":{"$integer":"AwAAAAAAAAA="}}}}"#)
-        #expect(String(decoding: GatewayError.internalError.body { $0.convexJSON() }, as: UTF8.self)
-            == #"{"error":{"code":"InternalError","message":"Internal gateway error"}}"#)
+        #expect(
+            body
+                == #"{"error":{"code":"ConvexError","message":"Team full","data":{"max":{"$integer":"AwAAAAAAAAA="}}}}"#
+        )
+        #expect(
+            String(decoding: GatewayError.internalError.body { $0.convexJSON() }, as: UTF8.self)
+                == #"{"error":{"code":"InternalError","message":"Internal gateway error"}}"#)
     }
 }

@@ -208,9 +208,13 @@ func waitUntil(_ condition: () -> Bool) async {
     @Test func subscriptionLimit() throws {
         let hub = makeHub(max: 1)
         let upstream = ScriptedUpstream()
-        try hub.attach(RecordingSink(), to: .init(identity: "", function: function, args: ["a": 1.0]), args: ["a": 1.0], upstream: upstream, lastEventID: nil)
+        try hub.attach(
+            RecordingSink(), to: .init(identity: "", function: function, args: ["a": 1.0]), args: ["a": 1.0],
+            upstream: upstream, lastEventID: nil)
         #expect(throws: SubscriptionHub.AttachError.self) {
-            try hub.attach(RecordingSink(), to: .init(identity: "", function: function, args: ["a": 2.0]), args: ["a": 2.0], upstream: upstream, lastEventID: nil)
+            try hub.attach(
+                RecordingSink(), to: .init(identity: "", function: function, args: ["a": 2.0]), args: ["a": 2.0],
+                upstream: upstream, lastEventID: nil)
         }
     }
 }

@@ -16,7 +16,8 @@ struct TokenExpiryTests {
                 .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
         }
         let now = Date().timeIntervalSince1970
-        let claims = #"{"sub":"\#(subject)","iss":"https://issuer.test","iat":\#(Int(now) - 1),"exp":\#(Int(now + seconds))}"#
+        let claims =
+            #"{"sub":"\#(subject)","iss":"https://issuer.test","iat":\#(Int(now) - 1),"exp":\#(Int(now + seconds))}"#
         return part(#"{"alg":"none"}"#) + "." + part(claims) + ".sig"
     }
 

@@ -14,7 +14,8 @@ struct TypedInputTests {
     static func functions() -> FunctionRegistry {
         let registry = FunctionRegistry()
         registry.mutation(
-            "typed:store", args: ["team": .object(["wins": .int64, "logo": .bytes, "tags": .optional(.array(.int64))])],
+            "typed:store",
+            args: ["team": .object(["wins": .int64, "logo": .bytes, "tags": .optional(.array(.int64))])],
             returns: .object(["wins": .int64, "logo": .bytes, "tags": .optional(.array(.int64))])
         ) { _, args in args["team"] ?? .null }
         registry.action("typed:choice", args: ["v": .union([.int64, .boolean])]) { _, args in args["v"] ?? .null }
@@ -50,7 +51,8 @@ struct TypedInputTests {
                 "/mutation/typed:store", json: #"{"team": {"wins": "99999999999999999999", "logo": ""}}"#)
             #expect(range.status == 400)
             #expect(range.text.contains("'team.wins'"), "\(range.text)")
-            let nested = try await h.post("/mutation/typed:store", json: #"{"team": {"wins": 1, "logo": "", "tags": [1, 2.5]}}"#)
+            let nested = try await h.post(
+                "/mutation/typed:store", json: #"{"team": {"wins": 1, "logo": "", "tags": [1, 2.5]}}"#)
             #expect(nested.text.contains("'team.tags[1]'"), "\(nested.text)")
         }
     }
@@ -134,10 +136,13 @@ struct TypedInputProcessTests {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("admin-key-\(UUID().uuidString)")
         try Data((key + "\n").utf8).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
-        try await GatewayProcess.run(environment: ["CONVEX_ADMIN_KEY_FILE": file.path, "LOG_LEVEL": "trace"]) { gateway in
+        try await GatewayProcess.run(environment: ["CONVEX_ADMIN_KEY_FILE": file.path, "LOG_LEVEL": "trace"]) {
+            gateway in
             let response = try await Self.typedCall(gateway)
             #expect(response.text == "81")
-            let document = try await blocking { try RawConnection.request("GET", "/openapi.yaml?functions=1", port: gateway.port) }
+            let document = try await blocking {
+                try RawConnection.request("GET", "/openapi.yaml?functions=1", port: gateway.port)
+            }
             #expect(document.status == 200)
             #expect(gateway.log.contains("function spec fetched"))
             #expect(!gateway.log.contains(key))

@@ -11,9 +11,13 @@ import Testing
 @Suite(.timeLimit(.minutes(1)))
 struct AuthEndToEndTests {
     static var verifiedConfiguration: LocalDeployment.Configuration {
-        .init(port: 0, adminKey: "k", authConfig: AuthConfig(providers: [
-            .customJWT(issuer: TestIssuer.issuer, jwks: TestIssuer.shared.jwksDataURI, algorithm: .rs256, applicationID: "app"),
-        ]))
+        .init(
+            port: 0, adminKey: "k",
+            authConfig: AuthConfig(providers: [
+                .customJWT(
+                    issuer: TestIssuer.issuer, jwks: TestIssuer.shared.jwksDataURI, algorithm: .rs256,
+                    applicationID: "app")
+            ]))
     }
 
     @Test func httpAPIAcceptsOnlyVerifiedTokens() async throws {
@@ -23,22 +27,30 @@ struct AuthEndToEndTests {
             let token = try await TestIssuer.shared.sign(claims)
             let http = HTTPAPITests()
             let whoami = #"{"path":"conformance:whoami","args":{}}"#
-            let ok = try await http.send(d, "POST", "/api/query", body: whoami, headers: ["Authorization": "Bearer \(token)"])
+            let ok = try await http.send(
+                d, "POST", "/api/query", body: whoami, headers: ["Authorization": "Bearer \(token)"])
             #expect(ok.json?["value"]?["identity"]?["tokenIdentifier"] == "https://issuer.test|user-1", "\(ok.body)")
             var other = claims
             other.sub = "intruder"
-            let forged = try await http.send(d, "POST", "/api/query", body: whoami,
-                                             headers: ["Authorization": "Bearer \(try tampered(token, other))"])
+            let forged = try await http.send(
+                d, "POST", "/api/query", body: whoami,
+                headers: ["Authorization": "Bearer \(try tampered(token, other))"])
             #expect(forged.status == 401)
-            #expect(forged.json == ["code": "InvalidAuthHeader",
-                                    "message": "Could not decode token. The JWT's 'kid' (key ID) header is 'rsa-1', does this key match any key in the provider's JWKS?"])
-            let unsigned = try await http.send(d, "POST", "/api/query", body: whoami,
-                                               headers: ["Authorization": "Bearer \(try unsignedToken(claims))"])
+            #expect(
+                forged.json == [
+                    "code": "InvalidAuthHeader",
+                    "message":
+                        "Could not decode token. The JWT's 'kid' (key ID) header is 'rsa-1', does this key match any key in the provider's JWKS?",
+                ])
+            let unsigned = try await http.send(
+                d, "POST", "/api/query", body: whoami,
+                headers: ["Authorization": "Bearer \(try unsignedToken(claims))"])
             #expect(unsigned.status == 401 && unsigned.json?["code"] == "InvalidAuthHeader")
             var expired = claims
             expired.exp = Int(Date().timeIntervalSince1970) - 60
-            let late = try await http.send(d, "POST", "/api/query", body: whoami,
-                                           headers: ["Authorization": "Bearer \(try await TestIssuer.shared.sign(expired))"])
+            let late = try await http.send(
+                d, "POST", "/api/query", body: whoami,
+                headers: ["Authorization": "Bearer \(try await TestIssuer.shared.sign(expired))"])
             #expect(late.status == 401)
             #expect(late.body.contains("Could not validate token: Token expired "), "\(late.body)")
         }
@@ -47,12 +59,18 @@ struct AuthEndToEndTests {
     @Test func rejectedAuthenticateIsAnAuthUpdateFailure() async throws {
         try await withLocalDeployment(Self.verifiedConfiguration, logger: SyncWebSocketTests.quietLogger) { d in
             let wrongIssuer = try await TestIssuer.shared.sign(TestIssuer.claims(issuer: "https://elsewhere.test"))
-            let result = try await syncExchange(d, send: [
-                connectFrame(), ClientMessage.authenticate(.init(baseVersion: 0, token: .user(wrongIssuer))).jsonText,
-            ])
+            let result = try await syncExchange(
+                d,
+                send: [
+                    connectFrame(),
+                    ClientMessage.authenticate(.init(baseVersion: 0, token: .user(wrongIssuer))).jsonText,
+                ])
             guard case .authError(let e)? = result.messages.last else { Issue.record("\(result.messages)"); return }
             #expect(e.authUpdateAttempted == true && e.baseVersion == 0)
-            #expect(e.error == "No auth provider found matching the given token. Check that your JWT's issuer and audience match one of your configured providers: [CustomJWT(issuer=https://issuer.test, app_id=app)]")
+            #expect(
+                e.error
+                    == "No auth provider found matching the given token. Check that your JWT's issuer and audience match one of your configured providers: [CustomJWT(issuer=https://issuer.test, app_id=app)]"
+            )
         }
     }
 
@@ -62,8 +80,10 @@ struct AuthEndToEndTests {
         try await withLocalDeployment(.init(port: 0), logger: SyncWebSocketTests.quietLogger) { d in
             let now = Date().timeIntervalSince1970
             // exp is a whole second: this token lives 1 to 2 s.
-            let shortLived = try unsignedToken(TestClaims(iss: "https://dev", sub: "ann", exp: Int(now) + 2, iat: Int(now)))
-            let fresh = try unsignedToken(TestClaims(iss: "https://dev", sub: "ann", exp: Int(now) + 600, iat: Int(now)))
+            let shortLived = try unsignedToken(
+                TestClaims(iss: "https://dev", sub: "ann", exp: Int(now) + 2, iat: Int(now)))
+            let fresh = try unsignedToken(
+                TestClaims(iss: "https://dev", sub: "ann", exp: Int(now) + 600, iat: Int(now)))
             let seen = Mutex<[(ServerMessage, Double)]>([])
             let url = "ws://127.0.0.1:\(d.port)/api/sync"
             var logger = Logger(label: "raw-sync-client")
@@ -72,10 +92,14 @@ struct AuthEndToEndTests {
                 for frame in [
                     connectFrame(),
                     ClientMessage.authenticate(.init(baseVersion: 0, token: .user(shortLived))).jsonText,
-                    ClientMessage.modifyQuerySet(.init(baseVersion: 0, newVersion: 1, modifications: [
-                        .add(.init(queryId: 0, udfPath: "conformance:whoami")),
-                        .add(.init(queryId: 1, udfPath: "conformance:counter", args: ["name": "expiry"])),
-                    ])).jsonText,
+                    ClientMessage.modifyQuerySet(
+                        .init(
+                            baseVersion: 0, newVersion: 1,
+                            modifications: [
+                                .add(.init(queryId: 0, udfPath: "conformance:whoami")),
+                                .add(.init(queryId: 1, udfPath: "conformance:counter", args: ["name": "expiry"])),
+                            ])
+                    ).jsonText,
                 ] { try await outbound.write(.text(frame)) }
                 var expiredAt: Double?
                 for try await message in inbound.messages(maxSize: 1 << 20) {
@@ -88,7 +112,8 @@ struct AuthEndToEndTests {
                         // Written while expired: must not reach the socket before the new token.
                         _ = try d.mutation("conformance:increment", ["name": "expiry"])
                         try await Task.sleep(for: .milliseconds(300))
-                        try await outbound.write(.text(ClientMessage.authenticate(.init(baseVersion: 1, token: .user(fresh))).jsonText))
+                        try await outbound.write(
+                            .text(ClientMessage.authenticate(.init(baseVersion: 1, token: .user(fresh))).jsonText))
                     case .transition(let t) where expiredAt != nil:
                         #expect(t.endVersion.identity == 2)
                         return
@@ -108,7 +133,9 @@ struct AuthEndToEndTests {
                 return []
             }
             #expect(before.map(\.queryId).sorted() == [0, 1])
-            #expect(expiry.error == "Convex token identity expired" && expiry.authUpdateAttempted == false && expiry.baseVersion == 1)
+            #expect(
+                expiry.error == "Convex token identity expired" && expiry.authUpdateAttempted == false
+                    && expiry.baseVersion == 1)
             // At exp (a whole second), not before; nothing else is sent meanwhile, so only the deployment's own timer
             // can have sent it. The upper bound allows for a machine busy with the rest of the suite.
             let exp = Double(Int(now) + 2)

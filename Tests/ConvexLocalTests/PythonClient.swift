@@ -9,7 +9,8 @@ enum PythonClient {
         var stderr: String
     }
 
-    static let scriptsDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("python")
+    static let scriptsDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+        "python")
 
     /// The interpreter from `CONVEX_TEST_PYTHON`, or the repository's `.venv`; `nil` when neither exists.
     static var interpreter: String? {
@@ -31,12 +32,15 @@ enum PythonClient {
 
     /// Runs `script` with the deployment URL and extra arguments; fails the test when Python is missing or the
     /// script does not finish within `timeout`.
-    static func run(_ script: String, url: String, _ arguments: [String] = [], timeout: Duration = .seconds(45)) async throws -> Result {
+    static func run(_ script: String, url: String, _ arguments: [String] = [], timeout: Duration = .seconds(45))
+        async throws -> Result
+    {
         guard let python = interpreter else {
             Issue.record(Comment(rawValue: installHint))
             throw PythonMissing()
         }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("convex-local-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "convex-local-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let outURL = directory.appendingPathComponent("stdout")
@@ -68,9 +72,10 @@ enum PythonClient {
             }
             try? await Task.sleep(for: .milliseconds(20))
         }
-        return Result(status: process.terminationStatus,
-                      stdout: (try? String(contentsOf: outURL, encoding: .utf8)) ?? "",
-                      stderr: (try? String(contentsOf: errURL, encoding: .utf8)) ?? "")
+        return Result(
+            status: process.terminationStatus,
+            stdout: (try? String(contentsOf: outURL, encoding: .utf8)) ?? "",
+            stderr: (try? String(contentsOf: errURL, encoding: .utf8)) ?? "")
     }
 
     struct PythonMissing: Error {}
@@ -79,6 +84,7 @@ enum PythonClient {
 
 /// Expects a script to have passed, showing its output otherwise.
 func expectPassed(_ result: PythonClient.Result, sourceLocation: SourceLocation = #_sourceLocation) {
-    #expect(result.status == 0 && result.stdout.contains("OK"),
-            "exit \(result.status)\nstdout:\n\(result.stdout)\nstderr:\n\(result.stderr)", sourceLocation: sourceLocation)
+    #expect(
+        result.status == 0 && result.stdout.contains("OK"),
+        "exit \(result.status)\nstdout:\n\(result.stdout)\nstderr:\n\(result.stderr)", sourceLocation: sourceLocation)
 }

@@ -61,7 +61,9 @@ struct PythonConformanceTests {
             wrongIssuer.aud = ["app"]
             var expired = claims
             expired.exp = Int(Date().timeIntervalSince1970) - 60
-            let tokens = [valid, try tampered(valid, other), try await issuer.sign(wrongIssuer), try await issuer.sign(expired)]
+            let tokens = [
+                valid, try tampered(valid, other), try await issuer.sign(wrongIssuer), try await issuer.sign(expired),
+            ]
             expectPassed(try await PythonClient.run("auth_verified.py", url: deployment.url, tokens))
             // Each rejected client reconnected (and would forever, as against Convex). Whether the Rust client reads
             // the AuthError before the Close that follows it varies, so its `lastCloseReason` is `AuthError: <message>
@@ -76,7 +78,9 @@ struct PythonConformanceTests {
             try await waitUntil { (try? deployment.query("conformance:counter", ["name": "ready-sub"])) == .int64(1) }
             let acceptedBefore = deployment.acceptedSyncConnections
             deployment.closeSyncConnections(code: 1011, reason: "TestClose")
-            try await waitUntil { deployment.acceptedSyncConnections > acceptedBefore && deployment.syncConnectionCount == 1 }
+            try await waitUntil {
+                deployment.acceptedSyncConnections > acceptedBefore && deployment.syncConnectionCount == 1
+            }
             _ = try deployment.mutation("mlb:record_win", ["team": "Dodgers"])
             expectPassed(try await script)
         }
@@ -101,8 +105,10 @@ struct PythonConformanceTests {
 }
 
 /// Polls `condition` every 20 ms for up to `timeout`.
-func waitUntil(timeout: Duration = .seconds(20), _ condition: () throws -> Bool,
-               sourceLocation: SourceLocation = #_sourceLocation) async throws {
+func waitUntil(
+    timeout: Duration = .seconds(20), _ condition: () throws -> Bool,
+    sourceLocation: SourceLocation = #_sourceLocation
+) async throws {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if try condition() { return }

@@ -1,9 +1,10 @@
-@testable import ConvexLocal
 import ConvexSyncProtocol
 import ConvexValues
 import Foundation
 import Logging
 import Testing
+
+@testable import ConvexLocal
 
 @Suite struct DocumentStoreTests {
     @Test func commitTimestampsIncreaseAndFollowTheWallClock() throws {
@@ -24,7 +25,8 @@ import Testing
 
     @Test func documentsHaveSystemFieldsAndScansKeepCreationOrder() throws {
         let store = DocumentStore()
-        let (ids, _, _) = try store.write { t in try (0..<5).map { try t.insert("notes", ["n": .float64(Double($0))]) } }
+        let (ids, _, _) = try store.write { t in try (0..<5).map { try t.insert("notes", ["n": .float64(Double($0))]) }
+        }
         let snapshot = store.snapshot
         let docs = snapshot.scan("notes", order: .ascending)
         #expect(docs.map { $0["_id"] } == ids.map { .string($0) })
@@ -67,8 +69,14 @@ import Testing
     @Test(arguments: [
         (Validator.int64, ConvexValue.float64(1), "Value does not match validator.\nValue: 1\nValidator: v.int64()"),
         (.string, .int64(5), "Value does not match validator.\nValue: 5n\nValidator: v.string()"),
-        (.array(.boolean), .array([true, "x"]), "Value does not match validator.\nPath: [1]\nValue: \"x\"\nValidator: v.boolean()"),
-        (.union([.string, .null]), .float64(2.5), "Value does not match validator.\nValue: 2.5\nValidator: v.union(v.string(), v.null())"),
+        (
+            .array(.boolean), .array([true, "x"]),
+            "Value does not match validator.\nPath: [1]\nValue: \"x\"\nValidator: v.boolean()"
+        ),
+        (
+            .union([.string, .null]), .float64(2.5),
+            "Value does not match validator.\nValue: 2.5\nValidator: v.union(v.string(), v.null())"
+        ),
         (.literal("a"), .string("b"), "Value does not match validator.\nValue: \"b\"\nValidator: v.literal(\"a\")"),
     ])
     func mismatchMessages(validator: Validator, value: ConvexValue, message: String) {
@@ -79,9 +87,15 @@ import Testing
         let v: [String: Validator] = ["x": .int64, "y": .optional(.string)]
         #expect(Validator.validateArgs(["x": .int64(1)], against: v, store: nil) == nil)
         #expect(Validator.validateArgs(["x": .int64(1), "y": "s"], against: v, store: nil) == nil)
-        #expect(Validator.validateArgs([:], against: v, store: nil)?.message.hasPrefix("Object is missing the required field `x`.") == true)
-        #expect(Validator.validateArgs(["x": .int64(1), "z": 1.0], against: v, store: nil)?.message.hasPrefix("Object contains extra field `z`") == true)
-        #expect(Validator.validateArgs(["x": .int64(1), "y": 1.0], against: v, store: nil)?.message.contains("Path: .y") == true)
+        #expect(
+            Validator.validateArgs([:], against: v, store: nil)?.message.hasPrefix(
+                "Object is missing the required field `x`.") == true)
+        #expect(
+            Validator.validateArgs(["x": .int64(1), "z": 1.0], against: v, store: nil)?.message.hasPrefix(
+                "Object contains extra field `z`") == true)
+        #expect(
+            Validator.validateArgs(["x": .int64(1), "y": 1.0], against: v, store: nil)?.message.contains("Path: .y")
+                == true)
         #expect(Validator.any.check(.bytes(Data([1])), path: "", store: nil) == nil)
     }
 
@@ -89,30 +103,39 @@ import Testing
         let store = DocumentStore()
         let (id, _, _) = try store.write { try $0.insert("users", [:]) }
         #expect(Validator.id("users").check(.string(id), path: "", store: store.snapshot) == nil)
-        #expect(Validator.id("teams").check(.string(id), path: "", store: store.snapshot)?.message.contains("from table `users`") == true)
+        #expect(
+            Validator.id("teams").check(.string(id), path: "", store: store.snapshot)?.message.contains(
+                "from table `users`") == true)
     }
 
     @Test func specJSON() {
-        #expect(Validator.object(["a": .optional(.int64)]).specJSON
-            == ["type": "object", "value": ["a": ["fieldType": ["type": "bigint"], "optional": true]]])
+        #expect(
+            Validator.object(["a": .optional(.int64)]).specJSON
+                == ["type": "object", "value": ["a": ["fieldType": ["type": "bigint"], "optional": true]]])
         #expect(Validator.id("t").specJSON == ["type": "id", "tableName": "t"])
     }
 }
 
 @Suite struct ValueFormatTests {
-    let value: ConvexValue = ["i": .int64(-7), "b": .bytes(Data([0, 1, 0xFF])), "nan": .float64(.nan), "inf": .float64(-.infinity),
-                              "z": .float64(-0.0), "f": 2.0, "s": "x"]
+    let value: ConvexValue = [
+        "i": .int64(-7), "b": .bytes(Data([0, 1, 0xFF])), "nan": .float64(.nan), "inf": .float64(-.infinity),
+        "z": .float64(-0.0), "f": 2.0, "s": "x",
+    ]
 
     @Test func renderings() {
-        #expect(String(decoding: ValueFormat.json.render(value), as: UTF8.self)
-            == #"{"b":"AAH/","f":2.0,"i":"-7","inf":"-Infinity","nan":"NaN","s":"x","z":-0.0}"#)
-        #expect(String(decoding: ValueFormat.exportJSON.render(value), as: UTF8.self)
-            == #"{"b":{"$bytes":"AAH/"},"f":2.0,"i":-7,"inf":{"$float":"AAAAAAAA8P8="},"nan":{"$float":"AAAAAAAA+H8="},"s":"x","z":-0.0}"#)
+        #expect(
+            String(decoding: ValueFormat.json.render(value), as: UTF8.self)
+                == #"{"b":"AAH/","f":2.0,"i":"-7","inf":"-Infinity","nan":"NaN","s":"x","z":-0.0}"#)
+        #expect(
+            String(decoding: ValueFormat.exportJSON.render(value), as: UTF8.self)
+                == #"{"b":{"$bytes":"AAH/"},"f":2.0,"i":-7,"inf":{"$float":"AAAAAAAA8P8="},"nan":{"$float":"AAAAAAAA+H8="},"s":"x","z":-0.0}"#
+        )
         #expect(ValueFormat.convexEncodedJSON.render(value) == value.convexJSON())
     }
 
     @Test(arguments: [
-        (nil, ValueFormat.json), ("python-0.8.1", .json), ("python-0.5.0", .convexEncodedJSON), ("npm-1.4.1", .convexEncodedJSON),
+        (nil, ValueFormat.json), ("python-0.8.1", .json), ("python-0.5.0", .convexEncodedJSON),
+        ("npm-1.4.1", .convexEncodedJSON),
         ("npm-1.4.2", .json), ("npm-cli-1.0.0", .json), ("rust-0.10.4", .json), ("weird", .json),
     ])
     func defaultFormats(header: String?, expected: ValueFormat) {

@@ -17,13 +17,16 @@ struct RawSyncExchange {
 }
 
 /// Connects to `/api/sync`, sends `frames`, and reads until `done` says so or the server closes.
-func syncExchange(_ deployment: LocalDeployment, path: String = "/api/sync", send frames: [String],
-                  until done: @escaping @Sendable ([ServerMessage]) -> Bool = { _ in false }) async throws -> RawSyncExchange {
+func syncExchange(
+    _ deployment: LocalDeployment, path: String = "/api/sync", send frames: [String],
+    until done: @escaping @Sendable ([ServerMessage]) -> Bool = { _ in false }
+) async throws -> RawSyncExchange {
     let collected = Mutex(RawSyncExchange())
     let url = "ws://127.0.0.1:\(deployment.port)\(path)"
     var logger = Logger(label: "raw-sync-client")
     logger.logLevel = .critical
-    let close = try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 1 << 25), logger: logger) { inbound, outbound, _ in
+    let close = try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 1 << 25), logger: logger)
+    { inbound, outbound, _ in
         for frame in frames { try await outbound.write(.text(frame)) }
         for try await message in inbound.messages(maxSize: 1 << 25) {
             guard case .text(let text) = message else { continue }
@@ -46,8 +49,11 @@ func syncExchange(_ deployment: LocalDeployment, path: String = "/api/sync", sen
 }
 
 func connectFrame(session: String = UUID().uuidString, maxObserved: ConvexTimestamp? = nil) -> String {
-    ClientMessage.connect(.init(sessionId: session, connectionCount: maxObserved == nil ? 0 : 1,
-                                lastCloseReason: "InitialConnect", maxObservedTimestamp: maxObserved, clientTs: 0)).jsonText
+    ClientMessage.connect(
+        .init(
+            sessionId: session, connectionCount: maxObserved == nil ? 0 : 1,
+            lastCloseReason: "InitialConnect", maxObservedTimestamp: maxObserved, clientTs: 0)
+    ).jsonText
 }
 
 @Suite(.timeLimit(.minutes(1)))
@@ -66,15 +72,24 @@ struct SyncWebSocketTests {
         try await withDeployment { deployment in
             let frames = [
                 connectFrame(),
-                ClientMessage.modifyQuerySet(.init(baseVersion: 0, newVersion: 1, modifications: [
-                    .add(.init(queryId: 0, udfPath: "mlb:first_place_team", args: ["division": "AL East"])),
-                    .add(.init(queryId: 1, udfPath: "mlb.js:first_place_team", args: ["division": "NL East"])),
-                ])).jsonText,
-                ClientMessage.modifyQuerySet(.init(baseVersion: 1, newVersion: 2, modifications: [
-                    .remove(queryId: 1),
-                    .add(.init(queryId: 2, udfPath: "mlb", args: [:])),
-                ])).jsonText,
-                ClientMessage.mutation(.init(requestId: 0, udfPath: "mlb.js:record_win", args: ["team": "Orioles"])).jsonText,
+                ClientMessage.modifyQuerySet(
+                    .init(
+                        baseVersion: 0, newVersion: 1,
+                        modifications: [
+                            .add(.init(queryId: 0, udfPath: "mlb:first_place_team", args: ["division": "AL East"])),
+                            .add(.init(queryId: 1, udfPath: "mlb.js:first_place_team", args: ["division": "NL East"])),
+                        ])
+                ).jsonText,
+                ClientMessage.modifyQuerySet(
+                    .init(
+                        baseVersion: 1, newVersion: 2,
+                        modifications: [
+                            .remove(queryId: 1),
+                            .add(.init(queryId: 2, udfPath: "mlb", args: [:])),
+                        ])
+                ).jsonText,
+                ClientMessage.mutation(.init(requestId: 0, udfPath: "mlb.js:record_win", args: ["team": "Orioles"]))
+                    .jsonText,
             ]
             let result = try await syncExchange(deployment, path: "/api/1.17.0/sync", send: frames) { $0.count >= 4 }
             #expect(result.undecodable.isEmpty)
@@ -110,7 +125,10 @@ struct SyncWebSocketTests {
     @Test(arguments: [
         ("{not json", "Received invalid JSON message"),
         (#"{"type":"Bogus"}"#, "unknown variant `Bogus`"),
-        (#"{"type":"ModifyQuerySet","baseVersion":7,"newVersion":8,"modifications":[]}"#, "Base version 7 passed up doesn't match the current version 0"),
+        (
+            #"{"type":"ModifyQuerySet","baseVersion":7,"newVersion":8,"modifications":[]}"#,
+            "Base version 7 passed up doesn't match the current version 0"
+        ),
         (#"{"type":"Authenticate","baseVersion":3,"tokenType":"None"}"#, "identity version"),
         (#"{"type":"Mutation","requestId":0,"udfPath":"echo:echoMutation","args":{"x":1}}"#, "invalid field `args`"),
     ])
@@ -130,15 +148,21 @@ struct SyncWebSocketTests {
         try await withDeployment { deployment in
             var nested: ConvexValue = 1.0
             for _ in 0..<70 { nested = [nested] }
-            let deep = ClientMessage.mutation(.init(requestId: 0, udfPath: "echo:echoMutation", args: ["v": nested])).jsonText
+            let deep = ClientMessage.mutation(.init(requestId: 0, udfPath: "echo:echoMutation", args: ["v": nested]))
+                .jsonText
             let result = try await syncExchange(deployment, send: [connectFrame(), deep])
             guard case .fatalError(let text)? = result.messages.last else { Issue.record("\(result.messages)"); return }
             #expect(text.contains("too nested"))
 
-            let long = ClientMessage.mutation(.init(requestId: 0, udfPath: "echo:echoMutation",
-                                                    args: ["v": .array(Array(repeating: .null, count: 8193))])).jsonText
+            let long = ClientMessage.mutation(
+                .init(
+                    requestId: 0, udfPath: "echo:echoMutation",
+                    args: ["v": .array(Array(repeating: .null, count: 8193))])
+            ).jsonText
             let result2 = try await syncExchange(deployment, send: [connectFrame(), long])
-            guard case .fatalError(let text2)? = result2.messages.last else { Issue.record("\(result2.messages)"); return }
+            guard case .fatalError(let text2)? = result2.messages.last else {
+                Issue.record("\(result2.messages)"); return
+            }
             #expect(text2.contains("Array length is too long"))
         }
     }
@@ -152,10 +176,13 @@ struct SyncWebSocketTests {
             #expect(result.closeReason == "InternalServerError")
             // A client that saw an older timestamp (e.g. before a restart) is fine.
             let past = ConvexTimestamp(nanoseconds: deployment.latestTimestamp.nanoseconds - 1)
-            let ok = try await syncExchange(deployment, send: [
-                connectFrame(maxObserved: past),
-                ClientMessage.modifyQuerySet(.init(baseVersion: 0, newVersion: 1, modifications: [])).jsonText,
-            ]) { !$0.isEmpty }
+            let ok = try await syncExchange(
+                deployment,
+                send: [
+                    connectFrame(maxObserved: past),
+                    ClientMessage.modifyQuerySet(.init(baseVersion: 0, newVersion: 1, modifications: [])).jsonText,
+                ]
+            ) { !$0.isEmpty }
             if case .transition? = ok.messages.first {} else { Issue.record("\(ok.messages)") }
         }
     }
@@ -163,10 +190,14 @@ struct SyncWebSocketTests {
     @Test func badCredentialsGetAnAuthError() async throws {
         try await withDeployment { deployment in
             for token in [AuthenticationToken.admin("wrong"), .user("garbage")] {
-                let result = try await syncExchange(deployment, send: [
-                    connectFrame(), ClientMessage.authenticate(.init(baseVersion: 0, token: token)).jsonText,
-                ])
-                guard case .authError(let e)? = result.messages.last else { Issue.record("\(result.messages)"); continue }
+                let result = try await syncExchange(
+                    deployment,
+                    send: [
+                        connectFrame(), ClientMessage.authenticate(.init(baseVersion: 0, token: token)).jsonText,
+                    ])
+                guard case .authError(let e)? = result.messages.last else {
+                    Issue.record("\(result.messages)"); continue
+                }
                 #expect(e.authUpdateAttempted == true && e.baseVersion == 0)
                 #expect(result.messages.count == 1)
             }
@@ -175,26 +206,51 @@ struct SyncWebSocketTests {
 
     @Test func queryFailedCarriesErrorData() async throws {
         try await withDeployment { deployment in
-            let result = try await syncExchange(deployment, send: [
-                connectFrame(),
-                ClientMessage.modifyQuerySet(.init(baseVersion: 0, newVersion: 1, modifications: [
-                    .add(.init(queryId: 0, udfPath: "conformance:convexErrorQuery")),
-                    .add(.init(queryId: 1, udfPath: "conformance:plainErrorQuery")),
-                ])).jsonText,
-            ]) { !$0.isEmpty }
+            let result = try await syncExchange(
+                deployment,
+                send: [
+                    connectFrame(),
+                    ClientMessage.modifyQuerySet(
+                        .init(
+                            baseVersion: 0, newVersion: 1,
+                            modifications: [
+                                .add(.init(queryId: 0, udfPath: "conformance:convexErrorQuery")),
+                                .add(.init(queryId: 1, udfPath: "conformance:plainErrorQuery")),
+                            ])
+                    ).jsonText,
+                ]
+            ) { !$0.isEmpty }
             guard case .transition(let t)? = result.messages.first else { Issue.record("\(result.messages)"); return }
-            #expect(t.modifications.contains { if case .queryFailed(0, _, _, _, let data?) = $0 { data == ["code": "NOPE", "n": .int64(42)] } else { false } })
-            #expect(t.modifications.contains { if case .queryFailed(1, let message, _, _, nil) = $0 { message.contains("Uncaught Error: boom") } else { false } })
+            #expect(
+                t.modifications.contains {
+                    if case .queryFailed(0, _, _, _, let data?) = $0 {
+                        data == ["code": "NOPE", "n": .int64(42)]
+                    } else {
+                        false
+                    }
+                })
+            #expect(
+                t.modifications.contains {
+                    if case .queryFailed(1, let message, _, _, nil) = $0 {
+                        message.contains("Uncaught Error: boom")
+                    } else {
+                        false
+                    }
+                })
         }
     }
 
     @Test func mutationResentInTheSameSessionRunsOnce() async throws {
         try await withDeployment { deployment in
             let session = UUID().uuidString
-            let mutation = ClientMessage.mutation(.init(requestId: 4, udfPath: "conformance:increment", args: ["name": "dedupe"])).jsonText
+            let mutation = ClientMessage.mutation(
+                .init(requestId: 4, udfPath: "conformance:increment", args: ["name": "dedupe"])
+            ).jsonText
             var responses: [ServerMessage.MutationResponse] = []
             for _ in 0..<2 {
-                let result = try await syncExchange(deployment, send: [connectFrame(session: session), mutation]) { $0.count >= 2 }
+                let result = try await syncExchange(deployment, send: [connectFrame(session: session), mutation]) {
+                    $0.count >= 2
+                }
                 if case .mutationResponse(let r)? = result.messages.first { responses.append(r) }
                 if case .transition? = result.messages.last {} else { Issue.record("no Transition after the response") }
             }
@@ -209,12 +265,19 @@ struct SyncWebSocketTests {
     @Test func otherClientsKeepWorkingWhileOneMisbehaves() async throws {
         try await withDeployment { deployment in
             let subscriber = Task {
-                try await syncExchange(deployment, send: [
-                    connectFrame(),
-                    ClientMessage.modifyQuerySet(.init(baseVersion: 0, newVersion: 1, modifications: [
-                        .add(.init(queryId: 0, udfPath: "messages:list", args: ["channel": "calm"])),
-                    ])).jsonText,
-                ]) { $0.count >= 2 }
+                try await syncExchange(
+                    deployment,
+                    send: [
+                        connectFrame(),
+                        ClientMessage.modifyQuerySet(
+                            .init(
+                                baseVersion: 0, newVersion: 1,
+                                modifications: [
+                                    .add(.init(queryId: 0, udfPath: "messages:list", args: ["channel": "calm"]))
+                                ])
+                        ).jsonText,
+                    ]
+                ) { $0.count >= 2 }
             }
             try await waitUntil { deployment.syncConnectionCount >= 1 }
             for junk in ["", "null", "[]", #"{"type":"Connect"}"#, String(repeating: "{", count: 10_000)] {
@@ -232,7 +295,8 @@ struct SyncWebSocketTests {
     @Test func jsonPingAfterSilenceAndNothingWhileStalled() async throws {
         var logger = Logger(label: "convex-local-test")
         logger.logLevel = .error
-        let configuration = LocalDeployment.Configuration(port: 0, heartbeatInterval: .milliseconds(50), jsonPingAfter: .milliseconds(200))
+        let configuration = LocalDeployment.Configuration(
+            port: 0, heartbeatInterval: .milliseconds(50), jsonPingAfter: .milliseconds(200))
         try await withLocalDeployment(configuration, logger: logger) { deployment in
             let start = ContinuousClock.now
             let result = try await syncExchange(deployment, send: [connectFrame()]) { $0.count >= 2 }
@@ -243,10 +307,17 @@ struct SyncWebSocketTests {
             deployment.setStalled(true)
             let firstArrival = Mutex<ContinuousClock.Instant?>(nil)
             let stalled = Task {
-                try await syncExchange(deployment, send: [
-                    connectFrame(),
-                    ClientMessage.modifyQuerySet(.init(baseVersion: 0, newVersion: 1, modifications: [.add(.init(queryId: 0, udfPath: "logs:list"))])).jsonText,
-                ]) { messages in
+                try await syncExchange(
+                    deployment,
+                    send: [
+                        connectFrame(),
+                        ClientMessage.modifyQuerySet(
+                            .init(
+                                baseVersion: 0, newVersion: 1,
+                                modifications: [.add(.init(queryId: 0, udfPath: "logs:list"))])
+                        ).jsonText,
+                    ]
+                ) { messages in
                     if !messages.isEmpty { firstArrival.withLock { $0 = $0 ?? ContinuousClock.now } }
                     return messages.contains { if case .transition = $0 { true } else { false } }
                 }
@@ -267,18 +338,32 @@ struct SyncWebSocketTests {
 
     @Test func sharedEvaluationsNeverMixCallers() async throws {
         try await withDeployment { deployment in
-            let add = ClientMessage.modifyQuerySet(.init(baseVersion: 0, newVersion: 1, modifications: [
-                .add(.init(queryId: 0, udfPath: "conformance:whoami")),
-            ])).jsonText
+            let add = ClientMessage.modifyQuerySet(
+                .init(
+                    baseVersion: 0, newVersion: 1,
+                    modifications: [
+                        .add(.init(queryId: 0, udfPath: "conformance:whoami"))
+                    ])
+            ).jsonText
             let anonymous = try await syncExchange(deployment, send: [connectFrame(), add]) { !$0.isEmpty }
-            let admin = try await syncExchange(deployment, send: [
-                connectFrame(), ClientMessage.authenticate(.init(baseVersion: 0, token: .admin("k"))).jsonText, add,
-            ]) { $0.count >= 2 }
-            guard case .transition(let a)? = anonymous.messages.first, case .transition(let b)? = admin.messages.last else {
+            let admin = try await syncExchange(
+                deployment,
+                send: [
+                    connectFrame(), ClientMessage.authenticate(.init(baseVersion: 0, token: .admin("k"))).jsonText, add,
+                ]
+            ) { $0.count >= 2 }
+            guard case .transition(let a)? = anonymous.messages.first, case .transition(let b)? = admin.messages.last
+            else {
                 Issue.record("\(anonymous.messages) \(admin.messages)"); return
             }
-            #expect(a.modifications == [.queryUpdated(queryId: 0, value: ["identity": .null, "isAdmin": false], logLines: [], journal: nil)])
-            #expect(b.modifications == [.queryUpdated(queryId: 0, value: ["identity": .null, "isAdmin": true], logLines: [], journal: nil)])
+            #expect(
+                a.modifications == [
+                    .queryUpdated(queryId: 0, value: ["identity": .null, "isAdmin": false], logLines: [], journal: nil)
+                ])
+            #expect(
+                b.modifications == [
+                    .queryUpdated(queryId: 0, value: ["identity": .null, "isAdmin": true], logLines: [], journal: nil)
+                ])
         }
     }
 
@@ -289,13 +374,22 @@ struct SyncWebSocketTests {
             let port = deployment.port
             try await deployment.restart()
             #expect(deployment.port == port)
-            let result = try await syncExchange(deployment, send: [
-                connectFrame(maxObserved: before),
-                ClientMessage.modifyQuerySet(.init(baseVersion: 0, newVersion: 1, modifications: [
-                    .add(.init(queryId: 0, udfPath: "messages:list")),
-                ])).jsonText,
-            ]) { !$0.isEmpty }
-            guard case .transition(let t)? = result.messages.first, case .queryUpdated(_, .array(let items), _, _)? = t.modifications.first else {
+            let result = try await syncExchange(
+                deployment,
+                send: [
+                    connectFrame(maxObserved: before),
+                    ClientMessage.modifyQuerySet(
+                        .init(
+                            baseVersion: 0, newVersion: 1,
+                            modifications: [
+                                .add(.init(queryId: 0, udfPath: "messages:list"))
+                            ])
+                    ).jsonText,
+                ]
+            ) { !$0.isEmpty }
+            guard case .transition(let t)? = result.messages.first,
+                case .queryUpdated(_, .array(let items), _, _)? = t.modifications.first
+            else {
                 Issue.record("\(result.messages)"); return
             }
             #expect(items.contains { $0["body"] == "before restart" })

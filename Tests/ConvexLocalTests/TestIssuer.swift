@@ -72,8 +72,10 @@ struct TestIssuer: Sendable {
     }
 
     /// Claims for `subject`, issued now and valid for `lifetime` seconds.
-    static func claims(subject: String = "user-1", issuer: String = TestIssuer.issuer, lifetime: Double = 3600,
-                       now: Double = Date().timeIntervalSince1970) -> TestClaims {
+    static func claims(
+        subject: String = "user-1", issuer: String = TestIssuer.issuer, lifetime: Double = 3600,
+        now: Double = Date().timeIntervalSince1970
+    ) -> TestClaims {
         TestClaims(iss: issuer, sub: subject, exp: Int(now + lifetime), iat: Int(now), name: "Ann")
     }
 }
@@ -109,25 +111,29 @@ func unsignedToken(_ claims: TestClaims) throws -> String {
 
 /// Serves `routes` (path → content type and body, where `{BASE}` stands for the server's URL) over HTTP on a free
 /// loopback port while `body` runs.
-func withHTTPServer<R: Sendable>(_ routes: [String: (contentType: String, body: String)],
-                                 _ body: (_ baseURL: String) async throws -> R) async throws -> R {
+func withHTTPServer<R: Sendable>(
+    _ routes: [String: (contentType: String, body: String)],
+    _ body: (_ baseURL: String) async throws -> R
+) async throws -> R {
     let router = Router()
     let baseURL = SharedText()
     for (path, route) in routes {
         router.get(RouterPath(path)) { _, _ in
             let text = route.body.replacingOccurrences(of: "{BASE}", with: baseURL.value.withLock { $0 })
-            return Response(status: .ok, headers: [.contentType: route.contentType],
-                            body: .init(byteBuffer: ByteBuffer(string: text)))
+            return Response(
+                status: .ok, headers: [.contentType: route.contentType],
+                body: .init(byteBuffer: ByteBuffer(string: text)))
         }
     }
     let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
     var logger = Logger(label: "jwks-test-server")
     logger.logLevel = .critical
-    let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-                          onServerRunning: { channel in
-                              continuation.yield(channel.localAddress?.port ?? 0)
-                              continuation.finish()
-                          }, logger: logger)
+    let app = Application(
+        router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+        onServerRunning: { channel in
+            continuation.yield(channel.localAddress?.port ?? 0)
+            continuation.finish()
+        }, logger: logger)
     let server = Task { try await app.run() }
     defer { server.cancel() }
     var iterator = ports.makeAsyncIterator()

@@ -6,13 +6,23 @@ import Testing
 /// Frames observed from the official Python client 0.8.1 (reference §4.3, §4.6, §4.8) and the shapes it accepts.
 @Suite struct ClientMessageDecodingTests {
     @Test func observedInitialConnect() throws {
-        let m = try ClientMessage(json: #"{"type":"Connect","sessionId":"045b80dd-9c66-4d51-a289-1aa69f8fa0fe","connectionCount":0,"lastCloseReason":"InitialConnect","clientTs":0}"#)
-        #expect(m == .connect(.init(sessionId: "045b80dd-9c66-4d51-a289-1aa69f8fa0fe", connectionCount: 0,
-                                    lastCloseReason: "InitialConnect", maxObservedTimestamp: nil, clientTs: 0)))
+        let m = try ClientMessage(
+            json:
+                #"{"type":"Connect","sessionId":"045b80dd-9c66-4d51-a289-1aa69f8fa0fe","connectionCount":0,"lastCloseReason":"InitialConnect","clientTs":0}"#
+        )
+        #expect(
+            m
+                == .connect(
+                    .init(
+                        sessionId: "045b80dd-9c66-4d51-a289-1aa69f8fa0fe", connectionCount: 0,
+                        lastCloseReason: "InitialConnect", maxObservedTimestamp: nil, clientTs: 0)))
     }
 
     @Test func observedReconnect() throws {
-        let m = try ClientMessage(json: #"{"type":"Connect","sessionId":"289fd6fc-c151-4438-bd6d-136a91fd50c9","connectionCount":1,"lastCloseReason":"TestClose","maxObservedTimestamp":"AQAAAAAAAAA=","clientTs":0}"#)
+        let m = try ClientMessage(
+            json:
+                #"{"type":"Connect","sessionId":"289fd6fc-c151-4438-bd6d-136a91fd50c9","connectionCount":1,"lastCloseReason":"TestClose","maxObservedTimestamp":"AQAAAAAAAAA=","clientTs":0}"#
+        )
         guard case .connect(let c) = m else { Issue.record("not a Connect"); return }
         #expect(c.connectionCount == 1)
         #expect(c.lastCloseReason == "TestClose")
@@ -20,8 +30,11 @@ import Testing
     }
 
     @Test func observedAddWithEveryValueType() throws {
-        let frame = #"{"modifications":[{"args":[{"arr":[1.0,"a",[2.0,3.0]],"b":true,"big_safe":9007199254740992.0,"bytes":{"$bytes":"AAH/"},"f_float":1.5,"f_int":1.0,"i64":{"$integer":"BQAAAAAAAAA="},"i64neg":{"$integer":"//////////8="},"inf":{"$float":"AAAAAAAA8H8="},"n":null,"nan":{"$float":"AAAAAAAA+H8="},"negzero":{"$float":"AAAAAAAAAIA="},"ninf":{"$float":"AAAAAAAA8P8="},"obj":{"k":{"deep":2.0}},"s":"xé"}],"type":"Add","queryId":0,"udfPath":"messages:list"}],"type":"ModifyQuerySet","baseVersion":0,"newVersion":1}"#
-        guard case .modifyQuerySet(let m) = try ClientMessage(json: frame) else { Issue.record("not a ModifyQuerySet"); return }
+        let frame =
+            #"{"modifications":[{"args":[{"arr":[1.0,"a",[2.0,3.0]],"b":true,"big_safe":9007199254740992.0,"bytes":{"$bytes":"AAH/"},"f_float":1.5,"f_int":1.0,"i64":{"$integer":"BQAAAAAAAAA="},"i64neg":{"$integer":"//////////8="},"inf":{"$float":"AAAAAAAA8H8="},"n":null,"nan":{"$float":"AAAAAAAA+H8="},"negzero":{"$float":"AAAAAAAAAIA="},"ninf":{"$float":"AAAAAAAA8P8="},"obj":{"k":{"deep":2.0}},"s":"xé"}],"type":"Add","queryId":0,"udfPath":"messages:list"}],"type":"ModifyQuerySet","baseVersion":0,"newVersion":1}"#
+        guard case .modifyQuerySet(let m) = try ClientMessage(json: frame) else {
+            Issue.record("not a ModifyQuerySet"); return
+        }
         #expect(m.baseVersion == 0 && m.newVersion == 1)
         guard case .add(let add) = m.modifications.first else { Issue.record("not an Add"); return }
         #expect(add.queryId == 0 && add.udfPath == "messages:list")
@@ -38,31 +51,46 @@ import Testing
     }
 
     @Test func observedRemove() throws {
-        let m = try ClientMessage(json: #"{"modifications":[{"type":"Remove","queryId":0}],"type":"ModifyQuerySet","baseVersion":1,"newVersion":2}"#)
+        let m = try ClientMessage(
+            json:
+                #"{"modifications":[{"type":"Remove","queryId":0}],"type":"ModifyQuerySet","baseVersion":1,"newVersion":2}"#
+        )
         #expect(m == .modifyQuerySet(.init(baseVersion: 1, newVersion: 2, modifications: [.remove(queryId: 0)])))
     }
 
     @Test func observedMutationAndAction() throws {
-        let mutation = try ClientMessage(json: #"{"args":[{"body":"hi","n":{"$integer":"BwAAAAAAAAA="}}],"type":"Mutation","requestId":0,"udfPath":"messages:send"}"#)
-        #expect(mutation == .mutation(.init(requestId: 0, udfPath: "messages:send", args: ["body": "hi", "n": .int64(7)])))
-        let action = try ClientMessage(json: #"{"args":[{"x":1.0}],"type":"Action","requestId":0,"udfPath":"actions:run"}"#)
+        let mutation = try ClientMessage(
+            json:
+                #"{"args":[{"body":"hi","n":{"$integer":"BwAAAAAAAAA="}}],"type":"Mutation","requestId":0,"udfPath":"messages:send"}"#
+        )
+        #expect(
+            mutation == .mutation(.init(requestId: 0, udfPath: "messages:send", args: ["body": "hi", "n": .int64(7)])))
+        let action = try ClientMessage(
+            json: #"{"args":[{"x":1.0}],"type":"Action","requestId":0,"udfPath":"actions:run"}"#)
         #expect(action == .action(.init(requestId: 0, udfPath: "actions:run", args: ["x": 1.0])))
         let empty = try ClientMessage(json: #"{"args":[{}],"type":"Action","requestId":3,"udfPath":"a:b"}"#)
         #expect(empty == .action(.init(requestId: 3, udfPath: "a:b", args: [:])))
     }
 
     @Test func observedAuthenticateSequence() throws {
-        #expect(try ClientMessage(json: #"{"type":"Authenticate","baseVersion":0,"tokenType":"User","value":"header.payload.sig"}"#)
-            == .authenticate(.init(baseVersion: 0, token: .user("header.payload.sig"))))
-        #expect(try ClientMessage(json: #"{"type":"Authenticate","baseVersion":1,"tokenType":"Admin","value":"admin-key-xyz"}"#)
-            == .authenticate(.init(baseVersion: 1, token: .admin("admin-key-xyz"))))
-        #expect(try ClientMessage(json: #"{"type":"Authenticate","baseVersion":2,"tokenType":"None"}"#)
-            == .authenticate(.init(baseVersion: 2, token: .none)))
+        #expect(
+            try ClientMessage(
+                json: #"{"type":"Authenticate","baseVersion":0,"tokenType":"User","value":"header.payload.sig"}"#)
+                == .authenticate(.init(baseVersion: 0, token: .user("header.payload.sig"))))
+        #expect(
+            try ClientMessage(
+                json: #"{"type":"Authenticate","baseVersion":1,"tokenType":"Admin","value":"admin-key-xyz"}"#)
+                == .authenticate(.init(baseVersion: 1, token: .admin("admin-key-xyz"))))
+        #expect(
+            try ClientMessage(json: #"{"type":"Authenticate","baseVersion":2,"tokenType":"None"}"#)
+                == .authenticate(.init(baseVersion: 2, token: .none)))
     }
 
     @Test(arguments: ["impersonating", "acting_as"])
     func adminActingAs(key: String) throws {
-        let m = try ClientMessage(json: #"{"type":"Authenticate","baseVersion":0,"tokenType":"Admin","value":"k","\#(key)":{"subject":"u1"}}"#)
+        let m = try ClientMessage(
+            json: #"{"type":"Authenticate","baseVersion":0,"tokenType":"Admin","value":"k","\#(key)":{"subject":"u1"}}"#
+        )
         #expect(m == .authenticate(.init(baseVersion: 0, token: .admin("k", actingAs: ["subject": "u1"]))))
     }
 
@@ -77,10 +105,22 @@ import Testing
         (#"{"type":"Connect","connectionCount":0}"#, .missingField, "sessionId"),
         (#"{"type":"Connect","sessionId":"s","connectionCount":-1}"#, .invalidField, "connectionCount"),
         (#"{"type":"Connect","sessionId":"s","connectionCount":1.5}"#, .invalidField, "connectionCount"),
-        (#"{"type":"Connect","sessionId":"s","connectionCount":0,"maxObservedTimestamp":"AQ=="}"#, .invalidField, "maxObservedTimestamp"),
-        (#"{"type":"ModifyQuerySet","baseVersion":0,"newVersion":1,"modifications":[{"type":"Move","queryId":0}]}"#, .unknownType, "modifications[0].type"),
-        (#"{"type":"ModifyQuerySet","baseVersion":0,"newVersion":1,"modifications":[{"type":"Add","queryId":0,"udfPath":"a:b","args":{}}]}"#, .invalidField, "modifications[0].args"),
-        (#"{"type":"ModifyQuerySet","baseVersion":0,"newVersion":1,"modifications":[{"type":"Add","queryId":0,"args":[{}]}]}"#, .missingField, "modifications[0].udfPath"),
+        (
+            #"{"type":"Connect","sessionId":"s","connectionCount":0,"maxObservedTimestamp":"AQ=="}"#, .invalidField,
+            "maxObservedTimestamp"
+        ),
+        (
+            #"{"type":"ModifyQuerySet","baseVersion":0,"newVersion":1,"modifications":[{"type":"Move","queryId":0}]}"#,
+            .unknownType, "modifications[0].type"
+        ),
+        (
+            #"{"type":"ModifyQuerySet","baseVersion":0,"newVersion":1,"modifications":[{"type":"Add","queryId":0,"udfPath":"a:b","args":{}}]}"#,
+            .invalidField, "modifications[0].args"
+        ),
+        (
+            #"{"type":"ModifyQuerySet","baseVersion":0,"newVersion":1,"modifications":[{"type":"Add","queryId":0,"args":[{}]}]}"#,
+            .missingField, "modifications[0].udfPath"
+        ),
         (#"{"type":"Mutation","requestId":0,"udfPath":"a:b","args":[{},{}]}"#, .invalidField, "args"),
         (#"{"type":"Authenticate","baseVersion":0,"tokenType":"Root","value":"x"}"#, .unknownType, "tokenType"),
         (#"{"type":"Authenticate","baseVersion":0,"tokenType":"User"}"#, .missingField, "value"),
@@ -100,7 +140,9 @@ import Testing
         } throws: { error in
             (error as? SyncProtocolError)?.code == .invalidValue
         }
-        #expect(throws: SyncProtocolError.self) { try ServerMessage(json: #"{"type":"Ping","x":"# + String(repeating: "{\"a\":", count: 5000)) }
+        #expect(throws: SyncProtocolError.self) {
+            try ServerMessage(json: #"{"type":"Ping","x":"# + String(repeating: "{\"a\":", count: 5000))
+        }
     }
 
     @Test func invalidJSONAndNonObjects() {
@@ -131,13 +173,21 @@ import Testing
 
     @Test func clientMessagesRoundTrip() throws {
         let messages: [ClientMessage] = [
-            .connect(.init(sessionId: "s", connectionCount: 2, lastCloseReason: "InactiveServer",
-                           maxObservedTimestamp: ConvexTimestamp(nanoseconds: 1_700_000_000_000_000_123), clientTs: 0)),
+            .connect(
+                .init(
+                    sessionId: "s", connectionCount: 2, lastCloseReason: "InactiveServer",
+                    maxObservedTimestamp: ConvexTimestamp(nanoseconds: 1_700_000_000_000_000_123), clientTs: 0)),
             .connect(.init(sessionId: "s", connectionCount: 0, lastCloseReason: nil)),
-            .modifyQuerySet(.init(baseVersion: 3, newVersion: 4, modifications: [
-                .add(.init(queryId: 7, udfPath: "dir/m.js:f", args: ["a": .int64(-2), "b": .bytes(Data([1]))], journal: "j")),
-                .remove(queryId: 1),
-            ])),
+            .modifyQuerySet(
+                .init(
+                    baseVersion: 3, newVersion: 4,
+                    modifications: [
+                        .add(
+                            .init(
+                                queryId: 7, udfPath: "dir/m.js:f", args: ["a": .int64(-2), "b": .bytes(Data([1]))],
+                                journal: "j")),
+                        .remove(queryId: 1),
+                    ])),
             .mutation(.init(requestId: 9, udfPath: "m:f", args: ["x": .float64(.nan)])),
             .action(.init(requestId: 10, udfPath: "m", args: [:], componentPath: "c")),
             .authenticate(.init(baseVersion: 0, token: .admin("key", actingAs: ["subject": "s"]))),
@@ -153,23 +203,47 @@ import Testing
 
 @Suite struct ServerMessageTests {
     @Test func observedTransitionDecodes() throws {
-        let m = try ServerMessage(json: #"{"type":"Transition","startVersion":{"querySet":0,"identity":0,"ts":"AAAAAAAAAAA="},"endVersion":{"querySet":1,"identity":0,"ts":"AQAAAAAAAAA="},"modifications":[{"type":"QueryUpdated","queryId":0,"value":{"a":{"$integer":"BQAAAAAAAAA="}},"logLines":[],"journal":null}]}"#)
-        #expect(m == .transition(.init(
-            startVersion: .initial,
-            endVersion: StateVersion(querySet: 1, identity: 0, ts: ConvexTimestamp(nanoseconds: 1)),
-            modifications: [.queryUpdated(queryId: 0, value: ["a": .int64(5)], logLines: [], journal: nil)])))
+        let m = try ServerMessage(
+            json:
+                #"{"type":"Transition","startVersion":{"querySet":0,"identity":0,"ts":"AAAAAAAAAAA="},"endVersion":{"querySet":1,"identity":0,"ts":"AQAAAAAAAAA="},"modifications":[{"type":"QueryUpdated","queryId":0,"value":{"a":{"$integer":"BQAAAAAAAAA="}},"logLines":[],"journal":null}]}"#
+        )
+        #expect(
+            m
+                == .transition(
+                    .init(
+                        startVersion: .initial,
+                        endVersion: StateVersion(querySet: 1, identity: 0, ts: ConvexTimestamp(nanoseconds: 1)),
+                        modifications: [.queryUpdated(queryId: 0, value: ["a": .int64(5)], logLines: [], journal: nil)])
+                ))
     }
 
     @Test func observedMutationResponseDecodes() throws {
-        let m = try ServerMessage(json: #"{"type":"MutationResponse","requestId":0,"success":true,"result":{"ok":true},"ts":"CgAAAAAAAAA=","logLines":[]}"#)
-        #expect(m == .mutationResponse(.init(requestId: 0, result: .success(["ok": true]), ts: ConvexTimestamp(nanoseconds: 10))))
-        let failure = try ServerMessage(json: #"{"type":"MutationResponse","requestId":1,"success":false,"result":"boom","ts":null,"logLines":["[LOG] 'x'"],"errorData":null}"#)
-        #expect(failure == .mutationResponse(.init(requestId: 1, result: .failure(message: "boom", errorData: .null), ts: nil, logLines: ["[LOG] 'x'"])))
+        let m = try ServerMessage(
+            json:
+                #"{"type":"MutationResponse","requestId":0,"success":true,"result":{"ok":true},"ts":"CgAAAAAAAAA=","logLines":[]}"#
+        )
+        #expect(
+            m
+                == .mutationResponse(
+                    .init(requestId: 0, result: .success(["ok": true]), ts: ConvexTimestamp(nanoseconds: 10))))
+        let failure = try ServerMessage(
+            json:
+                #"{"type":"MutationResponse","requestId":1,"success":false,"result":"boom","ts":null,"logLines":["[LOG] 'x'"],"errorData":null}"#
+        )
+        #expect(
+            failure
+                == .mutationResponse(
+                    .init(
+                        requestId: 1, result: .failure(message: "boom", errorData: .null), ts: nil,
+                        logLines: ["[LOG] 'x'"])))
     }
 
     @Test func missingLogLinesIsAnError() {
         #expect {
-            try ServerMessage(json: #"{"type":"Transition","startVersion":{"querySet":0,"identity":0,"ts":"AAAAAAAAAAA="},"endVersion":{"querySet":1,"identity":0,"ts":"AQAAAAAAAAA="},"modifications":[{"type":"QueryUpdated","queryId":0,"value":1.0}]}"#)
+            try ServerMessage(
+                json:
+                    #"{"type":"Transition","startVersion":{"querySet":0,"identity":0,"ts":"AAAAAAAAAAA="},"endVersion":{"querySet":1,"identity":0,"ts":"AQAAAAAAAAA="},"modifications":[{"type":"QueryUpdated","queryId":0,"value":1.0}]}"#
+            )
         } throws: { error in
             let e = error as? SyncProtocolError
             return e?.code == .missingField && e?.message == "missing field `modifications[0].logLines`"
@@ -181,43 +255,69 @@ import Testing
             _ = try ServerMessage(json: #"{"type":"SomethingNew"}"#)
             Issue.record("decoded an unknown type")
         } catch {
-            #expect(error.message == "unknown variant `SomethingNew`, expected one of `Transition`, `MutationResponse`, `ActionResponse`, `FatalError`, `AuthError`, `TransitionChunk`, `Ping`")
+            #expect(
+                error.message
+                    == "unknown variant `SomethingNew`, expected one of `Transition`, `MutationResponse`, `ActionResponse`, `FatalError`, `AuthError`, `TransitionChunk`, `Ping`"
+            )
         }
     }
 
     @Test func encodedTransitionHasTheRealServerShape() throws {
-        let t = ServerMessage.transition(.init(
-            startVersion: .initial,
-            endVersion: StateVersion(querySet: 1, identity: 0, ts: ConvexTimestamp(nanoseconds: 1)),
-            modifications: [.queryUpdated(queryId: 0, value: ["wins": .int64(5), "pct": 0.5], logLines: ["[LOG] 'hi'"], journal: nil)],
-            clientClockSkew: -5, serverTs: 1_700_000_000_000_000_000))
-        #expect(t.jsonText == #"{"type":"Transition","startVersion":{"querySet":0,"identity":0,"ts":"AAAAAAAAAAA="},"endVersion":{"querySet":1,"identity":0,"ts":"AQAAAAAAAAA="},"modifications":[{"type":"QueryUpdated","queryId":0,"value":{"pct":0.5,"wins":{"$integer":"BQAAAAAAAAA="}},"logLines":["[LOG] 'hi'"],"journal":null}],"clientClockSkew":-5,"serverTs":1700000000000000000}"#)
+        let t = ServerMessage.transition(
+            .init(
+                startVersion: .initial,
+                endVersion: StateVersion(querySet: 1, identity: 0, ts: ConvexTimestamp(nanoseconds: 1)),
+                modifications: [
+                    .queryUpdated(
+                        queryId: 0, value: ["wins": .int64(5), "pct": 0.5], logLines: ["[LOG] 'hi'"], journal: nil)
+                ],
+                clientClockSkew: -5, serverTs: 1_700_000_000_000_000_000))
+        #expect(
+            t.jsonText
+                == #"{"type":"Transition","startVersion":{"querySet":0,"identity":0,"ts":"AAAAAAAAAAA="},"endVersion":{"querySet":1,"identity":0,"ts":"AQAAAAAAAAA="},"modifications":[{"type":"QueryUpdated","queryId":0,"value":{"pct":0.5,"wins":{"$integer":"BQAAAAAAAAA="}},"logLines":["[LOG] 'hi'"],"journal":null}],"clientClockSkew":-5,"serverTs":1700000000000000000}"#
+        )
         #expect(try ServerMessage(json: t.json) == t)
     }
 
     @Test func encodedResponses() {
-        #expect(ServerMessage.mutationResponse(.init(requestId: 0, result: .success(["ok": true]), ts: ConvexTimestamp(nanoseconds: 10))).jsonText
-            == #"{"type":"MutationResponse","requestId":0,"success":true,"result":{"ok":true},"ts":"CgAAAAAAAAA=","logLines":[]}"#)
-        #expect(ServerMessage.mutationResponse(.init(requestId: 2, result: .failure(message: "bad", errorData: ["code": 1.0]), ts: nil)).jsonText
-            == #"{"type":"MutationResponse","requestId":2,"success":false,"result":"bad","ts":null,"logLines":[],"errorData":{"code":1.0}}"#)
-        #expect(ServerMessage.actionResponse(.init(requestId: 0, result: .success(.null))).jsonText
-            == #"{"type":"ActionResponse","requestId":0,"success":true,"result":null,"logLines":[]}"#)
+        #expect(
+            ServerMessage.mutationResponse(
+                .init(requestId: 0, result: .success(["ok": true]), ts: ConvexTimestamp(nanoseconds: 10))
+            ).jsonText
+                == #"{"type":"MutationResponse","requestId":0,"success":true,"result":{"ok":true},"ts":"CgAAAAAAAAA=","logLines":[]}"#
+        )
+        #expect(
+            ServerMessage.mutationResponse(
+                .init(requestId: 2, result: .failure(message: "bad", errorData: ["code": 1.0]), ts: nil)
+            ).jsonText
+                == #"{"type":"MutationResponse","requestId":2,"success":false,"result":"bad","ts":null,"logLines":[],"errorData":{"code":1.0}}"#
+        )
+        #expect(
+            ServerMessage.actionResponse(.init(requestId: 0, result: .success(.null))).jsonText
+                == #"{"type":"ActionResponse","requestId":0,"success":true,"result":null,"logLines":[]}"#)
         #expect(ServerMessage.ping.jsonText == #"{"type":"Ping"}"#)
-        #expect(ServerMessage.fatalError("BaseVersionMismatch").jsonText == #"{"type":"FatalError","error":"BaseVersionMismatch"}"#)
-        #expect(ServerMessage.authError(.init(error: "bad token", baseVersion: 0, authUpdateAttempted: true)).jsonText
-            == #"{"type":"AuthError","error":"bad token","baseVersion":0,"authUpdateAttempted":true}"#)
+        #expect(
+            ServerMessage.fatalError("BaseVersionMismatch").jsonText
+                == #"{"type":"FatalError","error":"BaseVersionMismatch"}"#)
+        #expect(
+            ServerMessage.authError(.init(error: "bad token", baseVersion: 0, authUpdateAttempted: true)).jsonText
+                == #"{"type":"AuthError","error":"bad token","baseVersion":0,"authUpdateAttempted":true}"#)
     }
 
     @Test func serverMessagesRoundTrip() throws {
         let messages: [ServerMessage] = [
-            .transition(.init(startVersion: .initial, endVersion: .init(querySet: 2, identity: 1, ts: .init(nanoseconds: 99)),
-                              modifications: [
-                                .queryFailed(queryId: 1, errorMessage: "boom", logLines: [], journal: nil, errorData: nil),
-                                .queryFailed(queryId: 2, errorMessage: "app", logLines: ["l"], journal: "j", errorData: ["x": .int64(1)]),
-                                .queryRemoved(queryId: 3),
-                              ], clientClockSkew: nil, serverTs: nil)),
+            .transition(
+                .init(
+                    startVersion: .initial, endVersion: .init(querySet: 2, identity: 1, ts: .init(nanoseconds: 99)),
+                    modifications: [
+                        .queryFailed(queryId: 1, errorMessage: "boom", logLines: [], journal: nil, errorData: nil),
+                        .queryFailed(
+                            queryId: 2, errorMessage: "app", logLines: ["l"], journal: "j", errorData: ["x": .int64(1)]),
+                        .queryRemoved(queryId: 3),
+                    ], clientClockSkew: nil, serverTs: nil)),
             .transitionChunk(.init(chunk: "{\"ty", partNumber: 0, totalParts: 2, transitionId: "100")),
-            .actionResponse(.init(requestId: 4, result: .failure(message: "e", errorData: nil), logLines: ["[ERROR] 'x'"])),
+            .actionResponse(
+                .init(requestId: 4, result: .failure(message: "e", errorData: nil), logLines: ["[ERROR] 'x'"])),
             .authError(.init(error: "expired", baseVersion: nil, authUpdateAttempted: false)),
             .fatalError("x"),
             .ping,
@@ -243,7 +343,8 @@ import Testing
 
     @Test(arguments: [
         ("messages:list", "messages:list"), ("messages.js:list", "messages:list"), ("messages", "messages:default"),
-        ("messages.js", "messages:default"), ("messages:default", "messages:default"), ("dir/sub/m.js:f", "dir/sub/m:f"),
+        ("messages.js", "messages:default"), ("messages:default", "messages:default"),
+        ("dir/sub/m.js:f", "dir/sub/m:f"),
     ])
     func canonicalPaths(input: String, canonical: String) throws {
         #expect(try UdfPath(parsing: input).canonical == canonical)

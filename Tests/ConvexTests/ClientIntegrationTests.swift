@@ -433,7 +433,8 @@ struct ClientReconnectTests {
                 try await client.waitUntilConnected(timeout: .milliseconds(300))
             }
             #expect(readiness?.code == .unreachable)
-            if case .reconnecting = client.connectionState {} else {
+            if case .reconnecting = client.connectionState {
+            } else {
                 Issue.record("expected reconnecting, got \(client.connectionState)")
             }
         }
@@ -549,23 +550,33 @@ struct ClientAuthTests {
 struct ClientProtocolViolationTests {
     /// A valid Transition answering query 0 on a fresh socket.
     static func answer(querySet: UInt32, value: ConvexValue) -> String {
-        ServerMessage.transition(.init(
-            startVersion: .initial,
-            endVersion: StateVersion(querySet: querySet, identity: 0, ts: ConvexTimestamp(nanoseconds: 10)),
-            modifications: [.queryUpdated(queryId: 0, value: value, logLines: [], journal: nil)])).jsonText
+        ServerMessage.transition(
+            .init(
+                startVersion: .initial,
+                endVersion: StateVersion(querySet: querySet, identity: 0, ts: ConvexTimestamp(nanoseconds: 10)),
+                modifications: [.queryUpdated(queryId: 0, value: value, logLines: [], journal: nil)])
+        ).jsonText
     }
 
     static let violations: [(name: String, frame: String)] = [
         ("unknown message type", #"{"type":"SomethingNew"}"#),
-        ("wrong start version",
-         #"{"type":"Transition","startVersion":{"querySet":0,"identity":0,"ts":"6AMAAAAAAAA="},"endVersion":{"querySet":1,"identity":0,"ts":"6AMAAAAAAAA="},"modifications":[]}"#),
-        ("undecodable value",
-         #"{"type":"Transition","startVersion":{"querySet":0,"identity":0,"ts":"AAAAAAAAAAA="},"endVersion":{"querySet":1,"identity":0,"ts":"AQAAAAAAAAA="},"modifications":[{"type":"QueryUpdated","queryId":0,"value":{"$integer":"AQ"},"logLines":[]}]}"#),
-        ("missing logLines",
-         #"{"type":"Transition","startVersion":{"querySet":0,"identity":0,"ts":"AAAAAAAAAAA="},"endVersion":{"querySet":1,"identity":0,"ts":"AQAAAAAAAAA="},"modifications":[{"type":"QueryUpdated","queryId":0,"value":1.0}]}"#),
+        (
+            "wrong start version",
+            #"{"type":"Transition","startVersion":{"querySet":0,"identity":0,"ts":"6AMAAAAAAAA="},"endVersion":{"querySet":1,"identity":0,"ts":"6AMAAAAAAAA="},"modifications":[]}"#
+        ),
+        (
+            "undecodable value",
+            #"{"type":"Transition","startVersion":{"querySet":0,"identity":0,"ts":"AAAAAAAAAAA="},"endVersion":{"querySet":1,"identity":0,"ts":"AQAAAAAAAAA="},"modifications":[{"type":"QueryUpdated","queryId":0,"value":{"$integer":"AQ"},"logLines":[]}]}"#
+        ),
+        (
+            "missing logLines",
+            #"{"type":"Transition","startVersion":{"querySet":0,"identity":0,"ts":"AAAAAAAAAAA="},"endVersion":{"querySet":1,"identity":0,"ts":"AQAAAAAAAAA="},"modifications":[{"type":"QueryUpdated","queryId":0,"value":1.0}]}"#
+        ),
         ("not JSON", "this is not json"),
-        ("query set version never sent",
-         #"{"type":"Transition","startVersion":{"querySet":0,"identity":0,"ts":"AAAAAAAAAAA="},"endVersion":{"querySet":9,"identity":0,"ts":"AQAAAAAAAAA="},"modifications":[]}"#),
+        (
+            "query set version never sent",
+            #"{"type":"Transition","startVersion":{"querySet":0,"identity":0,"ts":"AAAAAAAAAAA="},"endVersion":{"querySet":9,"identity":0,"ts":"AQAAAAAAAAA="},"modifications":[]}"#
+        ),
         ("FatalError", #"{"type":"FatalError","error":"test fatal"}"#),
     ]
 
@@ -580,7 +591,8 @@ struct ClientProtocolViolationTests {
                 try await send(Self.answer(querySet: modify.newVersion, value: "recovered"))
             }
         }) { url, server in
-            try await ConvexClient.withClient(deploymentUrl: url, configuration: configuration) { (client) async throws in
+            try await ConvexClient.withClient(deploymentUrl: url, configuration: configuration) {
+                (client) async throws in
                 #expect(try await client.query("m:f") == "recovered", "\(name)")
             }
             #expect(server.socketCount >= 2)
@@ -637,7 +649,8 @@ struct ClientTypedTests {
             let leader = try #require(try await iterator.next())
             #expect(!leader.uniformColors.isEmpty)
             // Record a win for the leader: the typed subscription sees the new count.
-            let updated: BaseballTeam = try await client.mutation("mlb:record_win", with: ["team": .string(leader.name)])
+            let updated: BaseballTeam = try await client.mutation(
+                "mlb:record_win", with: ["team": .string(leader.name)])
             #expect(updated.wins == leader.wins + 1)
             let next = try #require(try await iterator.next())
             #expect(next.name == leader.name)
@@ -647,14 +660,16 @@ struct ClientTypedTests {
 
     @Test func typedCallsInferTheResultType() async throws {
         try await withClientAndDeployment { client, _ in
-            let team: BaseballTeam = try await client.query("mlb:first_place_team", with: DivisionArgs(division: "AL East"))
+            let team: BaseballTeam = try await client.query(
+                "mlb:first_place_team", with: DivisionArgs(division: "AL East"))
             #expect(!team.name.isEmpty)
             let count: Int = try await client.mutation("conformance:increment", with: IncrementArgs(name: "typed"))
             #expect(count == 1)
             let sum: Double = try await client.action("conformance:add", with: ["a": 0.5, "b": 0.25])
             #expect(sum == 0.75)
             // Without type context the untyped value comes back, and a bare call is the Void form.
-            let raw = try await client.query("conformance:counter", with: IncrementArgs(name: "typed"), yielding: ConvexValue.self)
+            let raw = try await client.query(
+                "conformance:counter", with: IncrementArgs(name: "typed"), yielding: ConvexValue.self)
             #expect(raw == .int64(1))
             try await client.mutation("conformance:increment", with: IncrementArgs(name: "typed"))
             try await client.mutation("conformance:increment", with: ["name": "typed"])

@@ -9,9 +9,10 @@ import Synchronization
 /// produces (protocol violations). Every client frame is recorded with the index of its socket.
 final class ScriptedSyncServer: Sendable {
     /// Called for each client frame; `send` writes a raw text frame on that socket.
-    typealias Script = @Sendable (
-        _ socket: Int, _ message: ClientMessage, _ send: @Sendable (String) async throws -> Void
-    ) async throws -> Void
+    typealias Script =
+        @Sendable (
+            _ socket: Int, _ message: ClientMessage, _ send: @Sendable (String) async throws -> Void
+        ) async throws -> Void
 
     private let received = Mutex<[(socket: Int, message: ClientMessage)]>([])
     private let sockets = Mutex(0)
@@ -45,7 +46,9 @@ final class ScriptedSyncServer: Sendable {
                         try await outbound.write(.text(text))
                     }
                     for try await frame in inbound.messages(maxSize: 1 << 20) {
-                        guard case .text(let text) = frame, let message = try? ClientMessage(json: text) else { continue }
+                        guard case .text(let text) = frame, let message = try? ClientMessage(json: text) else {
+                            continue
+                        }
                         server.received.withLock { $0.append((socket, message)) }
                         try await script(socket, message, send)
                     }
@@ -76,6 +79,5 @@ final class ScriptedSyncServer: Sendable {
         }
     }
 }
-
 
 struct ScriptedServerNotListening: Error {}

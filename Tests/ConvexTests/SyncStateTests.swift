@@ -24,11 +24,13 @@ import Testing
         from start: StateVersion, querySet: UInt32? = nil, identity: UInt32? = nil, ts end: UInt64,
         _ modifications: [ServerMessage.StateModification] = []
     ) -> ServerMessage {
-        .transition(.init(
-            startVersion: start,
-            endVersion: StateVersion(querySet: querySet ?? start.querySet, identity: identity ?? start.identity,
-                                     ts: ts(end)),
-            modifications: modifications))
+        .transition(
+            .init(
+                startVersion: start,
+                endVersion: StateVersion(
+                    querySet: querySet ?? start.querySet, identity: identity ?? start.identity,
+                    ts: ts(end)),
+                modifications: modifications))
     }
 
     let sub1 = SubscriberID(raw: 1)
@@ -38,8 +40,13 @@ import Testing
         var state = makeState()
         #expect(state.phase == .idle)
         let messages = connected(&state)
-        #expect(messages == [.connect(.init(sessionId: Self.session, connectionCount: 0,
-                                            lastCloseReason: "InitialConnect", maxObservedTimestamp: nil, clientTs: 0))])
+        #expect(
+            messages == [
+                .connect(
+                    .init(
+                        sessionId: Self.session, connectionCount: 0,
+                        lastCloseReason: "InitialConnect", maxObservedTimestamp: nil, clientTs: 0))
+            ])
         #expect(state.connectionState == .connected)
     }
 
@@ -50,9 +57,14 @@ import Testing
         #expect(effects.send.isEmpty)
         let messages = connected(&state)
         #expect(messages.count == 2)
-        #expect(messages[1] == .modifyQuerySet(.init(baseVersion: 0, newVersion: 1, modifications: [
-            .add(.init(queryId: 0, udfPath: "messages:list", args: ["channel": "a"])),
-        ])))
+        #expect(
+            messages[1]
+                == .modifyQuerySet(
+                    .init(
+                        baseVersion: 0, newVersion: 1,
+                        modifications: [
+                            .add(.init(queryId: 0, udfPath: "messages:list", args: ["channel": "a"]))
+                        ])))
     }
 
     @Test func identicalSubscriptionsShareOneQueryAndTheLastOneRemovesIt() {
@@ -66,7 +78,8 @@ import Testing
         #expect(state.queries.count == 1)
         #expect(state.unsubscribe(sub1).send.isEmpty)
         let last = state.unsubscribe(sub2)
-        #expect(last.send == [.modifyQuerySet(.init(baseVersion: 1, newVersion: 2, modifications: [.remove(queryId: 0)]))])
+        #expect(
+            last.send == [.modifyQuerySet(.init(baseVersion: 1, newVersion: 2, modifications: [.remove(queryId: 0)]))])
         #expect(state.queries.isEmpty)
     }
 
@@ -82,9 +95,12 @@ import Testing
         var state = makeState()
         _ = connected(&state)
         _ = state.subscribe(sub1, udfPath: "m:f", args: [:])
-        let e1 = state.receive(transition(from: .initial, querySet: 1, ts: 10, [
-            .queryUpdated(queryId: 0, value: "a", logLines: [], journal: nil),
-        ]))
+        let e1 = state.receive(
+            transition(
+                from: .initial, querySet: 1, ts: 10,
+                [
+                    .queryUpdated(queryId: 0, value: "a", logLines: [], journal: nil)
+                ]))
         #expect(e1.resetConnection == nil)
         #expect(e1.deliveries.map(\.0) == [sub1])
         #expect(try e1.deliveries.first?.1.get() == "a")
@@ -92,10 +108,12 @@ import Testing
         let e2 = state.subscribe(sub2, udfPath: "m:f", args: [:])
         #expect(e2.deliveries.count == 1)
         let v1 = StateVersion(querySet: 1, identity: 0, ts: ts(10))
-        let same = state.receive(transition(from: v1, ts: 11, [.queryUpdated(queryId: 0, value: "a", logLines: [], journal: nil)]))
+        let same = state.receive(
+            transition(from: v1, ts: 11, [.queryUpdated(queryId: 0, value: "a", logLines: [], journal: nil)]))
         #expect(same.deliveries.isEmpty)
         let v2 = StateVersion(querySet: 1, identity: 0, ts: ts(11))
-        let changed = state.receive(transition(from: v2, ts: 12, [.queryUpdated(queryId: 0, value: "b", logLines: [], journal: nil)]))
+        let changed = state.receive(
+            transition(from: v2, ts: 12, [.queryUpdated(queryId: 0, value: "b", logLines: [], journal: nil)]))
         #expect(changed.deliveries.map(\.0) == [sub1, sub2])
     }
 
@@ -104,11 +122,15 @@ import Testing
         _ = connected(&state)
         _ = state.subscribe(sub1, udfPath: "m:bad", args: [:])
         _ = state.subscribe(sub2, udfPath: "m:good", args: [:])
-        let effects = state.receive(transition(from: .initial, querySet: 2, ts: 5, [
-            .queryFailed(queryId: 0, errorMessage: "Uncaught ConvexError: nope", logLines: ["x"], journal: nil,
-                         errorData: ["code": "NOPE"]),
-            .queryUpdated(queryId: 1, value: 1.0, logLines: [], journal: nil),
-        ]))
+        let effects = state.receive(
+            transition(
+                from: .initial, querySet: 2, ts: 5,
+                [
+                    .queryFailed(
+                        queryId: 0, errorMessage: "Uncaught ConvexError: nope", logLines: ["x"], journal: nil,
+                        errorData: ["code": "NOPE"]),
+                    .queryUpdated(queryId: 1, value: 1.0, logLines: [], journal: nil),
+                ]))
         #expect(effects.resetConnection == nil)
         let byID = Dictionary(uniqueKeysWithValues: effects.deliveries.map { ($0.0, $0.1) })
         guard case .failure(let error)? = byID[sub1] else {
@@ -122,16 +144,32 @@ import Testing
     }
 
     @Test(arguments: [
-        ("Could not find public function for 'm:nope'. Did you forget to run `npx convex dev`?", ConvexClientError.Code.unknownFunction),
+        (
+            "Could not find public function for 'm:nope'. Did you forget to run `npx convex dev`?",
+            ConvexClientError.Code.unknownFunction
+        ),
         ("ArgumentValidationError: Object is missing the required field `body`.", .invalidArguments),
         ("Uncaught Error: boom", .functionFailed),
-        ("[Request ID: 0123456789abcdef] Server Error\nCould not find public function for 'm:x'. Did you forget", .unknownFunction),
-        ("[Request ID: 0123456789abcdef] Server Error\nArgumentValidationError: Value does not match validator.", .invalidArguments),
-        ("[Request ID: 0123456789abcdef] Server Error\nTrying to execute m:f as query, but it is defined as mutation.", .unknownFunction),
-        ("[Request ID: 0123456789abcdef] Server Error\nUncaught Error: ArgumentValidationError: in user text", .functionFailed),
+        (
+            "[Request ID: 0123456789abcdef] Server Error\nCould not find public function for 'm:x'. Did you forget",
+            .unknownFunction
+        ),
+        (
+            "[Request ID: 0123456789abcdef] Server Error\nArgumentValidationError: Value does not match validator.",
+            .invalidArguments
+        ),
+        (
+            "[Request ID: 0123456789abcdef] Server Error\nTrying to execute m:f as query, but it is defined as mutation.",
+            .unknownFunction
+        ),
+        (
+            "[Request ID: 0123456789abcdef] Server Error\nUncaught Error: ArgumentValidationError: in user text",
+            .functionFailed
+        ),
     ])
     func serverErrorMessagesAreClassified(message: String, code: ConvexClientError.Code) {
-        let error = ConvexClientError.functionFailure(message: message, errorData: nil, logLines: [], functionPath: "m:f")
+        let error = ConvexClientError.functionFailure(
+            message: message, errorData: nil, logLines: [], functionPath: "m:f")
         #expect(error.code == code)
         #expect(error.message == message)
     }
@@ -179,8 +217,10 @@ import Testing
         var state = makeState()
         _ = connected(&state)
         let (id, _) = state.request(.mutation, udfPath: "m:f", args: [:])
-        let effects = state.receive(.mutationResponse(.init(
-            requestId: id, result: .failure(message: "bad", errorData: "data"), ts: nil)))
+        let effects = state.receive(
+            .mutationResponse(
+                .init(
+                    requestId: id, result: .failure(message: "bad", errorData: "data"), ts: nil)))
         guard case .failure(let error)? = effects.completions.first?.1 else {
             Issue.record("expected the mutation to fail")
             return
@@ -220,15 +260,21 @@ import Testing
         #expect(offline.send.isEmpty)
 
         let messages = connected(&state)
-        #expect(messages == [
-            .connect(.init(sessionId: Self.session, connectionCount: 1, lastCloseReason: "TestClose",
-                           maxObservedTimestamp: nil, clientTs: 0)),
-            .modifyQuerySet(.init(baseVersion: 0, newVersion: 1, modifications: [
-                .add(.init(queryId: 0, udfPath: "messages:list", args: [:])),
-            ])),
-            .mutation(.init(requestId: mutation, udfPath: "messages:send", args: ["body": "x"])),
-            .mutation(.init(requestId: later, udfPath: "messages:send", args: ["body": "y"])),
-        ])
+        #expect(
+            messages == [
+                .connect(
+                    .init(
+                        sessionId: Self.session, connectionCount: 1, lastCloseReason: "TestClose",
+                        maxObservedTimestamp: nil, clientTs: 0)),
+                .modifyQuerySet(
+                    .init(
+                        baseVersion: 0, newVersion: 1,
+                        modifications: [
+                            .add(.init(queryId: 0, udfPath: "messages:list", args: [:]))
+                        ])),
+                .mutation(.init(requestId: mutation, udfPath: "messages:send", args: ["body": "x"])),
+                .mutation(.init(requestId: later, udfPath: "messages:send", args: ["body": "y"])),
+            ])
     }
 
     @Test func completedMutationIsNotResentAndIsReleasedByTheNextSocketsTransition() {
@@ -332,7 +378,8 @@ import Testing
         if let iat { claims.append(#""iat":\#(iat)"#) }
         if let exp { claims.append(#""exp":\#(exp)"#) }
         let payload = Data("{\(claims.joined(separator: ","))}".utf8).base64EncodedString()
-            .replacingOccurrences(of: "=", with: "").replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "").replacingOccurrences(of: "+", with: "-").replacingOccurrences(
+                of: "/", with: "_")
         return "eyJhbGciOiJSUzI1NiJ9.\(payload).c2ln"
     }
 
@@ -351,12 +398,15 @@ import Testing
         (iat: 1000.0, exp: 1030.0, now: 10.0, expected: .seconds(20)),
     ])
     func refreshDelayFollowsExpiry(iat: Double, exp: Double, now: Double, expected: Duration) {
-        #expect(SyncState.tokenRefreshDelay(jwt: Self.jwt(iat: iat, exp: exp), now: now, leeway: .seconds(10)) == expected)
+        #expect(
+            SyncState.tokenRefreshDelay(jwt: Self.jwt(iat: iat, exp: exp), now: now, leeway: .seconds(10)) == expected)
     }
 
     @Test func tokensThatCannotBeScheduledAreNotRefreshed() {
-        for token in [Self.jwt(iat: nil, exp: 2000), Self.jwt(iat: 1000, exp: nil), Self.jwt(iat: 1000, exp: 1002),
-                      "not.a.jwt", "opaque"] {
+        for token in [
+            Self.jwt(iat: nil, exp: 2000), Self.jwt(iat: 1000, exp: nil), Self.jwt(iat: 1000, exp: 1002),
+            "not.a.jwt", "opaque",
+        ] {
             #expect(SyncState.tokenRefreshDelay(jwt: token, now: 1000, leeway: .seconds(10)) == nil, "\(token)")
         }
     }
@@ -369,10 +419,16 @@ import Testing
         _ = connected(&state)
         _ = state.subscribe(sub1, udfPath: "m:f", args: [:])
         // The Transition that includes identity 1 confirms the token.
-        let confirmed = state.receive(transition(from: .initial, querySet: 1, identity: 1, ts: 5, [
-            .queryUpdated(queryId: 0, value: 1.0, logLines: [], journal: nil)]))
+        let confirmed = state.receive(
+            transition(
+                from: .initial, querySet: 1, identity: 1, ts: 5,
+                [
+                    .queryUpdated(queryId: 0, value: 1.0, logLines: [], journal: nil)
+                ]))
         #expect(confirmed.tokenConfirmed)
-        guard let plan = state.planTokenRefresh(now: 1000, leeway: .seconds(10)) else { Issue.record("no plan"); return }
+        guard let plan = state.planTokenRefresh(now: 1000, leeway: .seconds(10)) else {
+            Issue.record("no plan"); return
+        }
         #expect(plan.delay == .milliseconds(1500))
         #expect(state.planTokenRefresh(now: 1000, leeway: .seconds(10)) == nil, "one plan per confirmed identity")
         let again = state.receive(transition(from: state.remoteVersion, ts: 6))
@@ -386,8 +442,12 @@ import Testing
         #expect(refreshed.resetConnection == nil && refreshed.deliveries.isEmpty)
         #expect(state.phase == .connected)
         // The server re-ran the query with the same result: no delivery, and the next refresh is planned.
-        let next = state.receive(transition(from: state.remoteVersion, identity: 2, ts: 7, [
-            .queryUpdated(queryId: 0, value: 1.0, logLines: [], journal: nil)]))
+        let next = state.receive(
+            transition(
+                from: state.remoteVersion, identity: 2, ts: 7,
+                [
+                    .queryUpdated(queryId: 0, value: 1.0, logLines: [], journal: nil)
+                ]))
         #expect(next.tokenConfirmed && next.deliveries.isEmpty)
         #expect(state.planTokenRefresh(now: 1002, leeway: .seconds(10))?.delay == .milliseconds(1500))
     }
@@ -398,7 +458,9 @@ import Testing
         _ = state.setAuth(.provider, token: .user(token))
         _ = connected(&state)
         _ = state.receive(transition(from: .initial, identity: 1, ts: 5))
-        guard let plan = state.planTokenRefresh(now: 1000, leeway: .seconds(10)) else { Issue.record("no plan"); return }
+        guard let plan = state.planTokenRefresh(now: 1000, leeway: .seconds(10)) else {
+            Issue.record("no plan"); return
+        }
         #expect(state.tokenRefreshed(token, generation: plan.generation).send.isEmpty)
     }
 
@@ -407,13 +469,17 @@ import Testing
         _ = state.setAuth(.provider, token: .user(Self.jwt(iat: 1000, exp: 1003)))
         _ = connected(&state)
         _ = state.receive(transition(from: .initial, identity: 1, ts: 5))
-        guard let plan = state.planTokenRefresh(now: 1000, leeway: .seconds(10)) else { Issue.record("no plan"); return }
+        guard let plan = state.planTokenRefresh(now: 1000, leeway: .seconds(10)) else {
+            Issue.record("no plan"); return
+        }
         // The socket dropped: the next socket's confirmation plans anew.
         _ = state.connectionClosed(reason: "gone", jitter: 0)
         #expect(state.tokenRefreshed("x.y.z", generation: plan.generation).send.isEmpty)
         _ = connected(&state)
         _ = state.receive(transition(from: .initial, identity: 1, ts: 6))
-        guard let replan = state.planTokenRefresh(now: 1000, leeway: .seconds(10)) else { Issue.record("no replan"); return }
+        guard let replan = state.planTokenRefresh(now: 1000, leeway: .seconds(10)) else {
+            Issue.record("no replan"); return
+        }
         #expect(replan.generation != plan.generation)
         // New credentials also cancel the plan; static tokens are never refreshed.
         _ = state.setAuth(.token(.user("static")), token: .user("static"))
@@ -430,8 +496,11 @@ import Testing
         _ = connected(&state)
         _ = state.subscribe(sub1, udfPath: "m:f", args: [:])
         _ = state.receive(transition(from: .initial, querySet: 1, identity: 1, ts: 5))
-        guard let plan = state.planTokenRefresh(now: 1000, leeway: .seconds(10)) else { Issue.record("no plan"); return }
-        let effects = failure.map { state.tokenRefreshFailed($0, generation: plan.generation) }
+        guard let plan = state.planTokenRefresh(now: 1000, leeway: .seconds(10)) else {
+            Issue.record("no plan"); return
+        }
+        let effects =
+            failure.map { state.tokenRefreshFailed($0, generation: plan.generation) }
             ?? state.tokenRefreshed(nil, generation: plan.generation)
         let message = failure ?? "Token provider returned no token"
         #expect(effects.resetConnection == message)
@@ -445,8 +514,9 @@ import Testing
         var state = makeState()
         _ = connected(&state)
         #expect(state.receive(.fatalError("boom")).resetConnection == "FatalError: boom")
-        #expect(state.receive(.transitionChunk(.init(chunk: "", partNumber: 0, totalParts: 1, transitionId: "0")))
-            .resetConnection != nil)
+        #expect(
+            state.receive(.transitionChunk(.init(chunk: "", partNumber: 0, totalParts: 1, transitionId: "0")))
+                .resetConnection != nil)
     }
 
     @Test func goodMessageResetsBackoff() {

@@ -119,7 +119,9 @@ struct TokenRefreshTests {
             var whoami = client.subscribe(to: "conformance:whoami").results.makeAsyncIterator()
             guard case .success(let first)? = await whoami.next() else { Issue.record("no first result"); return }
             #expect(first["identity"]?["subject"] == "user-1")
-            guard case .failure(let error)? = await whoami.next() else { Issue.record("the subscription must fail"); return }
+            guard case .failure(let error)? = await whoami.next() else {
+                Issue.record("the subscription must fail"); return
+            }
             #expect(error.code == .authenticationFailed)
             #expect(client.connectionState == .authenticationFailed(message: "Token provider returned no token"))
         }
@@ -134,11 +136,15 @@ struct TokenRefreshTests {
             var whoami = client.subscribe(to: "conformance:whoami").results.makeAsyncIterator()
             guard case .success(let first)? = await whoami.next() else { Issue.record("no first result"); return }
             #expect(first["identity"]?["subject"] == "static")
-            guard case .failure(let error)? = await whoami.next() else { Issue.record("the subscription must fail"); return }
+            guard case .failure(let error)? = await whoami.next() else {
+                Issue.record("the subscription must fail"); return
+            }
             #expect(error.code == .authenticationFailed && error.message == "Convex token identity expired")
             #expect(client.connectionState == .authenticationFailed(message: "Convex token identity expired"))
             client.setAuth(token: makeJWT(#"{"sub":"static","iss":"https://i","exp":\#(now + 600)}"#))
-            guard case .success(let again)? = await whoami.next() else { Issue.record("new credentials resume"); return }
+            guard case .success(let again)? = await whoami.next() else {
+                Issue.record("new credentials resume"); return
+            }
             #expect(again["identity"]?["subject"] == "static")
         }
     }

@@ -1,7 +1,7 @@
 import Foundation
 import MicroHTTPD
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Requests and responses", .serialized, .timeLimit(.minutes(1)))
 struct RequestResponseTests {

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @testable import MicroHTTPD
 
@@ -214,7 +214,11 @@ struct StreamingTests {
             }
             #expect(head.status == 200)
             // Whatever went out before a replacement, the stream is in order, whole events only, ending with the latest.
-            #expect(["data: 3\n\n", "data: 1\n\ndata: 3\n\n", "data: 2\n\ndata: 3\n\n", "data: 1\n\ndata: 2\n\ndata: 3\n\n"].contains(received))
+            #expect(
+                [
+                    "data: 3\n\n", "data: 1\n\ndata: 3\n\n", "data: 2\n\ndata: 3\n\n",
+                    "data: 1\n\ndata: 2\n\ndata: 3\n\n",
+                ].contains(received))
             let writer = try #require(writerBox.value)
             #expect(writer.pendingByteCount == 0)
             writer.finish()

@@ -5,7 +5,7 @@ import Synchronization
 import TestSupport
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A server configuration for tests: loopback, ephemeral port, two workers.

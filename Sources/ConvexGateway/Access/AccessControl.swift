@@ -79,7 +79,9 @@ public final class AccessControl: Sendable {
             guard let given = header(AccessConfiguration.apiKeyHeader) else {
                 return .answer(refusal(.invalidAPIKey(missing: true), headers: headers))
             }
-            guard key.matches(given.utf8) else { return .answer(refusal(.invalidAPIKey(missing: false), headers: headers)) }
+            guard key.matches(given.utf8) else {
+                return .answer(refusal(.invalidAPIKey(missing: false), headers: headers))
+            }
         }
         if let rateLimiter, Self.isFunctionRoute(path), let retryAfter = rateLimiter.admit(remoteAddress()) {
             return .answer(refusal(.rateLimited(retryAfter: retryAfter), headers: headers))

@@ -88,7 +88,9 @@ public final class SubscriptionHub: Sendable {
         guard let (snapshot, cached, live) = state.withLock({ $0.hub.current(key, format: format) }) else { return nil }
         live.touch(at: clock.now)
         if let cached { return CurrentBody(snapshot: snapshot, body: cached, live: live) }
-        guard case .value(let value) = snapshot.result else { return CurrentBody(snapshot: snapshot, body: [], live: live) }
+        guard case .value(let value) = snapshot.result else {
+            return CurrentBody(snapshot: snapshot, body: [], live: live)
+        }
         let body = render(value, format)
         state.withLock { $0.hub.cache(body, key: key, snapshot: snapshot, format: format, isEvent: false) }
         return CurrentBody(snapshot: snapshot, body: body, live: live)
@@ -138,7 +140,8 @@ public final class SubscriptionHub: Sendable {
     ) throws(AttachError) {
         let skipHash = lastEventID.flatMap(Self.hash(fromEventID:))
         let initial = try state.withLock { locked throws(AttachError) -> Snapshot? in
-            let (initial, actions) = try locked.hub.attach(sink, to: key, args: args, skipHash: skipHash, now: clock.now)
+            let (initial, actions) = try locked.hub.attach(
+                sink, to: key, args: args, skipHash: skipHash, now: clock.now)
             startUpstream(actions, &locked, upstream: upstream)
             return initial
         }
@@ -238,7 +241,9 @@ public final class SubscriptionHub: Sendable {
             case .subscribe, .unsubscribe:
                 break  // carried out under the lock
             case .resume(let waiters, let snapshot):
-                let continuations = state.withLock { locked in waiters.compactMap { locked.waiters.removeValue(forKey: $0) } }
+                let continuations = state.withLock { locked in
+                    waiters.compactMap { locked.waiters.removeValue(forKey: $0) }
+                }
                 for continuation in continuations { continuation.resume(returning: snapshot) }
             case .deliver(let snapshot, let key, let sinks):
                 var rendered: [OutputFormat: [UInt8]] = [:]
@@ -273,7 +278,7 @@ public final class SubscriptionHub: Sendable {
             let actions = locked.hub.upstreamEnded(key, generation: generation)
             if let running = locked.tasks[key], running.generation == generation {
                 locked.tasks[key] = nil
-                    metrics.upstreamSubscriptionRemoved()
+                metrics.upstreamSubscriptionRemoved()
             }
             return actions
         }

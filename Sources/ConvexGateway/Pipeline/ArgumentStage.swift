@@ -26,7 +26,9 @@ enum ArgumentStage {
     static let reservedParameters: Set<String> = ["args", "format"]
 
     /// The arguments of a call of `function`, typed by `spec` when it knows the function.
-    static func arguments(_ input: Input, for function: UdfPath, spec: FunctionSpec?) throws(GatewayError) -> ConvexValue {
+    static func arguments(_ input: Input, for function: UdfPath, spec: FunctionSpec?) throws(GatewayError)
+        -> ConvexValue
+    {
         let known = spec?.publicFunction(function)
         let untyped: ConvexValue
         switch input {
@@ -90,13 +92,15 @@ enum ArgumentStage {
             }
             if name == "args" {
                 guard argsJSON == nil else {
-                    throw GatewayError.badRequest("Query parameter 'args' is given more than once", code: .invalidArguments)
+                    throw GatewayError.badRequest(
+                        "Query parameter 'args' is given more than once", code: .invalidArguments)
                 }
                 argsJSON = text
                 continue
             }
             guard !name.isEmpty else {
-                throw GatewayError.badRequest("Query string has a parameter with an empty name", code: .invalidArguments)
+                throw GatewayError.badRequest(
+                    "Query string has a parameter with an empty name", code: .invalidArguments)
             }
             guard fields[name] == nil else {
                 throw GatewayError.badRequest(

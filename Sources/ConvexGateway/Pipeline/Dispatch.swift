@@ -24,10 +24,13 @@ extension GatewayCore {
                 }
                 guard let document = openAPIDocument else {
                     throw GatewayError(
-                        status: 404, code: .routeNotFound, message: "The OpenAPI document is not available on this gateway")
+                        status: 404, code: .routeNotFound,
+                        message: "The OpenAPI document is not available on this gateway")
                 }
                 return .respond(
-                    finish(GatewayResponse(status: 200, headers: [("Content-Type", "application/yaml")], body: document), context))
+                    finish(
+                        GatewayResponse(status: 200, headers: [("Content-Type", "application/yaml")], body: document),
+                        context))
             case .query(let function) where request.method == "POST":
                 let input = try bodyInput(request)
                 let args = try arguments(input, for: function)
@@ -100,7 +103,9 @@ extension GatewayCore {
                 return .response(finish(await callResponse(.query, function, input, args, request), context))
             }
             return .response(
-                finish(errorResponse(.upstreamTimeout(seconds: configuration.upstreamTimeout.seconds), format: format), context))
+                finish(
+                    errorResponse(.upstreamTimeout(seconds: configuration.upstreamTimeout.seconds), format: format),
+                    context))
         }
     }
 
@@ -127,7 +132,8 @@ extension GatewayCore {
                 do throws(UpstreamFailure) {
                     try await upstream.waitUntilConnected(timeout: configuration.connectTimeout)
                     return .success(
-                        try await upstream.call(kind, function.canonical, args: args, timeout: configuration.upstreamTimeout))
+                        try await upstream.call(
+                            kind, function.canonical, args: args, timeout: configuration.upstreamTimeout))
                 } catch {
                     return .failure(error)
                 }

@@ -25,7 +25,8 @@ struct ParsedRequest: Sendable {
         let formats = query.values(named: "format")
         if let last = formats.last {
             guard formats.count == 1, let text = last else {
-                throw GatewayError.badRequest("Give 'format' once, as format=plain, clean or encoded", code: .invalidFormat)
+                throw GatewayError.badRequest(
+                    "Give 'format' once, as format=plain, clean or encoded", code: .invalidFormat)
             }
             format = try OutputFormat(parameter: text)
         } else {
@@ -34,7 +35,8 @@ struct ParsedRequest: Sendable {
         guard route.allowedMethods.contains(request.method) else {
             throw GatewayError.methodNotAllowed(request.method, allowed: route.allowedMethods)
         }
-        identity = route.function == nil ? .anonymous : try Self.identity(authorization: request.header("authorization"))
+        identity =
+            route.function == nil ? .anonymous : try Self.identity(authorization: request.header("authorization"))
         wantsEventStream = Self.acceptsEventStream(request.header("accept"))
         self.request = request
     }

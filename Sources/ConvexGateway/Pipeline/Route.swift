@@ -60,7 +60,8 @@ enum Route: Equatable, Sendable {
                     self = make(try UdfPath(parsing: text))
                 } catch {
                     throw GatewayError.badRequest(
-                        "Invalid function path '\(printable(error.path))': \(error.message)", code: .invalidFunctionPath)
+                        "Invalid function path '\(printable(error.path))': \(error.message)", code: .invalidFunctionPath
+                    )
                 }
                 return
             }
@@ -83,8 +84,10 @@ enum Route: Equatable, Sendable {
                 bytes.append(b)
                 continue
             }
-            guard let h = it.popFirst(), let l = it.popFirst(), let hi = hexDigitValue(h), let lo = hexDigitValue(l) else {
-                throw GatewayError.badRequest("Malformed percent-encoding in the function path", code: .invalidFunctionPath)
+            guard let h = it.popFirst(), let l = it.popFirst(), let hi = hexDigitValue(h), let lo = hexDigitValue(l)
+            else {
+                throw GatewayError.badRequest(
+                    "Malformed percent-encoding in the function path", code: .invalidFunctionPath)
             }
             let decoded = hi << 4 | lo
             if decoded == UInt8(ascii: "/") {

@@ -48,7 +48,8 @@ extension GatewaySettings {
                     help: "Port of the embedded deployment, when it is used."),
                 .file(
                     "--local-auth-config", "CONVEX_LOCAL_AUTH_CONFIG", \.localAuthConfig,
-                    help: "The embedded deployment's `auth.config` JSON file (`{\"providers\": [...]}`): it then accepts "
+                    help:
+                        "The embedded deployment's `auth.config` JSON file (`{\"providers\": [...]}`): it then accepts "
                         + "only tokens these providers signed. Without it, any well-formed JWT that has not expired."),
                 .secret(
                     "--admin-key", "CONVEX_ADMIN_KEY", \.adminKey, alternative: "CONVEX_ADMIN_KEY_FILE",

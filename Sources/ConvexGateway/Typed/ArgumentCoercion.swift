@@ -1,5 +1,5 @@
-import Foundation
 import ConvexValues
+import Foundation
 
 /// Turns plain-JSON arguments into the Convex types their validators ask for, so that a client which cannot say
 /// "int64" or "bytes" in JSON can still call such a function:
@@ -42,12 +42,14 @@ public enum ArgumentCoercion {
         case (.int64, .string(let text)):
             guard let parsed = parseDecimal(text) else {
                 throw ArgumentCoercionError(
-                    path: path, message: "expected an int64, got a string that is not a decimal integer in the int64 range")
+                    path: path,
+                    message: "expected an int64, got a string that is not a decimal integer in the int64 range")
             }
             return .int64(parsed)
         case (.bytes, .string(let text)):
             guard let decoded = Base64.decode(text) else {
-                throw ArgumentCoercionError(path: path, message: "expected bytes as a base64 string, got invalid base64")
+                throw ArgumentCoercionError(
+                    path: path, message: "expected bytes as a base64 string, got invalid base64")
             }
             return .bytes(Data(decoded))
         case (.array(let element), .array(let items)):
@@ -93,7 +95,8 @@ public enum ArgumentCoercion {
     /// An optional sign followed by ASCII digits, within the int64 range.
     static func parseDecimal(_ text: String) -> Int64? {
         let bytes = Array(text.utf8)
-        let digits = bytes.first == UInt8(ascii: "-") || bytes.first == UInt8(ascii: "+") ? bytes.dropFirst() : bytes[...]
+        let digits =
+            bytes.first == UInt8(ascii: "-") || bytes.first == UInt8(ascii: "+") ? bytes.dropFirst() : bytes[...]
         guard !digits.isEmpty, digits.count <= 20, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
         return Int64(text)
     }

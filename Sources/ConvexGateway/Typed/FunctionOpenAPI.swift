@@ -19,7 +19,8 @@ public enum FunctionOpenAPI {
         include: (String) -> Bool = { _ in true }
     ) -> ConvexValue {
         var paths: [String: ConvexValue] = [:]
-        for function in spec.functions.values.sorted(by: { $0.path < $1.path }) where function.isPublic && include(function.path) {
+        for function in spec.functions.values.sorted(by: { $0.path < $1.path })
+        where function.isPublic && include(function.path) {
             let argsInput = schema(function.args, mode: .input)
             let result = schema(function.returns, mode: .output(format))
             let responses: ConvexValue = [
@@ -75,14 +76,17 @@ public enum FunctionOpenAPI {
                 "title": .string(title), "version": "1",
                 "description": .string(
                     "Public functions of the deployment behind this gateway, from its function spec. Results are "
-                        + "described for the '\(format.rawValue)' output mode; request ?format= on this document for another."),
+                        + "described for the '\(format.rawValue)' output mode; request ?format= on this document for another."
+                ),
             ],
             "paths": .object(paths),
             "components": [
                 "parameters": [
                     "format": [
                         "name": "format", "in": "query", "required": false,
-                        "description": .string("Output mode of the result; this document describes results in the '\(format.rawValue)' mode"),
+                        "description": .string(
+                            "Output mode of the result; this document describes results in the '\(format.rawValue)' mode"
+                        ),
                         "schema": ["type": "string", "enum": ["plain", "clean", "encoded"]],
                     ]
                 ],
@@ -134,7 +138,8 @@ public enum FunctionOpenAPI {
         switch validator {
         case .any: return [:]
         case .string: return ["type": "string"]
-        case .id(let table): return ["type": "string", "description": .string("An id of a document in the '\(table)' table")]
+        case .id(let table):
+            return ["type": "string", "description": .string("An id of a document in the '\(table)' table")]
         case .boolean: return ["type": "boolean"]
         case .null: return ["type": "null"]
         case .float64:

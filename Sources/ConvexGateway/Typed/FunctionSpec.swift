@@ -40,10 +40,11 @@ public struct FunctionSpec: Sendable, Equatable {
                 case .string(let type)? = entry["functionType"], let kind = Kind(rawValue: type), kind != .httpAction
             else { continue }
             let visibility: String? = if case .string(let v)? = entry["visibility"]?["kind"] { v } else { nil }
-            functions.append(Function(
-                path: path, kind: kind, isPublic: visibility == "public",
-                args: entry["args"].map { SpecValidator(specJSON: $0) } ?? .any,
-                returns: entry["returns"].map { SpecValidator(specJSON: $0) } ?? .any))
+            functions.append(
+                Function(
+                    path: path, kind: kind, isPublic: visibility == "public",
+                    args: entry["args"].map { SpecValidator(specJSON: $0) } ?? .any,
+                    returns: entry["returns"].map { SpecValidator(specJSON: $0) } ?? .any))
         }
         self.init(functions: functions)
     }

@@ -79,7 +79,8 @@ public final class FunctionSpecStore: Sendable {
             logger.debug("function spec fetched", metadata: ["gateway.functions": "\(fetched?.functions.count ?? 0)"])
         } catch {
             fetched = nil
-            logger.notice("function spec unavailable; arguments pass through unchanged", metadata: ["error": "\(error)"])
+            logger.notice(
+                "function spec unavailable; arguments pass through unchanged", metadata: ["error": "\(error)"])
         }
         return state.withLock { state in
             if let fetched {
@@ -108,7 +109,8 @@ public final class FunctionSpecStore: Sendable {
             let session = URLSession(configuration: .ephemeral)
             let task = session.dataTask(with: request) { data, response, error in
                 if let error {
-                    continuation.resume(returning: .failure(FunctionSpecError(message: "fetch failed: \(error.localizedDescription)")))
+                    continuation.resume(
+                        returning: .failure(FunctionSpecError(message: "fetch failed: \(error.localizedDescription)")))
                 } else {
                     let status = (response as? HTTPURLResponse)?.statusCode ?? 0
                     continuation.resume(returning: .success((data ?? Data(), status)))

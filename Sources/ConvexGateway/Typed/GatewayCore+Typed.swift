@@ -22,7 +22,9 @@ extension GatewayCore {
         guard let spec = functionSpecs?.current else {
             throw GatewayError(
                 status: 404, code: .routeNotFound,
-                message: "No function spec is available; configure the deployment's admin key (--admin-key) to get the functions document")
+                message:
+                    "No function spec is available; configure the deployment's admin key (--admin-key) to get the functions document"
+            )
         }
         let document = FunctionOpenAPI.document(spec, format: format, include: access.configuration.functions.permits)
         return GatewayResponse(

@@ -96,7 +96,8 @@ public enum AuthProvider: Sendable, Hashable {
     /// How Convex lists the provider in its `NoAuthProvider` message.
     var summary: String {
         switch self {
-        case .customJWT(let issuer, _, _, let id): "CustomJWT(issuer=\(Self.withScheme(issuer)), app_id=\(id ?? "none"))"
+        case .customJWT(let issuer, _, _, let id):
+            "CustomJWT(issuer=\(Self.withScheme(issuer)), app_id=\(id ?? "none"))"
         case .oidc(let domain, let id): "OIDC(domain=\(Self.withScheme(domain)), app_id=\(id))"
         }
     }
@@ -123,22 +124,30 @@ public enum AuthProvider: Sendable, Hashable {
                     "Provider \(index): unsupported algorithm \"\(algorithmName)\" (use RS256 or ES256)")
             }
             let jwks = try string("jwks")!
-            guard jwks.hasPrefix("https://") || jwks.hasPrefix("http://") || jwks.hasPrefix("file:") || jwks.hasPrefix("data:") else {
+            guard
+                jwks.hasPrefix("https://") || jwks.hasPrefix("http://") || jwks.hasPrefix("file:")
+                    || jwks.hasPrefix("data:")
+            else {
                 throw AuthConfigError("Provider \(index): \"jwks\" must be an http(s) URL, a file: path or a data: URI")
             }
-            self = .customJWT(issuer: try string("issuer")!, jwks: jwks, algorithm: algorithm,
-                              applicationID: try string("applicationID", required: false))
+            self = .customJWT(
+                issuer: try string("issuer")!, jwks: jwks, algorithm: algorithm,
+                applicationID: try string("applicationID", required: false))
         case nil:
             try Self.checkKeys(fields, allowed: ["domain", "applicationID"], index: index)
             self = .oidc(domain: try string("domain")!, applicationID: try string("applicationID")!)
         case let other?:
-            throw AuthConfigError("Provider \(index): unknown type \"\(other)\" (use \"customJwt\", or no type for OIDC)")
+            throw AuthConfigError(
+                "Provider \(index): unknown type \"\(other)\" (use \"customJwt\", or no type for OIDC)")
         }
     }
 
-    private static func checkKeys(_ fields: [String: ConvexValue], allowed: Set<String>, index: Int) throws(AuthConfigError) {
+    private static func checkKeys(_ fields: [String: ConvexValue], allowed: Set<String>, index: Int)
+        throws(AuthConfigError)
+    {
         if let extra = fields.keys.sorted().first(where: { !allowed.contains($0) }) {
-            throw AuthConfigError("Provider \(index): unknown key \"\(extra)\" (allowed: \(allowed.sorted().joined(separator: ", ")))")
+            throw AuthConfigError(
+                "Provider \(index): unknown key \"\(extra)\" (allowed: \(allowed.sorted().joined(separator: ", ")))")
         }
     }
 }

@@ -46,7 +46,8 @@ public struct AuthenticationError: Error, Sendable, Hashable, CustomStringConver
     }
 
     /// The identity of a live sync session expired (`exp` passed, no leeway).
-    public static let tokenExpired = AuthenticationError(.unauthenticated, code: "TokenExpired", "Convex token identity expired")
+    public static let tokenExpired = AuthenticationError(
+        .unauthenticated, code: "TokenExpired", "Convex token identity expired")
 
     /// A wrong admin key.
     public static let badAdminKey = AuthenticationError(
@@ -54,5 +55,6 @@ public struct AuthenticationError: Error, Sendable, Hashable, CustomStringConver
 
     /// An `Authorization` header that is neither `Bearer` nor `Convex`.
     public static let invalidHeader = AuthenticationError(
-        .badRequest, code: "InvalidHeaderFailure", "Authorization header must be `Bearer <token>` or `Convex <admin key>`")
+        .badRequest, code: "InvalidHeaderFailure",
+        "Authorization header must be `Bearer <token>` or `Convex <admin key>`")
 }

@@ -4,7 +4,7 @@ import JWTKit
 import Synchronization
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The verification keys of one provider: parsed once from a `data:` URI or `file:` path, or fetched over HTTP (for
@@ -48,7 +48,8 @@ final class ProviderKeys: Sendable {
             if jwks.hasPrefix("data:") {
                 guard let decoded = Self.decodeDataURI(jwks) else {
                     throw AuthConfigError(
-                        "Invalid JWKS data URL. Check that the data URL is properly formatted and contains valid base64-encoded JSON.")
+                        "Invalid JWKS data URL. Check that the data URL is properly formatted and contains valid base64-encoded JSON."
+                    )
                 }
                 body = decoded
             } else {
@@ -59,7 +60,9 @@ final class ProviderKeys: Sendable {
                 body = Array(data)
             }
             guard let keys = await Self.parse(body) else {
-                throw AuthConfigError("Invalid JWKS in \(jwks.hasPrefix("data:") ? "the data: URI" : Self.filePath(jwks)): not a JSON Web Key Set of RSA or EC keys, each with a \"kid\"")
+                throw AuthConfigError(
+                    "Invalid JWKS in \(jwks.hasPrefix("data:") ? "the data: URI" : Self.filePath(jwks)): not a JSON Web Key Set of RSA or EC keys, each with a \"kid\""
+                )
             }
             source = .fixed(keys)
         }
@@ -135,11 +138,13 @@ final class ProviderKeys: Sendable {
             response = try await httpGet(url)
         } catch {
             throw .invalidAuthHeader(
-                "Could not fetch JWKS from URL '\(url)': \(error.localizedDescription). Check that the URL is correct and accessible.")
+                "Could not fetch JWKS from URL '\(url)': \(error.localizedDescription). Check that the URL is correct and accessible."
+            )
         }
         guard response.status == 200 else {
             throw .invalidAuthHeader(
-                "Could not fetch JWKS from URL '\(url)': HTTP \(response.status) \(HTTPURLResponse.localizedString(forStatusCode: response.status).capitalized). Check that the URL is correct and accessible.")
+                "Could not fetch JWKS from URL '\(url)': HTTP \(response.status) \(HTTPURLResponse.localizedString(forStatusCode: response.status).capitalized). Check that the URL is correct and accessible."
+            )
         }
         let contentType = response.contentType ?? "unknown"
         let parts = contentType.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
@@ -147,11 +152,13 @@ final class ProviderKeys: Sendable {
         let charsetOK = parts.dropFirst().allSatisfy { !$0.hasPrefix("charset=") || $0 == "charset=utf-8" }
         guard jwksMediaTypes.contains(essence), charsetOK else {
             throw .invalidAuthHeader(
-                "Invalid Content-Type '\(contentType)' when fetching JWKS from '\(url)'. Expected 'application/json' or 'application/jwk-set+json'.")
+                "Invalid Content-Type '\(contentType)' when fetching JWKS from '\(url)'. Expected 'application/json' or 'application/jwk-set+json'."
+            )
         }
         guard let keys = await parse(Array(response.body)) else {
             throw .invalidAuthHeader(
-                "Invalid JWKS response body from '\(url)'. The response is not valid JSON or doesn't match the expected JWKS format.")
+                "Invalid JWKS response body from '\(url)'. The response is not valid JSON or doesn't match the expected JWKS format."
+            )
         }
         return keys
     }
@@ -167,7 +174,8 @@ final class ProviderKeys: Sendable {
             throw .discoveryFailed(failed)
         }
         guard response.status == 200 else {
-            throw .discoveryFailed("\(failed): \(response.status) \(String(decoding: response.body.prefix(1000), as: UTF8.self))")
+            throw .discoveryFailed(
+                "\(failed): \(response.status) \(String(decoding: response.body.prefix(1000), as: UTF8.self))")
         }
         guard case .object(let document)? = try? ConvexValue(plainJSON: Array(response.body)),
             let jwksURI = document["jwks_uri"]?.stringValue,
@@ -193,5 +201,6 @@ func httpGet(_ url: String) async throws -> HTTPGetResponse {
     request.setValue("application/json", forHTTPHeaderField: "Accept")
     let (data, response) = try await URLSession.shared.data(for: request)
     guard let http = response as? HTTPURLResponse else { throw URLError(.badServerResponse) }
-    return HTTPGetResponse(status: http.statusCode, contentType: http.value(forHTTPHeaderField: "Content-Type"), body: data)
+    return HTTPGetResponse(
+        status: http.statusCode, contentType: http.value(forHTTPHeaderField: "Content-Type"), body: data)
 }

@@ -12,7 +12,8 @@ struct TokenClaims: Sendable, Hashable {
     static let leeway: Double = 5
 
     static let unparsable = AuthenticationError.invalidAuthHeader(
-        "Could not parse JWT payload. Check that the token is a valid JWT format with three base64-encoded parts separated by dots.")
+        "Could not parse JWT payload. Check that the token is a valid JWT format with three base64-encoded parts separated by dots."
+    )
 
     var header: [String: ConvexValue]
     var claims: [String: ConvexValue]
@@ -65,7 +66,8 @@ struct TokenClaims: Sendable, Hashable {
             throw .invalidAuthHeader("Could not validate token: Token expired \(Self.seconds(now - exp)) seconds ago")
         }
         for start in [notBefore, issuedAt].compactMap({ $0 }) where start - now > Self.leeway {
-            throw .invalidAuthHeader("Could not validate token: Token will be valid in \(Self.seconds(start - now)) seconds")
+            throw .invalidAuthHeader(
+                "Could not validate token: Token will be valid in \(Self.seconds(start - now)) seconds")
         }
     }
 

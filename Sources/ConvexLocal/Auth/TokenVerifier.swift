@@ -35,7 +35,8 @@ final class TokenVerifier: Sendable {
     var isVerifying: Bool { providers != nil }
 
     private static let couldNotVerifyClaims = AuthenticationError.invalidAuthHeader(
-        "Could not verify token claim. Check that the JWT contains valid claims and matches your auth provider configuration.")
+        "Could not verify token claim. Check that the JWT contains valid claims and matches your auth provider configuration."
+    )
     private static let couldNotVerifyOIDC = AuthenticationError.unauthenticated(
         "Could not verify OIDC token claim. Check that the token signature is valid and the token hasn't expired.")
 
@@ -50,18 +51,22 @@ final class TokenVerifier: Sendable {
         }
         guard let issuer = claims.issuer else {
             throw .invalidAuthHeader(
-                "Missing issuer claim ('iss') in JWT payload. The JWT must include an 'iss' claim that matches one of your configured auth providers.")
+                "Missing issuer claim ('iss') in JWT payload. The JWT must include an 'iss' claim that matches one of your configured auth providers."
+            )
         }
-        guard let provider = providers.first(where: { $0.config.matches(issuer: issuer, audiences: claims.audiences) }) else {
+        guard let provider = providers.first(where: { $0.config.matches(issuer: issuer, audiences: claims.audiences) })
+        else {
             throw .noAuthProvider(Self.noProviderMessage(providers.map(\.config)))
         }
         switch provider.config {
         case .customJWT(_, _, let algorithm, _):
             let keys = try await provider.keys.keys(keyID: claims.keyID)
-            let decodeFailure: AuthenticationError = claims.keyID.map {
-                .invalidAuthHeader(
-                    "Could not decode token. The JWT's 'kid' (key ID) header is '\($0)', does this key match any key in the provider's JWKS?")
-            } ?? .invalidAuthHeader("Could not decode token. JWT may be missing a 'kid' (key ID) header.")
+            let decodeFailure: AuthenticationError =
+                claims.keyID.map {
+                    .invalidAuthHeader(
+                        "Could not decode token. The JWT's 'kid' (key ID) header is '\($0)', does this key match any key in the provider's JWKS?"
+                    )
+                } ?? .invalidAuthHeader("Could not decode token. JWT may be missing a 'kid' (key ID) header.")
             guard let kid = claims.keyID, keys.keyIDs.contains(kid), claims.algorithm == algorithm.rawValue,
                 await Self.signatureVerifies(token, with: keys)
             else { throw decodeFailure }
@@ -71,7 +76,8 @@ final class TokenVerifier: Sendable {
             let keys = try await provider.keys.keys(keyID: claims.keyID)
             // Convex's OIDC verifier takes RS256 and EdDSA, a single audience equal to the application ID, and a
             // token that has not expired.
-            guard let kid = claims.keyID, keys.keyIDs.contains(kid), ["RS256", "EdDSA"].contains(claims.algorithm ?? ""),
+            guard let kid = claims.keyID, keys.keyIDs.contains(kid),
+                ["RS256", "EdDSA"].contains(claims.algorithm ?? ""),
                 claims.audiences == [provider.config.applicationID ?? ""], claims.subject != nil,
                 claims.expiration != nil, (try? claims.checkTimes(now: now)) != nil,
                 await Self.signatureVerifies(token, with: keys)
@@ -86,9 +92,11 @@ final class TokenVerifier: Sendable {
 
     private static func noProviderMessage(_ providers: [AuthProvider]) -> String {
         if providers.isEmpty {
-            return "No auth provider found matching the given token (no providers configured). Check convex/auth.config.ts."
+            return
+                "No auth provider found matching the given token (no providers configured). Check convex/auth.config.ts."
         }
-        return "No auth provider found matching the given token. Check that your JWT's issuer and audience match one of your configured providers: [\(providers.map(\.summary).joined(separator: ", "))]"
+        return
+            "No auth provider found matching the given token. Check that your JWT's issuer and audience match one of your configured providers: [\(providers.map(\.summary).joined(separator: ", "))]"
     }
 }
 
