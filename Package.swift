@@ -66,6 +66,7 @@ let package = Package(
             name: "ConvexTests",
             dependencies: [
                 "Convex",
+                .product(name: "Clocks", package: "swift-clocks"),
                 "ConvexLocal",
                 "ConvexSyncProtocol",
                 "ConvexValues",

@@ -38,15 +38,16 @@ final class ClientCore: Sendable {
         var refreshTimer: Task<Void, Never>?
     }
 
+    /// Deadlines are times of ``ConvexClientConfiguration/clock``.
     struct CallDeadline {
-        let at: ContinuousClock.Instant
+        let at: Duration
         let call: PendingCall
         let what: String
         let udfPath: String
     }
 
     struct QueryDeadline {
-        let at: ContinuousClock.Instant
+        let at: Duration
         let mailbox: ResultMailbox
         let udfPath: String
     }
@@ -113,7 +114,7 @@ final class ClientCore: Sendable {
         {
             l.refreshTimer?.cancel()
             l.refreshTimer = Task { [self] in
-                do { try await Task.sleep(for: plan.delay) } catch { return }
+                do { try await configuration.clock.sleep(for: plan.delay) } catch { return }
                 await refreshToken(generation: plan.generation)
             }
         }
@@ -190,7 +191,8 @@ final class ClientCore: Sendable {
         defer { removeSubscriber(id) }
         if let timeout {
             state.withLock { l in
-                l.queryDeadlines[id] = QueryDeadline(at: .now + timeout, mailbox: mailbox, udfPath: udfPath)
+                let at = configuration.clock.now + timeout
+                l.queryDeadlines[id] = QueryDeadline(at: at, mailbox: mailbox, udfPath: udfPath)
                 startSweeperLocked(&l)
             }
         }
@@ -226,7 +228,8 @@ final class ClientCore: Sendable {
                 l.waiters[id] = call
                 call.id.withLock { $0 = id }
                 if let timeout {
-                    l.callDeadlines[id] = CallDeadline(at: .now + timeout, call: call, what: what, udfPath: udfPath)
+                    let at = configuration.clock.now + timeout
+                    l.callDeadlines[id] = CallDeadline(at: at, call: call, what: what, udfPath: udfPath)
                     startSweeperLocked(&l)
                 }
                 return applyLocked(effects, &l)
@@ -253,8 +256,8 @@ final class ClientCore: Sendable {
 
     private func sweepDeadlines(every tick: Duration) async {
         while !Task.isCancelled {
-            try? await Task.sleep(for: tick)
-            let now = ContinuousClock.now
+            try? await configuration.clock.sleep(for: tick)
+            let now = configuration.clock.now
             let (calls, queries, done): ([CallDeadline], [(QueryDeadline, ConvexClientError)], Bool) = state.withLock {
                 l in
                 let calls = l.callDeadlines.values.filter { $0.at <= now }

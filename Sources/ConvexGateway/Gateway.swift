@@ -1,3 +1,4 @@
+import Convex
 import ConvexValues
 import Logging
 import MicroHTTPD

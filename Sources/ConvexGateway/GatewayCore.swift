@@ -1,3 +1,4 @@
+import Convex
 import ConvexValues
 import Foundation
 import Logging

@@ -1,3 +1,4 @@
+import Convex
 import Logging
 import Synchronization
 

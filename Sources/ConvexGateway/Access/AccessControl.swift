@@ -1,3 +1,5 @@
+import Convex
+
 extension GatewayError.Code {
     /// The gateway has an API key and the request's `X-API-Key` is missing or wrong.
     public static let invalidAPIKey = Self(rawValue: "InvalidAPIKey")

@@ -1,3 +1,4 @@
+import Convex
 import Synchronization
 
 #if canImport(Glibc)

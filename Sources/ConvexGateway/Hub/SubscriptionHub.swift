@@ -1,3 +1,4 @@
+import Convex
 import ConvexSyncProtocol
 import ConvexValues
 import Foundation

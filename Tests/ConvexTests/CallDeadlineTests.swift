@@ -1,0 +1,45 @@
+import Clocks
+import Convex
+import ConvexSyncProtocol
+import ConvexValues
+import Synchronization
+import Testing
+
+/// Call deadlines read the injected clock: a test advances through them instead of sleeping.
+@Suite(.timeLimit(.minutes(1)))
+struct CallDeadlineTests {
+    @Test func aCallGivenItsOwnDeadlineIgnoresTheConfiguredOneAndTimesOutAtIts() async throws {
+        let clock = TestClock<Duration>()
+        var configuration = ConvexClientConfiguration(callTimeout: .seconds(60))
+        configuration.clock = ElapsedClock(clock)
+        // A deployment that never answers.
+        try await ScriptedSyncServer.with(script: { _, _, _ in }) { url, server in
+            try await ConvexClient.withClient(deploymentUrl: url, configuration: configuration) {
+                (client) async throws in
+                let outcome = Mutex<Result<ConvexValue, ConvexClientError>?>(nil)
+                let call = Task {
+                    do throws(ConvexClientError) {
+                        let value = try await client.action("slow:run", timeout: .seconds(90))
+                        outcome.withLock { $0 = .success(value) }
+                    } catch {
+                        outcome.withLock { $0 = .failure(error) }
+                    }
+                }
+                await eventually("the action reached the deployment, so its deadline is set") {
+                    server.receivedMessages.contains { if case .action = $0.message { true } else { false } }
+                }
+                await clock.advance(by: .seconds(61))
+                #expect(outcome.withLock { $0 } == nil, "past the configured 60 s, within the call's 90 s")
+                await clock.advance(by: .seconds(30))
+                await call.value
+                guard case .failure(let error)? = outcome.withLock({ $0 }) else {
+                    let seen = String(describing: outcome.withLock { $0 })
+                    Issue.record("the call did not fail at its deadline: \(seen)")
+                    return
+                }
+                #expect(error.code == .timeout, "\(error)")
+                #expect(error.message.contains("it was sent, so it may have run"), "\(error.message)")
+            }
+        }
+    }
+}
