@@ -6,7 +6,9 @@
 #   3. SSE fan-out: STREAMS streams on one query, ROUNDS mutations, time until each stream has the event, and memory
 #      per idle stream (Benchmarks/sse-fanout/sse_fanout.c), after a smaller SMALL_STREAMS run to show how latency
 #      scales with the stream count (and the client's own share).
-# Usage: Benchmarks/run-gateway.sh [hot|latency|fanout|all]
+#   4. hot GET with a browser's Origin under CORS vs the same GET without it, on one gateway with CORS on
+#      (hot-origin): both must take the hot path, so the ratio should be about 1.
+# Usage: Benchmarks/run-gateway.sh [hot|hot-origin|latency|fanout|all]
 #   env: THREADS (default: cores), RUNS=3, DURATION=10s, CONNECTIONS=64, LATENCY_REQUESTS=1000,
 #        STREAMS=10000, SMALL_STREAMS=1000, ROUNDS=5
 set -euo pipefail
@@ -60,18 +62,21 @@ wait_for() { # url
     return 1
 }
 
-start_gateway() { # log-name
+start_gateway() { # log-name [extra flags...]
+    local log=$1
+    shift
     "$GATEWAY" --port "$GW_PORT" --local-port "$LOCAL_PORT" --threads "$THREADS" --heartbeat-seconds 3600 \
-        --max-connections 12000 --log-level notice >"$OUT/$1.log" 2>&1 &
+        --max-connections 12000 --log-level notice "$@" >"$OUT/$log.log" 2>&1 &
     GW_PID=$!
     wait_for "http://127.0.0.1:$GW_PORT/readyz"
 }
 
 median() { sort -n "$1" | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
-wrk_one() { # name url run
+wrk_one() { # name url run [wrk options...]
     local name=$1 url=$2 run=$3
-    wrk -t2 -c"$CONNECTIONS" -d"$DURATION" --latency "$url" >"$OUT/hot-$name-$run.txt"
+    shift 3
+    wrk -t2 -c"$CONNECTIONS" -d"$DURATION" --latency "$@" "$url" >"$OUT/hot-$name-$run.txt"
     local rps p50 p99 bad
     rps=$(awk '/^Requests\/sec/ {print $2}' "$OUT/hot-$name-$run.txt")
     p50=$(awk '$1 == "50%" {print $2}' "$OUT/hot-$name-$run.txt")
@@ -115,6 +120,29 @@ hot() {
     stop GW_PID
 }
 
+hot_origin() {
+    echo "== 4. hot GET with Origin under CORS vs without (wrk -t2 -c$CONNECTIONS -d$DURATION, $RUNS interleaved runs each)"
+    start_gateway hot-origin-gateway --cors-origins https://app.test
+    local url="http://127.0.0.1:$GW_PORT/query/mlb:first_place_team?division=AL%20Central"
+    curl -s -o /dev/null -H "Origin: https://app.test" "$url"
+    sleep 0.5
+    curl -s -o /dev/null -H "Origin: https://app.test" "$url"
+    curl -s -D - -o /dev/null -H "Origin: https://app.test" "$url" | sed 's/^/    /'
+    rm -f "$OUT/hot-origin.rps" "$OUT/hot-plain.rps"
+    machine
+    for run in $(seq 1 "$RUNS"); do
+        wrk_one plain "$url" "$run"
+        wrk_one origin "$url" "$run" -H "Origin: https://app.test"
+    done
+    machine
+    local p o
+    p=$(median "$OUT/hot-plain.rps")
+    o=$(median "$OUT/hot-origin.rps")
+    echo "medians: without Origin $p req/s, with Origin $o req/s"
+    awk -v o="$o" -v p="$p" 'BEGIN { printf "ratio with/without Origin: %.2f\n", o / p }'
+    stop GW_PID
+}
+
 latency() {
     echo "== 2. cold latency added over the deployment's HTTP API ($LATENCY_REQUESTS sequential requests per row)"
     start_gateway latency-gateway
@@ -141,8 +169,9 @@ fanout() {
 
 case "$WHAT" in
     hot) hot ;;
+    hot-origin) hot_origin ;;
     latency) latency ;;
     fanout) fanout ;;
-    all) hot; latency; fanout ;;
-    *) echo "usage: $0 [hot|latency|fanout|all]" >&2; exit 2 ;;
+    all) hot; hot_origin; latency; fanout ;;
+    *) echo "usage: $0 [hot|hot-origin|latency|fanout|all]" >&2; exit 2 ;;
 esac
