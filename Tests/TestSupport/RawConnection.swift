@@ -65,11 +65,14 @@ public struct TestResponse: Sendable {
 public final class RawConnection: @unchecked Sendable {
     public let fd: Int32
     private var buffer: [UInt8] = []
-    private var closed = false
+    private let closed = Atomic<Bool>(false)
 
     public init(port: Int, receiveTimeoutSeconds: Int = 10) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestFailure("socket() failed: errno \(errno)") }
+        guard fd >= 0 else {
+            closed.store(true, ordering: .relaxed)
+            throw TestFailure("socket() failed: errno \(errno)")
+        }
         var timeout = timeval(tv_sec: receiveTimeoutSeconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
@@ -82,16 +85,20 @@ public final class RawConnection: @unchecked Sendable {
             }
         }
         guard result == 0 else {
-            Glibc.close(fd)
-            throw TestFailure("connect() failed: errno \(errno)")
+            let error = errno
+            // A class whose initializer throws after every property is set still runs deinit:
+            // close here and mark closed, or the descriptor number (by then perhaps reused by
+            // another socket in this process) is closed a second time.
+            close()
+            throw TestFailure("connect() failed: errno \(error)")
         }
     }
 
     deinit { close() }
 
+    /// Closes the socket once, whichever thread asks first.
     public func close() {
-        guard !closed else { return }
-        closed = true
+        guard closed.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else { return }
         Glibc.close(fd)
     }
 
