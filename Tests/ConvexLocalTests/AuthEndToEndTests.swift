@@ -79,9 +79,11 @@ struct AuthEndToEndTests {
     @Test func liveSessionExpiresAndResumesOnTheSameSocket() async throws {
         try await withLocalDeployment(.init(port: 0), logger: SyncWebSocketTests.quietLogger) { d in
             let now = Date().timeIntervalSince1970
-            // exp is a whole second: this token lives 1 to 2 s.
+            // exp is a whole second: this token lives 3 to 4 s, time enough for the first results to arrive before it
+            // expires even while the rest of the suite loads the machine.
+            let lifetime = 4
             let shortLived = try unsignedToken(
-                TestClaims(iss: "https://dev", sub: "ann", exp: Int(now) + 2, iat: Int(now)))
+                TestClaims(iss: "https://dev", sub: "ann", exp: Int(now) + lifetime, iat: Int(now)))
             let fresh = try unsignedToken(
                 TestClaims(iss: "https://dev", sub: "ann", exp: Int(now) + 600, iat: Int(now)))
             let seen = Mutex<[(ServerMessage, Double)]>([])
@@ -138,7 +140,7 @@ struct AuthEndToEndTests {
                     && expiry.baseVersion == 1)
             // At exp (a whole second), not before; nothing else is sent meanwhile, so only the deployment's own timer
             // can have sent it. The upper bound allows for a machine busy with the rest of the suite.
-            let exp = Double(Int(now) + 2)
+            let exp = Double(Int(now) + lifetime)
             let at = messages[errorIndex].1
             #expect(at >= exp && at < exp + 5, "AuthError at \(at), exp \(exp)")
             // The resumed Transition carries the write made while expired; whoami is unchanged, so not resent.
