@@ -19,9 +19,6 @@ public final class Gateway: Sendable {
     private let logger: Logger
     private let background = Mutex<[Task<Void, Never>]>([])
 
-    /// Bytes a stream may have queued before a new value replaces what is queued instead of joining it.
-    static let streamBufferLimit = 32 * 1024
-
     /// - Parameter clock: where every stage reads time from; tests pass a test clock.
     public init(
         configuration: GatewayConfiguration, logger: Logger, clock: GatewayClock = .continuous,
@@ -125,41 +122,13 @@ public final class Gateway: Sendable {
                         return
                     }
                     writer.write(start.preamble)
-                    let sink = StreamSink(writer: writer, format: start.format)
-                    writer.onClose { _ in start.detach(sink) }
-                    start.attach(sink)
+                    let output = HTTPEventStreamOutput(writer: writer)
+                    writer.onClose { _ in start.detach(output) }
+                    start.attach(output)
                 }
             }
         }
     }
-}
-
-/// An SSE stream on a libmicrohttpd stream writer. A reader that keeps up gets every event; once more than
-/// `Gateway.streamBufferLimit` bytes are waiting, a new value replaces what is queued (a query result is state, so
-/// only the latest matters), and heartbeats are skipped while anything is queued.
-final class StreamSink: EventSink {
-    let writer: HTTPStreamWriter
-    let format: OutputFormat
-
-    init(writer: HTTPStreamWriter, format: OutputFormat) {
-        self.writer = writer
-        self.format = format
-    }
-
-    func deliver(_ event: [UInt8], coalesce: Bool) {
-        let pending = writer.pendingByteCount
-        if coalesce {
-            if pending < Gateway.streamBufferLimit {
-                writer.write(event)
-            } else {
-                writer.replacePending(with: event)
-            }
-        } else if pending == 0 {
-            writer.write(event)
-        }
-    }
-
-    func finish() { writer.finish() }
 }
 
 extension HTTPResponse {

@@ -20,6 +20,8 @@ public struct GatewayConfiguration: Sendable {
     public var identityIdleTimeout = Duration.seconds(60)
     /// Upper bound on live upstream subscriptions (SSE beyond it gets 503; `GET`s fall back to one-shot queries).
     public var maxSubscriptions = 10_000
+    /// Upper bound on the subscriptions of one multi-subscription stream (`/subscribe?sub.<id>=…`).
+    public var maxStreamSubscriptions = 100
     /// Simultaneous HTTP connections; more get 503.
     public var maxConnections = 10_000
     /// Largest request body accepted; larger gets 413.

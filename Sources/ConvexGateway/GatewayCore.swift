@@ -26,6 +26,8 @@ public final class GatewayCore: Sendable {
     public let functionSpecs: FunctionSpecStore?
     /// Remembered hot `GET` targets (HotQueries.swift).
     let hotQueries: HotQueries
+    /// The event streams open now (Streams/), for heartbeats and the open-streams metric.
+    let openStreams: OpenStreams
 
     public init(
         configuration: GatewayConfiguration,
@@ -41,6 +43,7 @@ public final class GatewayCore: Sendable {
         let metrics = GatewayMetrics()
         self.metrics = metrics
         self.hotQueries = HotQueries(metrics: metrics)
+        self.openStreams = OpenStreams(metrics: metrics)
         self.hub = SubscriptionHub(
             keepWarm: configuration.keepWarm, maxSubscriptions: configuration.maxSubscriptions, metrics: metrics,
             logger: logger, clock: clock, render: render)

@@ -51,8 +51,8 @@ final class RecordingSink: EventSink {
 
     init(format: OutputFormat = .encoded) { self.format = format }
 
-    func deliver(_ event: [UInt8], coalesce: Bool) {
-        events.withLock { $0.append(String(decoding: event, as: UTF8.self)) }
+    func deliver(_ update: SubscriptionUpdate) {
+        events.withLock { $0.append(String(decoding: update.event, as: UTF8.self)) }
     }
 
     func finish() { finished.store(true, ordering: .relaxed) }
@@ -84,8 +84,8 @@ func waitUntil(_ condition: () -> Bool) async {
         let upstream = ScriptedUpstream()
         let key = SubscriptionHub.Key(identity: "", function: function, args: [:])
         let a = RecordingSink(), b = RecordingSink()
-        try hub.attach(a, to: key, args: [:], upstream: upstream, lastEventID: nil)
-        try hub.attach(b, to: key, args: [:], upstream: upstream, lastEventID: nil)
+        try hub.attach(a, to: key, args: [:], upstream: upstream, skipHash: nil)
+        try hub.attach(b, to: key, args: [:], upstream: upstream, skipHash: nil)
         await waitUntil { upstream.activeCount == 1 }
         #expect(upstream.subscribeCount == 1)
         upstream.push(.value(.float64(1)))
@@ -105,16 +105,18 @@ func waitUntil(_ condition: () -> Bool) async {
         let upstream = ScriptedUpstream()
         let key = SubscriptionHub.Key(identity: "", function: function, args: [:])
         let first = RecordingSink()
-        try hub.attach(first, to: key, args: [:], upstream: upstream, lastEventID: nil)
+        try hub.attach(first, to: key, args: [:], upstream: upstream, skipHash: nil)
         await waitUntil { upstream.activeCount == 1 }
         upstream.push(.value("hello"))
         await waitUntil { first.received.count == 1 }
         let id = try #require(first.received.first?.split(separator: "\n").first { $0.hasPrefix("id: ") }?.dropFirst(4))
 
         let same = RecordingSink()
-        try hub.attach(same, to: key, args: [:], upstream: upstream, lastEventID: String(id))
+        try hub.attach(
+            same, to: key, args: [:], upstream: upstream, skipHash: SubscriptionHub.hash(fromEventID: String(id)))
         let stale = RecordingSink()
-        try hub.attach(stale, to: key, args: [:], upstream: upstream, lastEventID: "1-abc")
+        try hub.attach(
+            stale, to: key, args: [:], upstream: upstream, skipHash: SubscriptionHub.hash(fromEventID: "1-abc"))
         #expect(same.received.isEmpty)
         #expect(stale.received.count == 1)
         upstream.push(.value("changed"))
@@ -127,7 +129,7 @@ func waitUntil(_ condition: () -> Bool) async {
         let upstream = ScriptedUpstream()
         let key = SubscriptionHub.Key(identity: "", function: function, args: [:])
         let sink = RecordingSink()
-        try hub.attach(sink, to: key, args: [:], upstream: upstream, lastEventID: nil)
+        try hub.attach(sink, to: key, args: [:], upstream: upstream, skipHash: nil)
         await waitUntil { upstream.activeCount == 1 }
         upstream.push(.failure(.functionFailed(message: "boom")))
         upstream.push(.value(true))
@@ -177,8 +179,8 @@ func waitUntil(_ condition: () -> Bool) async {
         let a = RecordingSink(), b = RecordingSink()
         let keyA = SubscriptionHub.Key(identity: "alice", function: function, args: [:])
         let keyB = SubscriptionHub.Key(identity: "bob", function: function, args: [:])
-        try hub.attach(a, to: keyA, args: [:], upstream: alice, lastEventID: nil)
-        try hub.attach(b, to: keyB, args: [:], upstream: bob, lastEventID: nil)
+        try hub.attach(a, to: keyA, args: [:], upstream: alice, skipHash: nil)
+        try hub.attach(b, to: keyB, args: [:], upstream: bob, skipHash: nil)
         await waitUntil { alice.activeCount == 1 && bob.activeCount == 1 }
         alice.push(.value("secret of alice"))
         await waitUntil { a.received.count == 1 }
@@ -190,18 +192,18 @@ func waitUntil(_ condition: () -> Bool) async {
         let upstream = ScriptedUpstream()
         let key = SubscriptionHub.Key(identity: "", function: function, args: [:])
         let sink = RecordingSink()
-        try hub.attach(sink, to: key, args: [:], upstream: upstream, lastEventID: nil)
+        try hub.attach(sink, to: key, args: [:], upstream: upstream, skipHash: nil)
         await waitUntil { upstream.activeCount == 1 }
         upstream.endAll()
         await waitUntil { sink.isFinished }
         #expect(sink.isFinished)
 
         let other = RecordingSink()
-        try hub.attach(other, to: key, args: [:], upstream: upstream, lastEventID: nil)
+        try hub.attach(other, to: key, args: [:], upstream: upstream, skipHash: nil)
         hub.shutdown()
         #expect(other.isFinished)
         #expect(throws: SubscriptionHub.AttachError.self) {
-            try hub.attach(RecordingSink(), to: key, args: [:], upstream: upstream, lastEventID: nil)
+            try hub.attach(RecordingSink(), to: key, args: [:], upstream: upstream, skipHash: nil)
         }
     }
 
@@ -210,11 +212,11 @@ func waitUntil(_ condition: () -> Bool) async {
         let upstream = ScriptedUpstream()
         try hub.attach(
             RecordingSink(), to: .init(identity: "", function: function, args: ["a": 1.0]), args: ["a": 1.0],
-            upstream: upstream, lastEventID: nil)
+            upstream: upstream, skipHash: nil)
         #expect(throws: SubscriptionHub.AttachError.self) {
             try hub.attach(
                 RecordingSink(), to: .init(identity: "", function: function, args: ["a": 2.0]), args: ["a": 2.0],
-                upstream: upstream, lastEventID: nil)
+                upstream: upstream, skipHash: nil)
         }
     }
 }

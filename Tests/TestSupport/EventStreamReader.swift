@@ -52,7 +52,7 @@ public final class EventStreamReader: @unchecked Sendable {
 
     public func close() { connection.close() }
 
-    static func parse(_ block: String) -> ReceivedEvent {
+    public static func parse(_ block: String) -> ReceivedEvent {
         var event = ReceivedEvent(event: nil, id: nil, data: "", comments: [])
         var dataLines: [String] = []
         for line in block.split(separator: "\n", omittingEmptySubsequences: false) {

@@ -105,7 +105,7 @@ public final class AccessControl: Sendable {
 
     static func isFunctionRoute(_ path: Substring) -> Bool {
         path.hasPrefix("/query/") || path.hasPrefix("/mutation/") || path.hasPrefix("/action/")
-            || path.hasPrefix("/subscribe/")
+            || path.hasPrefix("/subscribe/") || path == "/subscribe"
     }
 
     private func refusal(_ error: GatewayError, headers: [(String, String)] = []) -> GatewayResponse {

@@ -1,10 +1,26 @@
-/// Where one Server-Sent Event stream's events go. Implementations never block.
+/// What the subscription hub delivers to: one subscription of one event stream. A single-subscription stream is
+/// one sink; a multi-subscription stream has one sink per subscription. Implementations never block.
 public protocol EventSink: AnyObject, Sendable {
     /// The output mode this stream renders values in.
     var format: OutputFormat { get }
-    /// Queues an event. When `coalesce` is true and an earlier coalescable event has not been written yet, the new
-    /// one replaces it: a query result is state, so a slow reader only ever needs the latest.
-    func deliver(_ event: [UInt8], coalesce: Bool)
-    /// Ends the stream cleanly (the client's `EventSource` reconnects).
+    /// A new current result of the subscription the sink is attached to.
+    func deliver(_ update: SubscriptionUpdate)
+    /// The subscription ended (its upstream connection closed, or the gateway is shutting down): the stream ends
+    /// cleanly and the client's `EventSource` reconnects.
     func finish()
+}
+
+/// A subscription's new current result, rendered once in one output mode and shared by every sink in that mode.
+public struct SubscriptionUpdate: Sendable {
+    public var snapshot: SubscriptionHub.Snapshot
+    /// Identifies the result (equal results, equal hashes): what `Last-Event-ID` resumption compares.
+    public var hash: UInt64
+    /// The value's JSON, or for a failure the error body `{"error": {...}}`.
+    public var body: [UInt8]
+    /// The whole single-subscription event (`id:` and `data:` lines, `event: error` for a failure).
+    public var event: [UInt8]
+
+    public var isFailure: Bool {
+        if case .failure = snapshot.result { true } else { false }
+    }
 }

@@ -125,7 +125,7 @@ struct HubState {
             return actions
         }
         entry.sequence = max(entry.sequence + 1, wallMilliseconds)
-        let snapshot = Snapshot(id: "\(entry.sequence)-\(String(hash, radix: 16))", result: result)
+        let snapshot = Snapshot(id: "\(entry.sequence)-\(String(hash, radix: 16))", hash: hash, result: result)
         entry.current = (snapshot, hash)
         entry.bodies = [:]
         entry.events = [:]
@@ -192,6 +192,12 @@ struct HubState {
         return (current.snapshot, entry.bodies[format], entry.live)
     }
 
+    /// The cached body (a value's JSON) of `snapshot` in `format`, while it is still current.
+    func cachedBody(_ key: Key, snapshot: Snapshot, format: OutputFormat) -> [UInt8]? {
+        guard let entry = entries[key], entry.current?.snapshot.id == snapshot.id else { return nil }
+        return entry.bodies[format]
+    }
+
     /// The cached SSE event of `snapshot` in `format`, while it is still current.
     func cachedEvent(_ key: Key, snapshot: Snapshot, format: OutputFormat) -> [UInt8]? {
         guard let entry = entries[key], entry.current?.snapshot.id == snapshot.id else { return nil }
@@ -207,9 +213,6 @@ struct HubState {
             entries[key]!.bodies[format] = bytes
         }
     }
-
-    /// Every attached stream, for heartbeats.
-    var allSinks: [any EventSink] { entries.values.flatMap { $0.attachments.values.map(\.sink) } }
 
     // MARK: Helpers
 

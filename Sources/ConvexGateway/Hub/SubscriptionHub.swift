@@ -31,6 +31,8 @@ public final class SubscriptionHub: Sendable {
     /// The current result of a subscription with its event id.
     public struct Snapshot: Sendable {
         public var id: String
+        /// Identifies the result: equal results have equal hashes.
+        public var hash: UInt64
         public var result: UpstreamResult
     }
 
@@ -134,27 +136,24 @@ public final class SubscriptionHub: Sendable {
 
     // MARK: SSE
 
-    /// Attaches a stream: it gets the current result at once (unless `lastEventID` shows the client already has
-    /// it), then one event per change, until `detach`.
+    /// Attaches a sink: it gets the current result at once (unless `skipHash` shows the client already has it),
+    /// then one update per change, until `detach`.
     public func attach(
-        _ sink: any EventSink, to key: Key, args: ConvexValue, upstream: any ConvexUpstream, lastEventID: String?
+        _ sink: any EventSink, to key: Key, args: ConvexValue, upstream: any ConvexUpstream, skipHash: UInt64?
     ) throws(AttachError) {
-        let skipHash = lastEventID.flatMap(Self.hash(fromEventID:))
         let initial = try state.withLock { locked throws(AttachError) -> Snapshot? in
             let (initial, actions) = try locked.hub.attach(
                 sink, to: key, args: args, skipHash: skipHash, now: clock.now)
             startUpstream(actions, &locked, upstream: upstream)
             return initial
         }
-        metrics.streamOpened()
         if let initial {
-            sink.deliver(event(for: key, snapshot: initial, format: sink.format), coalesce: true)
+            sink.deliver(update(for: key, snapshot: initial, format: sink.format))
         }
     }
 
     public func detach(_ sink: any EventSink, from key: Key) {
-        let removed = state.withLock { $0.hub.detach(ObjectIdentifier(sink), from: key, now: clock.now) }
-        if removed { metrics.streamClosed() }
+        state.withLock { _ = $0.hub.detach(ObjectIdentifier(sink), from: key, now: clock.now) }
     }
 
     /// Ends every stream and upstream subscription; later attaches fail with `.shuttingDown`.
@@ -170,11 +169,6 @@ public final class SubscriptionHub: Sendable {
     /// Whether any subscription still belongs to the identity with this opaque id.
     public func holdsSubscriptions(forIdentity id: String) -> Bool {
         state.withLock { locked in locked.hub.entries.keys.contains { $0.identity == id } }
-    }
-
-    /// Sinks currently attached, for heartbeats.
-    public func allSinks() -> [any EventSink] {
-        state.withLock { $0.hub.allSinks }
     }
 
     // MARK: Keep-warm expiry
@@ -247,18 +241,15 @@ public final class SubscriptionHub: Sendable {
                 }
                 for continuation in continuations { continuation.resume(returning: snapshot) }
             case .deliver(let snapshot, let key, let sinks):
-                var rendered: [OutputFormat: [UInt8]] = [:]
+                var rendered: [OutputFormat: SubscriptionUpdate] = [:]
                 for sink in sinks {
                     let format = sink.format
-                    let bytes = rendered[format] ?? event(for: key, snapshot: snapshot, format: format)
-                    rendered[format] = bytes
-                    sink.deliver(bytes, coalesce: true)
+                    let update = rendered[format] ?? update(for: key, snapshot: snapshot, format: format)
+                    rendered[format] = update
+                    sink.deliver(update)
                 }
             case .finish(let sinks):
-                for sink in sinks {
-                    sink.finish()
-                    metrics.streamClosed()
-                }
+                for sink in sinks { sink.finish() }
             }
         }
     }
@@ -288,20 +279,36 @@ public final class SubscriptionHub: Sendable {
 
     // MARK: Rendering
 
-    private func event(for key: Key, snapshot: Snapshot, format: OutputFormat) -> [UInt8] {
-        if let cached = state.withLock({ $0.hub.cachedEvent(key, snapshot: snapshot, format: format) }) {
-            return cached
+    /// `snapshot` rendered in `format`: the body and the single-subscription event, each rendered once while the
+    /// snapshot is current.
+    private func update(for key: Key, snapshot: Snapshot, format: OutputFormat) -> SubscriptionUpdate {
+        let cached = state.withLock { locked in
+            (
+                body: locked.hub.cachedBody(key, snapshot: snapshot, format: format),
+                event: locked.hub.cachedEvent(key, snapshot: snapshot, format: format)
+            )
         }
-        let bytes: [UInt8]
+        let body: [UInt8]
+        let isFailure: Bool
         switch snapshot.result {
         case .value(let value):
-            bytes = ServerSentEvent(id: snapshot.id, data: render(value, format)).encoded()
+            body = cached.body ?? render(value, format)
+            isFailure = false
+            if cached.body == nil {
+                state.withLock { $0.hub.cache(body, key: key, snapshot: snapshot, format: format, isEvent: false) }
+            }
         case .failure(let failure):
-            let body = failure.gatewayError.body { render($0, format) }
-            bytes = ServerSentEvent(event: "error", id: snapshot.id, data: body).encoded()
+            body = failure.gatewayError.body { render($0, format) }
+            isFailure = true
         }
-        state.withLock { $0.hub.cache(bytes, key: key, snapshot: snapshot, format: format, isEvent: true) }
-        return bytes
+        let event: [UInt8]
+        if let cachedEvent = cached.event {
+            event = cachedEvent
+        } else {
+            event = ServerSentEvent(event: isFailure ? "error" : nil, id: snapshot.id, data: body).encoded()
+            state.withLock { $0.hub.cache(event, key: key, snapshot: snapshot, format: format, isEvent: true) }
+        }
+        return SubscriptionUpdate(snapshot: snapshot, hash: snapshot.hash, body: body, event: event)
     }
 
     static func hash(of result: UpstreamResult) -> UInt64 {

@@ -62,8 +62,8 @@ enum ArgumentStage {
         return try input(fromBody: body)
     }
 
-    /// Reads a request body as JSON.
-    static func input(fromBody body: [UInt8]) throws(GatewayError) -> Input {
+    /// Reads a request body (or another JSON object the client sent, named by `what` in errors) as JSON.
+    static func input(fromBody body: [UInt8], what: String = "Request body") throws(GatewayError) -> Input {
         if body.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }) {
             return .body(.object([:]))
         }
@@ -71,9 +71,9 @@ enum ArgumentStage {
         do {
             value = try ConvexValue(plainJSON: body)
         } catch {
-            throw GatewayError.malformedJSON(error, in: "Request body")
+            throw GatewayError.malformedJSON(error, in: what)
         }
-        return .body(try requireObject(value, what: "Request body"))
+        return .body(try requireObject(value, what: what))
     }
 
     /// The arguments object of a query string; `validator` is the function's arguments validator, if known.

@@ -48,6 +48,9 @@ extension GatewayCore {
             case .subscribe(let function):
                 let args = try arguments(.query(request.query), for: function)
                 return .deferred { [self] in await startStream(request, context, function, args) }
+            case .subscribeMany:
+                let subscriptions = try streamSubscriptions(request)
+                return .deferred { [self] in await startMultiStream(request, context, subscriptions) }
             case .mutation(let function), .action(let function):
                 let kind: CallKind = if case .mutation = request.route { .mutation } else { .action }
                 let input = try bodyInput(request)
@@ -152,64 +155,6 @@ extension GatewayCore {
             return .json(Array(#"{"status":"ready"}"#.utf8))
         } catch {
             return errorResponse(.upstreamUnavailable("not connected"), format: configuration.defaultFormat)
-        }
-    }
-
-    // MARK: Streams
-
-    private func startStream(
-        _ request: ParsedRequest, _ context: ResponseContext, _ function: UdfPath, _ args: ConvexValue
-    ) async -> GatewayOutcome {
-        let format = request.format
-        let (identityID, upstream) = pool.upstream(for: request.identity)
-        let key = SubscriptionHub.Key(identity: identityID, function: function, args: args)
-        do throws(UpstreamFailure) {
-            try await upstream.waitUntilConnected(timeout: configuration.connectTimeout)
-        } catch {
-            return .response(finish(errorResponse(error, format: format), context))
-        }
-        // Wait for the first result so that an unknown function or bad arguments get a plain HTTP error, which makes
-        // an EventSource stop instead of reconnecting forever.
-        guard
-            let first = await hub.firstResult(
-                for: key, args: args, upstream: upstream, timeout: configuration.upstreamTimeout)
-        else {
-            let error: GatewayError =
-                hub.subscriptionCount >= configuration.maxSubscriptions
-                ? .overloaded : .upstreamTimeout(seconds: configuration.upstreamTimeout.seconds)
-            return .response(finish(errorResponse(error, format: format), context))
-        }
-        if case .failure(let failure) = first.result, failure.refusesStream {
-            return .response(finish(errorResponse(failure, format: format), context))
-        }
-        _ = finish(GatewayResponse(status: 200, body: []), context)
-        let lastEventID = request.request.header("last-event-id")
-        let hub = self.hub
-        let logger = self.logger
-        return .stream(
-            EventStreamStart(
-                headers: [
-                    ("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"), ("X-Accel-Buffering", "no"),
-                ] + context.headers,
-                preamble: Array("retry: 3000\n: connected\n\n".utf8),
-                format: format,
-                attach: { sink in
-                    do {
-                        try hub.attach(sink, to: key, args: args, upstream: upstream, lastEventID: lastEventID)
-                    } catch {
-                        logger.debug("stream refused", metadata: ["error": "\(error)"])
-                        sink.finish()
-                    }
-                },
-                detach: { sink in hub.detach(sink, from: key) }
-            ))
-    }
-
-    /// Sends the heartbeat comment to every open stream.
-    public func sendHeartbeats() {
-        let beat = ServerSentEvent.comment("hb")
-        for sink in hub.allSinks() {
-            sink.deliver(beat, coalesce: false)
         }
     }
 }

@@ -36,12 +36,11 @@ public enum GatewayOutcome: Sendable {
     case stream(EventStreamStart)
 }
 
-/// Starting an SSE stream: the server sends the headers and `preamble`, wraps its stream writer in an `EventSink`
-/// and calls `attach`; when the client goes away it calls `detach` with the same sink.
+/// Starting an SSE stream: the server sends the headers and `preamble`, then calls `attach` with the stream's
+/// output; when the client goes away (or the stream ends) it calls `detach` with the same output.
 public struct EventStreamStart: Sendable {
     public var headers: [(String, String)]
     public var preamble: [UInt8]
-    public var format: OutputFormat
-    public var attach: @Sendable (any EventSink) -> Void
-    public var detach: @Sendable (any EventSink) -> Void
+    public var attach: @Sendable (any EventStreamOutput) -> Void
+    public var detach: @Sendable (any EventStreamOutput) -> Void
 }

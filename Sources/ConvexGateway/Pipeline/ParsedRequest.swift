@@ -36,7 +36,7 @@ struct ParsedRequest: Sendable {
             throw GatewayError.methodNotAllowed(request.method, allowed: route.allowedMethods)
         }
         identity =
-            route.function == nil ? .anonymous : try Self.identity(authorization: request.header("authorization"))
+            !route.actsAsCaller ? .anonymous : try Self.identity(authorization: request.header("authorization"))
         wantsEventStream = Self.acceptsEventStream(request.header("accept"))
         self.request = request
     }

@@ -6,6 +6,8 @@ enum Route: Equatable, Sendable {
     case mutation(UdfPath)
     case action(UdfPath)
     case subscribe(UdfPath)
+    /// `/subscribe?sub.<id>=…`: many subscriptions on one stream (Pipeline/StreamSubscriptions.swift).
+    case subscribeMany
     case health, ready, metrics, openAPI
 
     static let queryTemplate = "/query/{function}"
@@ -17,6 +19,7 @@ enum Route: Equatable, Sendable {
         case .mutation: "/mutation/{function}"
         case .action: "/action/{function}"
         case .subscribe: "/subscribe/{function}"
+        case .subscribeMany: "/subscribe"
         case .health: "/healthz"
         case .ready: "/readyz"
         case .metrics: "/metrics"
@@ -29,7 +32,7 @@ enum Route: Equatable, Sendable {
         switch self {
         case .query: ["GET", "HEAD", "POST"]
         case .mutation, .action: ["POST"]
-        case .subscribe: ["GET"]
+        case .subscribe, .subscribeMany: ["GET"]
         case .health, .ready, .metrics, .openAPI: ["GET", "HEAD"]
         }
     }
@@ -38,9 +41,12 @@ enum Route: Equatable, Sendable {
     var function: UdfPath? {
         switch self {
         case .query(let path), .mutation(let path), .action(let path), .subscribe(let path): path
-        case .health, .ready, .metrics, .openAPI: nil
+        case .subscribeMany, .health, .ready, .metrics, .openAPI: nil
         }
     }
+
+    /// Whether the route calls functions as the caller (so the caller's credentials are read).
+    var actsAsCaller: Bool { function != nil || self == .subscribeMany }
 
     /// Routes a raw (not yet decoded) path.
     /// - Throws: 404 when it matches no route, 400 when it names a function route with a bad function path.
@@ -50,6 +56,7 @@ enum Route: Equatable, Sendable {
         case "/readyz": self = .ready
         case "/metrics": self = .metrics
         case "/openapi.yaml": self = .openAPI
+        case "/subscribe": self = .subscribeMany
         default:
             for (prefix, make) in [
                 ("/query/", Route.query), ("/mutation/", Route.mutation), ("/action/", Route.action),

@@ -38,6 +38,10 @@ extension GatewaySettings {
                     "--max-subscriptions", "GATEWAY_MAX_SUBSCRIPTIONS", \.gateway.maxSubscriptions, in: 1...1_000_000,
                     help: "Live upstream subscriptions before SSE gets 503 (`GET`s fall back to one-shot queries)."),
                 .integer(
+                    "--max-stream-subscriptions", "GATEWAY_MAX_STREAM_SUBSCRIPTIONS", \.gateway.maxStreamSubscriptions,
+                    in: 1...10_000,
+                    help: "Subscriptions one multi-subscription stream (`/subscribe?sub.<id>=…`) may hold."),
+                .integer(
                     "--threads", "GATEWAY_THREADS", \.gateway.threads, in: 0...256, note: "one per core",
                     help: "HTTP worker threads."),
                 .file(

@@ -41,7 +41,7 @@ extension ParsedRequest {
     /// Whether handling this request uses the function spec (so it should wait for the first fetch).
     var usesFunctionSpec: Bool {
         switch route {
-        case .query, .mutation, .action, .subscribe: true
+        case .query, .mutation, .action, .subscribe, .subscribeMany: true
         case .openAPI: wantsFunctionsDocument
         case .health, .ready, .metrics: false
         }

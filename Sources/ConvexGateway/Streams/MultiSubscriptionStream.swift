@@ -1,0 +1,131 @@
+import Synchronization
+
+/// A `/subscribe?sub.<id>=…` stream: many subscriptions on one connection (a browser allows only six per origin
+/// over HTTP/1.1). Each subscription is attached to the hub as its own ``Member``; every event names it:
+///
+/// - `event: value`, `data: {"sub": "<id>", "value": <value>}`;
+/// - `event: error`, `data: {"sub": "<id>", "error": {...}}` (the stream stays open);
+/// - a failure of the whole stream (the caller's credentials were refused): `event: error` with `{"error": {...}}`
+///   and no `sub`, then the stream ends.
+///
+/// Every event's `id:` is a ``StreamResumeID`` of what the client then holds, so a reconnect with `Last-Event-ID`
+/// skips the subscriptions whose result is unchanged. A slow reader is coalesced per subscription: once more than
+/// `limit` bytes wait, what is queued is replaced by the latest event of every subscription, so none is lost.
+final class MultiSubscriptionStream: Sendable {
+    /// One subscription of the stream, as the hub sees it.
+    final class Member: EventSink {
+        let stream: MultiSubscriptionStream
+        let index: Int
+        var format: OutputFormat { stream.format }
+
+        init(stream: MultiSubscriptionStream, index: Int) {
+            self.stream = stream
+            self.index = index
+        }
+
+        func deliver(_ update: SubscriptionUpdate) { stream.deliver(update, index: index) }
+        func finish() { stream.end() }
+    }
+
+    private struct Latest {
+        var isFailure: Bool
+        var body: [UInt8]
+    }
+
+    private struct State {
+        /// What the client holds of each subscription (the resume id of the next event).
+        var held: StreamResumeID
+        /// Per subscription, a held result the first update may repeat (from `Last-Event-ID`): then it is not sent.
+        var resumed: [UInt64?]
+        var latest: [Latest?]
+        var ended = false
+    }
+
+    let ids: [String]
+    let format: OutputFormat
+    let output: any EventStreamOutput
+    let limit: Int
+    private let state: Mutex<State>
+
+    /// - Parameters:
+    ///   - ids: the subscription ids, in the order of the stream URL.
+    ///   - resumeFrom: the `Last-Event-ID` the client sent, if any.
+    init(ids: [String], format: OutputFormat, output: any EventStreamOutput, limit: Int, resumeFrom: String?) {
+        self.ids = ids
+        self.format = format
+        self.output = output
+        self.limit = limit
+        let held =
+            resumeFrom.flatMap { StreamResumeID(parsing: $0, count: ids.count) } ?? StreamResumeID(count: ids.count)
+        state = Mutex(State(held: held, resumed: held.held, latest: Array(repeating: nil, count: ids.count)))
+    }
+
+    /// The hub-facing sinks, one per subscription, in the order of ``ids`` (call once; the caller keeps them to
+    /// detach them).
+    func makeMembers() -> [Member] { ids.indices.map { Member(stream: self, index: $0) } }
+
+    func deliver(_ update: SubscriptionUpdate, index: Int) {
+        state.withLock { state in
+            guard !state.ended else { return }
+            if case .failure(.unauthenticated) = update.snapshot.result {
+                // The credentials are gone for every subscription: one error for the stream, then its end.
+                state.ended = true
+                output.write(ServerSentEvent(event: "error", data: update.body).encoded())
+                output.finish()
+                return
+            }
+            let token = StreamResumeID.token(update.hash)
+            state.held.held[index] = token
+            state.latest[index] = Latest(isFailure: update.isFailure, body: update.body)
+            if let resumed = state.resumed[index] {
+                state.resumed[index] = nil
+                if resumed == token { return }  // the client already has it
+            }
+            let id = state.held.text
+            if output.pendingByteCount < limit {
+                output.write(event(index: index, state.latest[index]!, id: id))
+            } else {
+                var everything: [UInt8] = []
+                for (other, latest) in state.latest.enumerated() {
+                    if let latest { everything += event(index: other, latest, id: id) }
+                }
+                output.replacePending(with: everything)
+            }
+        }
+    }
+
+    /// Ends the stream (a subscription's upstream ended, or the gateway is shutting down); the client reconnects.
+    func end() {
+        let first = state.withLock { state in
+            defer { state.ended = true }
+            return !state.ended
+        }
+        if first { output.finish() }
+    }
+
+    /// Ends the stream with a whole-stream error event.
+    func end(with errorBody: [UInt8]) {
+        state.withLock { state in
+            guard !state.ended else { return }
+            state.ended = true
+            output.write(ServerSentEvent(event: "error", data: errorBody).encoded())
+            output.finish()
+        }
+    }
+
+    private func event(index: Int, _ latest: Latest, id: String) -> [UInt8] {
+        var data: [UInt8] = []
+        data.reserveCapacity(latest.body.count + ids[index].utf8.count + 24)
+        data += #"{"sub":""#.utf8
+        data += ids[index].utf8  // ids are [A-Za-z0-9_-]: no escaping needed
+        if latest.isFailure {
+            data += #"","#.utf8
+            data += latest.body.dropFirst()  // {"error":{…}} becomes {"sub":"…","error":{…}}
+        } else {
+            data += #"","value":"#.utf8
+            data += latest.body
+            data += "}".utf8
+        }
+        return ServerSentEvent(event: latest.isFailure ? "error" : "value", id: id, data: data).encoded()
+    }
+}
