@@ -8,9 +8,13 @@
 #      scales with the stream count (and the client's own share).
 #   4. hot GET with a browser's Origin under CORS vs the same GET without it, on one gateway with CORS on
 #      (hot-origin): both must take the hot path, so the ratio should be about 1.
-# Usage: Benchmarks/run-gateway.sh [hot|hot-origin|latency|fanout|all]
+#   5. multi-subscription streams (multi): MULTI_STREAMS streams of 10 subscriptions each over 121 distinct queries,
+#      every stream holding the one query the mutation changes, vs as many single-subscription streams on that query,
+#      each on a fresh gateway in the same run: time until every affected stream has the event, memory per stream,
+#      and a check that no stream gets an event for a query that did not change.
+# Usage: Benchmarks/run-gateway.sh [hot|hot-origin|latency|fanout|multi|all]
 #   env: THREADS (default: cores), RUNS=3, DURATION=10s, CONNECTIONS=64, LATENCY_REQUESTS=1000,
-#        STREAMS=10000, SMALL_STREAMS=1000, ROUNDS=5
+#        STREAMS=10000, SMALL_STREAMS=1000, ROUNDS=5, MULTI_STREAMS=2000
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +27,7 @@ LATENCY_REQUESTS=${LATENCY_REQUESTS:-1000}
 STREAMS=${STREAMS:-10000}
 SMALL_STREAMS=${SMALL_STREAMS:-1000}
 ROUNDS=${ROUNDS:-5}
+MULTI_STREAMS=${MULTI_STREAMS:-2000}
 GW_PORT=${GW_PORT:-18090}
 LOCAL_PORT=${LOCAL_PORT:-18091}
 C_PORT=${C_PORT:-18092}
@@ -167,11 +172,37 @@ fanout() {
     fanout_one "$STREAMS"
 }
 
+# One line per stream kind for sse-fanout: "10 1 <path>", 10 subscriptions of conformance:counter, the first on the
+# counter the mutation changes ("fanout"), the other nine on 120 counters that never change, a different nine per line.
+multi_paths() {
+    local enc_open='%7B%22name%22%3A%22' enc_close='%22%7D'
+    for k in $(seq 0 119); do
+        local path="/subscribe?sub.s0=conformance:counter&args.s0=${enc_open}fanout${enc_close}"
+        for j in $(seq 1 9); do
+            path+="&sub.s$j=conformance:counter&args.s$j=${enc_open}q$(((k * 9 + j) % 120))${enc_close}"
+        done
+        echo "10 1 $path"
+    done
+}
+
+multi() {
+    echo "== 5. $MULTI_STREAMS multi-subscription streams (10 subscriptions, 121 distinct queries) vs as many single ones"
+    multi_paths > "$OUT/multi-paths.txt"
+    fanout_one "$MULTI_STREAMS"
+    start_gateway "multi-$MULTI_STREAMS-gateway"
+    machine
+    .build-release/sse-fanout "$GW_PORT" "$GW_PID" "$MULTI_STREAMS" "$ROUNDS" \
+        "@$OUT/multi-paths.txt" "/mutation/conformance:increment" '{"name":"fanout"}'
+    machine
+    stop GW_PID
+}
+
 case "$WHAT" in
     hot) hot ;;
     hot-origin) hot_origin ;;
     latency) latency ;;
     fanout) fanout ;;
-    all) hot; hot_origin; latency; fanout ;;
-    *) echo "usage: $0 [hot|hot-origin|latency|fanout|all]" >&2; exit 2 ;;
+    multi) multi ;;
+    all) hot; hot_origin; latency; fanout; multi ;;
+    *) echo "usage: $0 [hot|hot-origin|latency|fanout|multi|all]" >&2; exit 2 ;;
 esac

@@ -10,6 +10,11 @@
  *    event is read. Prints p50/p99/max of (arrival - send) over all streams and rounds, and per round the time until
  *    the last stream had it.
  *
+ * STREAM_PATH may instead be `@FILE`: one line per stream kind, `INITIAL AFFECTED PATH` (stream i uses line
+ * i % lines): INITIAL events open the stream (a multi-subscription stream sends one per subscription), AFFECTED
+ * (0 or 1) says whether the mutation changes one of its queries. Latencies are then measured over the affected
+ * streams only, and an event on an unaffected stream is counted as spurious.
+ *
  * The client runs on the same cores as the gateway: its own CPU time per round is printed (getrusage), so its share
  * of the latency can be judged. An event is recognised by "\nid: " in the raw (chunked) byte stream.
  *
@@ -36,6 +41,10 @@ static const char needle[] = "\nid: ";
 
 struct stream {
     int fd;
+    int initial;      /* events that open the stream */
+    int affected;     /* whether each mutation sends it an event */
+    const char *request;
+    int request_length;
     int match;        /* bytes of `needle` matched so far */
     int events;       /* events seen */
     double arrival;   /* when the awaited event was read */
@@ -103,11 +112,15 @@ static int drain(int i) {
     }
 }
 
-/* Waits until every stream in [0, count) has at least `target` events; stamps arrivals. Returns 0, or -1 on timeout. */
-static int wait_all(int count, int target, double timeout_ms) {
+/* The events stream i has once `rounds` mutations went out. */
+static int target_of(int i, int rounds) { return streams[i].initial + (streams[i].affected ? rounds : 0); }
+
+/* Waits until every stream in [0, count) has its events after `rounds` mutations; stamps arrivals. Returns 0, or -1
+ * on timeout. */
+static int wait_all(int count, int rounds, double timeout_ms) {
     struct epoll_event evs[512];
     int done = 0;
-    for (int i = 0; i < count; i++) if (streams[i].events >= target) done++;
+    for (int i = 0; i < count; i++) if (streams[i].events >= target_of(i, rounds)) done++;
     double deadline = now_ms() + timeout_ms;
     while (done < count) {
         int left = (int)(deadline - now_ms());
@@ -115,7 +128,7 @@ static int wait_all(int count, int target, double timeout_ms) {
         int n = epoll_wait(epfd, evs, 512, left);
         for (int e = 0; e < n; e++) {
             int i = evs[e].data.u32;
-            int before = streams[i].events;
+            int before = streams[i].events, target = target_of(i, rounds);
             int got = drain(i);
             double t = now_ms();
             if (got < 0) { fprintf(stderr, "stream %d closed by the server after %d events\n", i, before); exit(1); }
@@ -126,7 +139,7 @@ static int wait_all(int count, int target, double timeout_ms) {
     return 0;
 }
 
-static int open_streams(int from, int to, const char *request, size_t length) {
+static int open_streams(int from, int to) {
     for (int i = from; i < to; i++) {
         streams[i].fd = connect_to(1);
         struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLET, .data.u32 = i};
@@ -149,7 +162,10 @@ static int open_streams(int from, int to, const char *request, size_t length) {
                 continue;
             }
             if (!(evs[e].events & EPOLLOUT)) continue;
-            if (write(streams[i].fd, request, length) != (ssize_t)length) { perror("write request"); exit(1); }
+            if (write(streams[i].fd, streams[i].request, streams[i].request_length) != streams[i].request_length) {
+                perror("write request");
+                exit(1);
+            }
             wrote[i - from] = 1;
             sent++;
             struct epoll_event in = {.events = EPOLLIN | EPOLLET, .data.u32 = i};
@@ -161,7 +177,7 @@ static int open_streams(int from, int to, const char *request, size_t length) {
     }
     free(wrote);
     if (sent < to - from) return -1;
-    return wait_all(to, 1, 30000);
+    return wait_all(to, 0, 30000);
 }
 
 static int compare(const void *a, const void *b) {
@@ -189,17 +205,48 @@ int main(int argc, char **argv) {
     streams = calloc(count, sizeof *streams);
     epfd = epoll_create1(0);
 
-    char request[1024];
-    int length = snprintf(request, sizeof request,
-                          "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n", stream_path);
+    /* Stream kinds: one (every stream on STREAM_PATH, affected) or the lines of @FILE. */
+    char *kinds_request[4096];
+    int kinds_length[4096], kinds_initial[4096], kinds_affected[4096], kinds = 0;
+    char line[8192], path[8000];
+    FILE *file = stream_path[0] == '@' ? fopen(stream_path + 1, "r") : NULL;
+    if (stream_path[0] == '@' && !file) { perror(stream_path + 1); return 2; }
+    while (kinds < 4096) {
+        int initial = 1, affected = 1;
+        if (file) {
+            if (!fgets(line, sizeof line, file)) break;
+            if (sscanf(line, "%d %d %7999s", &initial, &affected, path) != 3) continue;
+        } else {
+            if (kinds == 1) break;
+            snprintf(path, sizeof path, "%s", stream_path);
+        }
+        size_t size = strlen(path) + 128;
+        kinds_request[kinds] = malloc(size);
+        kinds_length[kinds] = snprintf(kinds_request[kinds], size,
+                                       "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n", path);
+        kinds_initial[kinds] = initial;
+        kinds_affected[kinds] = affected;
+        kinds++;
+    }
+    if (file) fclose(file);
+    if (kinds == 0) { fprintf(stderr, "no stream paths\n"); return 2; }
+    int affected_count = 0;
+    for (int i = 0; i < count; i++) {
+        int k = i % kinds;
+        streams[i].request = kinds_request[k];
+        streams[i].request_length = kinds_length[k];
+        streams[i].initial = kinds_initial[k];
+        streams[i].affected = kinds_affected[k];
+        affected_count += kinds_affected[k];
+    }
 
-    if (open_streams(0, warm, request, length) < 0) { fprintf(stderr, "warm-up streams did not open\n"); return 1; }
+    if (open_streams(0, warm) < 0) { fprintf(stderr, "warm-up streams did not open\n"); return 1; }
     usleep(500000);
     long before = rss_kib(pid);
     double t_open = now_ms();
     for (int from = warm; from < count; from += 500) {
         int to = from + 500 < count ? from + 500 : count;
-        if (open_streams(from, to, request, length) < 0) {
+        if (open_streams(from, to) < 0) {
             fprintf(stderr, "streams %d..%d did not all get their first event\n", from, to);
             return 1;
         }
@@ -225,9 +272,9 @@ int main(int argc, char **argv) {
         double cpu0 = cpu_ms();
         double t0 = now_ms();
         if (write(mutation, post, post_length) != post_length) { perror("write mutation"); return 1; }
-        if (wait_all(count, r + 2, 30000) < 0) {
+        if (wait_all(count, r + 1, 30000) < 0) {
             int missing = 0;
-            for (int i = 0; i < count; i++) if (streams[i].events < r + 2) missing++;
+            for (int i = 0; i < count; i++) if (streams[i].events < target_of(i, r + 1)) missing++;
             fprintf(stderr, "round %d: %d streams did not get the event within 30 s\n", r + 1, missing);
             return 1;
         }
@@ -240,6 +287,7 @@ int main(int argc, char **argv) {
         }
         double worst = 0;
         for (int i = 0; i < count; i++) {
+            if (!streams[i].affected) continue;
             double l = streams[i].arrival - t0;
             latencies[measured++] = l;
             if (l > worst) worst = l;
@@ -248,6 +296,15 @@ int main(int argc, char **argv) {
         printf("round %d: last stream after %.1f ms, client cpu %.1f ms\n", r + 1, worst, cpu);
         fflush(stdout);
     }
+    /* Unaffected streams must not have heard of the mutations (drain what arrived meanwhile first). */
+    usleep(300000);
+    int spurious = 0;
+    for (int i = 0; i < count; i++) {
+        int got = drain(i);
+        if (got > 0) streams[i].events += got;
+        if (streams[i].events > target_of(i, rounds)) spurious += streams[i].events - target_of(i, rounds);
+    }
+    printf("affected_streams=%d spurious_events=%d\n", affected_count, spurious);
     qsort(latencies, measured, sizeof *latencies, compare);
     qsort(round_max, rounds, sizeof *round_max, compare);
     printf("fanout streams=%d rounds=%d events=%d p50_ms=%.2f p99_ms=%.2f max_ms=%.2f median_round_last_ms=%.2f\n",
