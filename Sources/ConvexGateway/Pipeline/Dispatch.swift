@@ -48,6 +48,8 @@ extension GatewayCore {
             case .subscribe(let function):
                 let args = try arguments(.query(request.query), for: function)
                 return .deferred { [self] in await startStream(request, context, function, args) }
+            case .streamTickets:
+                return .respond(finish(try streamTicket(for: request), context))
             case .mutation(let function), .action(let function):
                 let kind: CallKind = if case .mutation = request.route { .mutation } else { .action }
                 let input = try bodyInput(request)
@@ -155,7 +157,33 @@ extension GatewayCore {
         }
     }
 
+    // MARK: Stream tickets
+
+    /// `POST /stream-tickets`: 201 with a ticket for the caller's token (Access/StreamTickets.swift).
+    /// - Throws: 401 without a token, or for one a ticket cannot be made from.
+    private func streamTicket(for request: ParsedRequest) throws(GatewayError) -> GatewayResponse {
+        guard case .bearer(let token) = request.identity else {
+            throw GatewayError.unauthenticated(
+                "A stream ticket needs the caller's token: send 'Authorization: Bearer <JWT>' or the auth cookie")
+        }
+        let issued = try credentials.tickets.issue(for: token, now: credentials.now())
+        // Written out: `expiresAt` is a whole number of milliseconds, never a float's exponent form.
+        let body =
+            #"{"ticket":"# + String(decoding: ConvexValue.string(issued.ticket).convexJSON(), as: UTF8.self)
+            + #","expiresAt":\#(issued.expiresAt)}"#
+        var response = GatewayResponse.json(Array(body.utf8), status: 201)
+        response.headers.append(("Cache-Control", "no-store"))
+        return response
+    }
+
     // MARK: Streams
+
+    /// The headers of every event stream, before the access stage's: no caching, no proxy buffering, and no
+    /// `Referer` carrying the stream's URL (which may hold a ticket) to other sites.
+    static let eventStreamHeaders = [
+        ("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"), ("X-Accel-Buffering", "no"),
+        ("Referrer-Policy", "no-referrer"),
+    ]
 
     private func startStream(
         _ request: ParsedRequest, _ context: ResponseContext, _ function: UdfPath, _ args: ConvexValue
@@ -188,9 +216,7 @@ extension GatewayCore {
         let logger = self.logger
         return .stream(
             EventStreamStart(
-                headers: [
-                    ("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"), ("X-Accel-Buffering", "no"),
-                ] + context.headers,
+                headers: Self.eventStreamHeaders + context.headers,
                 preamble: Array("retry: 3000\n: connected\n\n".utf8),
                 format: format,
                 attach: { sink in

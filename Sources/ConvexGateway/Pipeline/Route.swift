@@ -6,6 +6,8 @@ enum Route: Equatable, Sendable {
     case mutation(UdfPath)
     case action(UdfPath)
     case subscribe(UdfPath)
+    /// `POST /stream-tickets`: a ticket for the caller's token (Access/StreamTickets.swift).
+    case streamTickets
     case health, ready, metrics, openAPI
 
     static let queryTemplate = "/query/{function}"
@@ -17,6 +19,7 @@ enum Route: Equatable, Sendable {
         case .mutation: "/mutation/{function}"
         case .action: "/action/{function}"
         case .subscribe: "/subscribe/{function}"
+        case .streamTickets: "/stream-tickets"
         case .health: "/healthz"
         case .ready: "/readyz"
         case .metrics: "/metrics"
@@ -30,6 +33,7 @@ enum Route: Equatable, Sendable {
         case .query: ["GET", "HEAD", "POST"]
         case .mutation, .action: ["POST"]
         case .subscribe: ["GET"]
+        case .streamTickets: ["POST"]
         case .health, .ready, .metrics, .openAPI: ["GET", "HEAD"]
         }
     }
@@ -38,8 +42,20 @@ enum Route: Equatable, Sendable {
     var function: UdfPath? {
         switch self {
         case .query(let path), .mutation(let path), .action(let path), .subscribe(let path): path
-        case .health, .ready, .metrics, .openAPI: nil
+        case .streamTickets, .health, .ready, .metrics, .openAPI: nil
         }
+    }
+
+    /// Whether the route acts as the caller (so it reads credentials): the function routes, every stream route, and
+    /// the ticket route.
+    var actsForCaller: Bool {
+        function != nil || takesTicket || self == .streamTickets
+    }
+
+    /// Whether a `?ticket=` authenticates the request: the stream routes, whose templates start with `/subscribe`
+    /// (an `EventSource` cannot send an `Authorization` header).
+    var takesTicket: Bool {
+        template.hasPrefix("/subscribe")
     }
 
     /// Routes a raw (not yet decoded) path.
@@ -50,6 +66,7 @@ enum Route: Equatable, Sendable {
         case "/readyz": self = .ready
         case "/metrics": self = .metrics
         case "/openapi.yaml": self = .openAPI
+        case "/stream-tickets": self = .streamTickets
         default:
             for (prefix, make) in [
                 ("/query/", Route.query), ("/mutation/", Route.mutation), ("/action/", Route.action),
