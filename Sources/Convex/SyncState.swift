@@ -361,12 +361,8 @@ struct SyncState {
 
     /// `iat` and `exp` of a JWT's payload (read, not verified).
     static func tokenTimes(_ jwt: String) -> (issuedAt: Double, expiration: Double)? {
-        let parts = jwt.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3 else { return nil }
-        var b64 = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while b64.count % 4 != 0 { b64 += "=" }
-        guard let payload = Data(base64Encoded: b64), case .object(let claims)? = try? ConvexValue(plainJSON: payload),
-            case .float64(let iat)? = claims["iat"], case .float64(let exp)? = claims["exp"], iat.isFinite, exp.isFinite
+        guard let claims = UnverifiedJWT.claims(jwt), case .float64(let iat)? = claims["iat"],
+            case .float64(let exp)? = claims["exp"], iat.isFinite, exp.isFinite
         else { return nil }
         return (iat, exp)
     }

@@ -6,7 +6,8 @@ import Logging
 /// The gateway's behaviour, independent of the HTTP server, as one pipeline (Pipeline/):
 ///
 /// 1. access (Access/AccessControl.swift): CORS, API key, rate limit;
-/// 2. parse once (Pipeline/ParsedRequest.swift): route and function path, query string, caller identity, format;
+/// 2. parse once (Pipeline/ParsedRequest.swift): route and function path, query string, format, and the caller
+///    identity from the `Authorization` header, a stream ticket or the auth cookie (Access/CallerCredentials.swift);
 /// 3. typed arguments (Pipeline/ArgumentStage.swift), consulting the function spec (Typed/);
 /// 4. dispatch (Pipeline/Dispatch.swift): query, mutation, action, stream, or the hot answer (HotQueries.swift);
 /// 5. finish (Pipeline/Finish.swift): CORS headers and metrics on every response, errors included.
@@ -28,6 +29,8 @@ public final class GatewayCore: Sendable {
     let hotQueries: HotQueries
     /// The event streams open now (Streams/), for heartbeats and the open-streams metric.
     let openStreams: OpenStreams
+    /// Where callers' tokens come from: header, stream ticket, cookie (Access/CallerCredentials.swift).
+    let credentials: CallerCredentials
 
     public init(
         configuration: GatewayConfiguration,
@@ -49,6 +52,13 @@ public final class GatewayCore: Sendable {
             logger: logger, clock: clock, render: render)
         let access = AccessControl(configuration: configuration.access, clock: clock)
         self.access = access
+        // Wall-clock time moves with the injected clock, so tests can advance past a ticket's expiry.
+        let wallClockOrigin = Int64(Date().timeIntervalSince1970 * 1000) - clock.now.milliseconds
+        self.credentials = CallerCredentials(
+            cookieName: configuration.access.authCookie,
+            tickets: StreamTickets(
+                key: configuration.access.ticketKey ?? .random(), maxLifetime: configuration.access.ticketMaxLifetime),
+            now: { wallClockOrigin + clock.now.milliseconds })
         self.pool = UpstreamPool(idleTimeout: configuration.identityIdleTimeout, logger: logger, clock: clock) {
             identity in
             access.filter(upstreamFactory(identity, metrics))
@@ -76,7 +86,7 @@ public final class GatewayCore: Sendable {
         }
         let parsed: ParsedRequest
         do {
-            parsed = try ParsedRequest(request, defaultFormat: configuration.defaultFormat)
+            parsed = try ParsedRequest(request, defaultFormat: configuration.defaultFormat, credentials: credentials)
         } catch {
             return .respond(finish(errorResponse(error, format: configuration.defaultFormat), context))
         }

@@ -8,7 +8,7 @@ import Synchronization
 ///
 /// It gives the same answer full handling would give. It asks the same access stage (CORS, API key, rate limit) as
 /// full handling does, and applies only where the rest of the answer depends on the target alone: `GET` without
-/// `Authorization` (anonymous), without `Accept: text/event-stream`, and with the function spec unchanged since the
+/// `Authorization` or the auth cookie (anonymous), without `Accept: text/event-stream`, and with the function spec unchanged since the
 /// target was remembered. Anything else, and any target not remembered, takes full handling.
 final class HotQueries: Sendable {
     /// What a remembered target resolved to.
@@ -75,9 +75,12 @@ extension GatewayCore {
         let started = ContinuousClock.now
         guard request.method == "GET", let target = request.target, let route = hotQueries.route(for: target)
         else { return nil }
-        // The parse stage's conditions for an answer that depends on the target alone.
+        // The parse stage's conditions for an answer that depends on the target alone: no credentials.
         guard !request.hasHeader("Authorization"), !ParsedRequest.acceptsEventStream(request.header("Accept"))
         else { return nil }
+        if let cookie = credentials.cookieName, CookieHeader.value(named: cookie, in: request.header("Cookie")) != nil {
+            return nil
+        }
         guard route.specGeneration == (functionSpecs?.generation ?? 0), let revision = route.live.revision else {
             hotQueries.forget(route, for: target)
             return nil

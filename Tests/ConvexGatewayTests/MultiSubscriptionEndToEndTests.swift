@@ -156,4 +156,46 @@ struct MultiSubscriptionEndToEndTests {
             #expect(open.map(String.init) == "convex_gateway_sse_active_streams 1.0", "\(metrics.text)")
         }
     }
+
+    @Test func signedInPagesSeeTheirOwnUserAndAnExpiredTokenEndsTheWholeStream() async throws {
+        try await GatewayHarness.run(configure: { $0.access.authCookie = StreamTicketEndToEndTests.cookie }) { h in
+            let target = Self.query([
+                ("me", "conformance:whoami", nil), ("list", "messages:list", #"{"channel":"me"}"#),
+            ])
+            /// Reads both first events; the subject `me` names.
+            func identity(_ stream: EventStreamReader) async throws -> String? {
+                var subject: String?
+                for _ in 0..<2 {
+                    let event = try #require(try await stream.nextEventAsync())
+                    let (sub, value) = try value(event)
+                    if sub == "me", case .string(let named)? = value["identity"]?["subject"] { subject = named }
+                }
+                return subject
+            }
+            let cookie = "\(StreamTicketEndToEndTests.cookie)=\(StreamTicketEndToEndTests.jwt("ada"))"
+            let byCookie = try await h.openStream(target, headers: ["Cookie": cookie])
+            defer { byCookie.close() }
+            #expect(try await identity(byCookie) == "ada")
+
+            // A ticket of a token that expires in 6 s: the stream sees its user, then one error without `sub`, then
+            // its end.
+            let minted = try await h.request(
+                "POST", "/stream-tickets",
+                headers: ["Authorization": "Bearer \(StreamTicketEndToEndTests.jwt("brief", expiresIn: 6))"])
+            let ticket = try StreamTicketEndToEndTests.ticket(from: minted)
+            let byTicket = try await h.openStream(target + "&ticket=\(ticket)")
+            defer { byTicket.close() }
+            #expect(try await identity(byTicket) == "brief")
+            let error = try #require(try await byTicket.nextEventAsync())
+            #expect(error.event == "error")
+            let data = try ConvexValue(plainJSON: Array(error.data.utf8))
+            #expect(data["sub"] == nil)
+            #expect(data["error"]?["code"] == "Unauthenticated")
+            #expect(try await byTicket.nextEventAsync() == nil, "the stream ends after the error")
+            // The cookie user's stream carried on.
+            _ = try await h.post("/mutation/messages:send", json: #"{"body":"still","channel":"me"}"#)
+            let next = try #require(try await byCookie.nextEventAsync())
+            #expect(try value(next).sub == "list")
+        }
+    }
 }

@@ -171,7 +171,7 @@ final class RecordingOutput: EventStreamOutput {
 
     @Test func readsSubscriptionsInURLOrderWithOptionalArguments() throws {
         let subscriptions = try parse(
-            "sub.team=mlb:first_place_team&args.team=%7B%22division%22%3A%22AL%20Central%22%7D&sub.all-2=messages:list&format=clean&ticket=x"
+            "sub.team=mlb:first_place_team&args.team=%7B%22division%22%3A%22AL%20Central%22%7D&sub.all-2=messages:list&format=clean"
         )
         #expect(subscriptions.map(\.id) == ["team", "all-2"])
         #expect(subscriptions.map(\.function.canonical) == ["mlb:first_place_team", "messages:list"])

@@ -21,6 +21,15 @@ public struct AccessConfiguration: Sendable {
     /// with a half-sent request. Open event streams are exempt. Whole seconds; 0 means never.
     public var idleTimeoutSeconds = 30
 
+    /// The cookie a request without `Authorization` takes its bearer JWT from (an HTTP token such as `convex_jwt`);
+    /// `nil` reads no cookie.
+    public var authCookie: String?
+    /// The key stream tickets are sealed with; `nil` makes a random one per process, so tickets then open only on
+    /// the gateway that issued them. Give replicas the same key to let any of them open a ticket.
+    public var ticketKey: StreamTicketKey?
+    /// The longest a stream ticket is valid; a token's earlier `exp` shortens it.
+    public var ticketMaxLifetime = Duration.seconds(3600)
+
     /// The header that carries the gateway API key.
     public static let apiKeyHeader = "X-API-Key"
 

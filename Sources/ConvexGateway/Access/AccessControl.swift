@@ -103,9 +103,10 @@ public final class AccessControl: Sendable {
         configuration.functions.isOpen ? upstream : FilteredUpstream(base: upstream, filter: configuration.functions)
     }
 
+    /// The routes the rate limit counts: the function routes and the ticket route.
     static func isFunctionRoute(_ path: Substring) -> Bool {
         path.hasPrefix("/query/") || path.hasPrefix("/mutation/") || path.hasPrefix("/action/")
-            || path.hasPrefix("/subscribe/") || path == "/subscribe"
+            || path.hasPrefix("/subscribe/") || path == "/subscribe" || path == "/stream-tickets"
     }
 
     private func refusal(_ error: GatewayError, headers: [(String, String)] = []) -> GatewayResponse {

@@ -51,6 +51,8 @@ extension GatewayCore {
             case .subscribeMany:
                 let subscriptions = try streamSubscriptions(request)
                 return .deferred { [self] in await startMultiStream(request, context, subscriptions) }
+            case .streamTickets:
+                return .respond(finish(try streamTicket(for: request), context))
             case .mutation(let function), .action(let function):
                 let kind: CallKind = if case .mutation = request.route { .mutation } else { .action }
                 let input = try bodyInput(request)
@@ -156,5 +158,24 @@ extension GatewayCore {
         } catch {
             return errorResponse(.upstreamUnavailable("not connected"), format: configuration.defaultFormat)
         }
+    }
+
+    // MARK: Stream tickets
+
+    /// `POST /stream-tickets`: 201 with a ticket for the caller's token (Access/StreamTickets.swift).
+    /// - Throws: 401 without a token, or for one a ticket cannot be made from.
+    private func streamTicket(for request: ParsedRequest) throws(GatewayError) -> GatewayResponse {
+        guard case .bearer(let token) = request.identity else {
+            throw GatewayError.unauthenticated(
+                "A stream ticket needs the caller's token: send 'Authorization: Bearer <JWT>' or the auth cookie")
+        }
+        let issued = try credentials.tickets.issue(for: token, now: credentials.now())
+        // Written out: `expiresAt` is a whole number of milliseconds, never a float's exponent form.
+        let body =
+            #"{"ticket":"# + String(decoding: ConvexValue.string(issued.ticket).convexJSON(), as: UTF8.self)
+            + #","expiresAt":\#(issued.expiresAt)}"#
+        var response = GatewayResponse.json(Array(body.utf8), status: 201)
+        response.headers.append(("Cache-Control", "no-store"))
+        return response
     }
 }

@@ -1,15 +1,16 @@
 import ConvexSyncProtocol
 import Foundation
 
-/// A request as the pipeline understands it, built once by ``init(_:defaultFormat:)``: the route (with its function
-/// path), the query string decoded to text, who is calling, and the output format. Every later stage reads this
+/// A request as the pipeline understands it, built once by ``init(_:defaultFormat:credentials:)``: the route (with its
+/// function path), the query string decoded to text, who is calling, and the output format. Every later stage reads this
 /// value; none goes back to the raw request text.
 struct ParsedRequest: Sendable {
     var request: GatewayRequest
     var route: Route
-    /// The query string, decoded once; values are still text (the argument stage types them).
+    /// The query string, decoded once; values are still text (the argument stage types them). A stream ticket is
+    /// not among them: it was read into ``identity``.
     var query: QueryString
-    /// Who the call acts as upstream (anonymous for the gateway's own routes).
+    /// Who the call acts as upstream (anonymous for the gateway's own routes), from ``CallerCredentials``.
     var identity: UpstreamIdentity
     var format: OutputFormat
     /// `Accept: text/event-stream` was sent.
@@ -17,9 +18,9 @@ struct ParsedRequest: Sendable {
 
     var method: String { request.method }
 
-    /// Parses `request`.
+    /// Parses `request`; `credentials` says where the caller's token may come from.
     /// - Throws: the 404/400/405/401 that the request deserves, in that order of checks.
-    init(_ request: GatewayRequest, defaultFormat: OutputFormat) throws(GatewayError) {
+    init(_ request: GatewayRequest, defaultFormat: OutputFormat, credentials: CallerCredentials) throws(GatewayError) {
         route = try Route(rawPath: request.rawPath[...])
         query = try QueryString(raw: request.rawQuery?[...])
         let formats = query.values(named: "format")
@@ -35,25 +36,9 @@ struct ParsedRequest: Sendable {
         guard route.allowedMethods.contains(request.method) else {
             throw GatewayError.methodNotAllowed(request.method, allowed: route.allowedMethods)
         }
-        identity =
-            !route.actsAsCaller ? .anonymous : try Self.identity(authorization: request.header("authorization"))
+        identity = try credentials.identity(of: request, route: route, query: &query)
         wantsEventStream = Self.acceptsEventStream(request.header("accept"))
         self.request = request
-    }
-
-    /// The caller identity an `Authorization` header gives: none is anonymous, `Bearer <JWT>` a user.
-    /// - Throws: 401 for any other form or a malformed token.
-    static func identity(authorization: String?) throws(GatewayError) -> UpstreamIdentity {
-        guard let authorization else { return .anonymous }
-        let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
-            throw GatewayError.unauthenticated("Unsupported Authorization header; send 'Authorization: Bearer <JWT>'")
-        }
-        let token = parts[1].trimmingCharacters(in: .whitespaces)
-        guard !token.isEmpty, token.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-            throw GatewayError.unauthenticated("Malformed bearer token")
-        }
-        return .bearer(token)
     }
 
     /// Whether an `Accept` header asks for Server-Sent Events.

@@ -8,6 +8,8 @@ enum Route: Equatable, Sendable {
     case subscribe(UdfPath)
     /// `/subscribe?sub.<id>=…`: many subscriptions on one stream (Pipeline/StreamSubscriptions.swift).
     case subscribeMany
+    /// `POST /stream-tickets`: a ticket for the caller's token (Access/StreamTickets.swift).
+    case streamTickets
     case health, ready, metrics, openAPI
 
     static let queryTemplate = "/query/{function}"
@@ -20,6 +22,7 @@ enum Route: Equatable, Sendable {
         case .action: "/action/{function}"
         case .subscribe: "/subscribe/{function}"
         case .subscribeMany: "/subscribe"
+        case .streamTickets: "/stream-tickets"
         case .health: "/healthz"
         case .ready: "/readyz"
         case .metrics: "/metrics"
@@ -33,6 +36,7 @@ enum Route: Equatable, Sendable {
         case .query: ["GET", "HEAD", "POST"]
         case .mutation, .action: ["POST"]
         case .subscribe, .subscribeMany: ["GET"]
+        case .streamTickets: ["POST"]
         case .health, .ready, .metrics, .openAPI: ["GET", "HEAD"]
         }
     }
@@ -41,12 +45,21 @@ enum Route: Equatable, Sendable {
     var function: UdfPath? {
         switch self {
         case .query(let path), .mutation(let path), .action(let path), .subscribe(let path): path
-        case .subscribeMany, .health, .ready, .metrics, .openAPI: nil
+        case .subscribeMany, .streamTickets, .health, .ready, .metrics, .openAPI: nil
         }
     }
 
-    /// Whether the route calls functions as the caller (so the caller's credentials are read).
-    var actsAsCaller: Bool { function != nil || self == .subscribeMany }
+    /// Whether the route acts as the caller (so it reads credentials): the function routes, every stream route, and
+    /// the ticket route.
+    var actsForCaller: Bool {
+        function != nil || takesTicket || self == .streamTickets
+    }
+
+    /// Whether a `?ticket=` authenticates the request: the stream routes, whose templates start with `/subscribe`
+    /// (an `EventSource` cannot send an `Authorization` header).
+    var takesTicket: Bool {
+        template.hasPrefix("/subscribe")
+    }
 
     /// Routes a raw (not yet decoded) path.
     /// - Throws: 404 when it matches no route, 400 when it names a function route with a bad function path.
@@ -57,6 +70,7 @@ enum Route: Equatable, Sendable {
         case "/metrics": self = .metrics
         case "/openapi.yaml": self = .openAPI
         case "/subscribe": self = .subscribeMany
+        case "/stream-tickets": self = .streamTickets
         default:
             for (prefix, make) in [
                 ("/query/", Route.query), ("/mutation/", Route.mutation), ("/action/", Route.action),

@@ -20,8 +20,8 @@ struct StreamSubscriptions: Sendable {
 
     var subscriptions: [Subscription]
 
-    /// Query parameters of `/subscribe` that are not subscriptions.
-    static let otherParameters: Set<String> = ["format", "ticket"]
+    /// Query parameters of `/subscribe` that are not subscriptions (`ticket` is taken out by the parse stage).
+    static let otherParameters: Set<String> = ["format"]
 
     /// - Throws: 400 `InvalidSubscriptions` (or the argument stage's own error) naming the subscription.
     init(_ query: QueryString, limit: Int) throws(GatewayError) {

@@ -103,6 +103,33 @@ extension GatewaySettings {
                     "--cors-expose-headers", "GATEWAY_CORS_EXPOSE_HEADERS", \.gateway.access.cors.exposedHeaders,
                     valueName: "<headers>", help: "Comma-separated response headers pages may read.",
                     parse: { try CORSPolicy.headerNames($0) }),
+                .value(
+                    "--auth-cookie", "GATEWAY_AUTH_COOKIE", \.gateway.access.authCookie, valueName: "<name>",
+                    default: "no cookie",
+                    help: "A cookie holding the caller's JWT, read when a request has no `Authorization` header (on "
+                        + "every function route and `POST /stream-tickets`)."
+                ) { text, name throws(SettingError) in
+                    guard CookieHeader.isValidName(text) else {
+                        throw SettingError("\(name) must be a cookie name (letters, digits, - _ . and the like)")
+                    }
+                    return text
+                },
+                .value(
+                    "--ticket-key-file", "GATEWAY_TICKET_KEY_FILE", \.gateway.access.ticketKey, valueName: "<path>",
+                    secret: true, default: "a random key per process",
+                    help: "A file holding at least 32 bytes of secret material, from which the key that seals "
+                        + "stream tickets is derived; replicas given the same file accept each other's tickets."
+                ) { text, name throws(SettingError) in
+                    do {
+                        return try StreamTicketKey.load(file: text, name: name)
+                    } catch {
+                        throw SettingError("\(error)")
+                    }
+                },
+                .seconds(
+                    "--ticket-max-lifetime-seconds", "GATEWAY_TICKET_MAX_LIFETIME_SECONDS",
+                    \.gateway.access.ticketMaxLifetime,
+                    help: "Seconds a stream ticket is valid at most (less when the token's `exp` comes sooner)."),
                 .number(
                     "--rate-limit", "GATEWAY_RATE_LIMIT", \.gateway.access.rateLimit, in: 0...1_000_000, note: "off",
                     help: "Requests per second per client address on the function routes."),

@@ -1,0 +1,69 @@
+import Foundation
+
+/// Where a request's caller identity comes from, first match wins: the `Authorization` header, then a stream
+/// ticket (`?ticket=` on the stream routes, whose `EventSource` cannot send headers), then the auth cookie (when one
+/// is configured, so same-origin pages and `EventSource(url, {withCredentials: true})` carry the user). Each gives
+/// the same bearer identity, so streams opened either way share subscriptions and end alike when the token expires.
+struct CallerCredentials: Sendable {
+    /// The cookie holding the caller's JWT, if the gateway reads one.
+    var cookieName: String?
+    var tickets: StreamTickets
+    /// The wall clock in Unix milliseconds (tests advance it).
+    var now: @Sendable () -> Int64
+
+    /// The query parameter that carries a stream ticket.
+    static let ticketParameter = "ticket"
+
+    /// The identity `request` acts as. On routes that take a ticket, `ticket` is removed from `query`, so no later
+    /// stage reads it as an argument.
+    /// - Throws: 401 for an `Authorization` header that is not `Bearer <token>`, a malformed token in the header or
+    ///   the cookie, or a ticket that does not open; 400 for `ticket` given more than once.
+    func identity(of request: GatewayRequest, route: Route, query: inout QueryString) throws(GatewayError)
+        -> UpstreamIdentity
+    {
+        var ticket: String??
+        if route.takesTicket {
+            let tickets = query.values(named: Self.ticketParameter)
+            guard tickets.count <= 1 else {
+                throw GatewayError.badRequest("Give 'ticket' once", code: .badRequest)
+            }
+            ticket = tickets.first
+            query.parameters.removeAll { $0.name == Self.ticketParameter }
+        }
+        guard route.actsForCaller else { return .anonymous }
+        if let authorization = request.header("authorization") {
+            return try Self.identity(authorization: authorization)
+        }
+        if let ticket {
+            guard let ticket, !ticket.isEmpty else {
+                throw GatewayError.unauthenticated("Malformed stream ticket; get one from POST /stream-tickets")
+            }
+            return .bearer(try tickets.open(ticket, now: now()))
+        }
+        if let cookieName, let value = CookieHeader.value(named: cookieName, in: request.header("cookie")),
+            !value.isEmpty
+        {
+            return .bearer(try Self.token(value, malformed: "Malformed token in the '\(cookieName)' cookie"))
+        }
+        return .anonymous
+    }
+
+    /// The caller identity an `Authorization` header gives: `Bearer <JWT>` is a user.
+    /// - Throws: 401 for any other form or a malformed token.
+    static func identity(authorization: String) throws(GatewayError) -> UpstreamIdentity {
+        let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+            throw GatewayError.unauthenticated("Unsupported Authorization header; send 'Authorization: Bearer <JWT>'")
+        }
+        return .bearer(try token(parts[1], malformed: "Malformed bearer token"))
+    }
+
+    /// A token as sent, trimmed: printable ASCII without spaces.
+    private static func token(_ text: Substring, malformed: String) throws(GatewayError) -> String {
+        let token = text.trimmingCharacters(in: .whitespaces)
+        guard !token.isEmpty, token.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw GatewayError.unauthenticated(malformed)
+        }
+        return token
+    }
+}
