@@ -156,7 +156,9 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            // Embedded in the binary (ClientScript.swift): no resource bundle to install beside the executable.
+            resources: [.embedInCode("Resources/client.js")]
         ),
         .executableTarget(
             name: "convex-gateway",

@@ -214,7 +214,7 @@ struct AccessScreenTests {
         #expect(wrong.status == 401)
         #expect(
             access.screen(Self.request("/query/messages:list", headers: ["x-api-key": "k-123"])).map(\.status) == nil)
-        for open in ["/healthz", "/readyz", "/openapi.yaml"] {
+        for open in ["/healthz", "/readyz", "/openapi.yaml", "/client.js"] {
             #expect(access.screen(Self.request(open)).map(\.status) == nil, "\(open)")
         }
         #expect(access.screen(Self.request("/nowhere"))?.status == 401)

@@ -56,8 +56,8 @@ public final class AccessControl: Sendable {
             ? RateLimiter(rate: configuration.rateLimit, burst: configuration.effectiveBurst, clock: clock) : nil
     }
 
-    /// Routes that never need the API key: probes, the public contract, and CORS preflights.
-    static let openPaths: Set<Substring> = ["/healthz", "/readyz", "/openapi.yaml"]
+    /// Routes that never need the API key: probes, the public contract, the browser client, and CORS preflights.
+    static let openPaths: Set<Substring> = ["/healthz", "/readyz", "/openapi.yaml", "/client.js"]
 
     /// Decides whether a request may go on, from its method, raw path, client address and headers alone (`header`
     /// looks a header up by name, case-insensitively). Never blocks; counts the request against the rate limit.

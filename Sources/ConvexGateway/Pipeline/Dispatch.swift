@@ -31,6 +31,9 @@ extension GatewayCore {
                     finish(
                         GatewayResponse(status: 200, headers: [("Content-Type", "application/yaml")], body: document),
                         context))
+            case .clientScript:
+                return .respond(
+                    finish(ClientScript.response(ifNoneMatch: request.request.header("if-none-match")), context))
             case .query(let function) where request.method == "POST":
                 let input = try bodyInput(request)
                 let args = try arguments(input, for: function)

@@ -11,6 +11,8 @@ enum Route: Equatable, Sendable {
     /// `POST /stream-tickets`: a ticket for the caller's token (Access/StreamTickets.swift).
     case streamTickets
     case health, ready, metrics, openAPI
+    /// `/client.js`, the browser client (ClientScript.swift).
+    case clientScript
 
     static let queryTemplate = "/query/{function}"
 
@@ -27,6 +29,7 @@ enum Route: Equatable, Sendable {
         case .ready: "/readyz"
         case .metrics: "/metrics"
         case .openAPI: "/openapi.yaml"
+        case .clientScript: "/client.js"
         }
     }
 
@@ -37,7 +40,7 @@ enum Route: Equatable, Sendable {
         case .mutation, .action: ["POST"]
         case .subscribe, .subscribeMany: ["GET"]
         case .streamTickets: ["POST"]
-        case .health, .ready, .metrics, .openAPI: ["GET", "HEAD"]
+        case .health, .ready, .metrics, .openAPI, .clientScript: ["GET", "HEAD"]
         }
     }
 
@@ -45,7 +48,7 @@ enum Route: Equatable, Sendable {
     var function: UdfPath? {
         switch self {
         case .query(let path), .mutation(let path), .action(let path), .subscribe(let path): path
-        case .subscribeMany, .streamTickets, .health, .ready, .metrics, .openAPI: nil
+        case .subscribeMany, .streamTickets, .health, .ready, .metrics, .openAPI, .clientScript: nil
         }
     }
 
@@ -71,6 +74,7 @@ enum Route: Equatable, Sendable {
         case "/openapi.yaml": self = .openAPI
         case "/subscribe": self = .subscribeMany
         case "/stream-tickets": self = .streamTickets
+        case "/client.js": self = .clientScript
         default:
             for (prefix, make) in [
                 ("/query/", Route.query), ("/mutation/", Route.mutation), ("/action/", Route.action),

@@ -43,7 +43,7 @@ extension ParsedRequest {
         switch route {
         case .query, .mutation, .action, .subscribe, .subscribeMany: true
         case .openAPI: wantsFunctionsDocument
-        case .streamTickets, .health, .ready, .metrics: false
+        case .streamTickets, .health, .ready, .metrics, .clientScript: false
         }
     }
 }
