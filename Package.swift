@@ -182,6 +182,8 @@ let package = Package(
                 "ConvexValues",
                 .product(name: "Clocks", package: "swift-clocks"),
                 .product(name: "Configuration", package: "swift-configuration"),
+                // The browser tests speak the DevTools protocol to headless Chromium over a WebSocket.
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

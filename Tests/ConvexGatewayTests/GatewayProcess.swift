@@ -40,16 +40,17 @@ final class GatewayProcess: @unchecked Sendable {
         }
     }
 
-    /// Starts the gateway with `environment` added to a clean configuration, runs `body`, then stops it with SIGTERM
-    /// and checks that it was still running and exits cleanly.
+    /// Starts the gateway with `environment` added to a clean configuration and with `arguments`, runs `body`, then
+    /// stops it with SIGTERM and checks that it was still running and exits cleanly.
     static func run<T: Sendable>(
-        environment extra: [String: String] = [:], _ body: (GatewayProcess) async throws -> T
+        environment extra: [String: String] = [:], arguments: [String] = [], _ body: (GatewayProcess) async throws -> T
     ) async throws -> T {
         let logPath = FileManager.default.temporaryDirectory
             .appendingPathComponent("convex-gateway-\(UUID().uuidString).log").path
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try binaryPath())
+        process.arguments = arguments
         process.currentDirectoryURL = packageRoot
         var environment = inheritedEnvironment
         environment["GATEWAY_PORT"] = "0"
