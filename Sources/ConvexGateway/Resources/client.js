@@ -238,12 +238,13 @@ export class ConvexGateway {
     }
     if (generation !== this.#generation) return;
     const named = byId.get(SUBSCRIPTION_ERROR.exec(failure.message)?.[1]);
-    if (failure.status === 400 && named) {
-      // One subscription's bad input: it alone gets the error, the others go on without it.
+    const refused = failure.status >= 400 && failure.status < 500 && failure.status !== 401 && failure.status !== 429;
+    if (refused && named) {
+      // One subscription's unknown function or bad arguments: it alone gets the error, the others go on without it.
       named.refused = failure;
       this.#fail(named, failure);
       this.#scheduleOpen(0);
-    } else if (failure.status >= 400 && failure.status < 500 && failure.status !== 401 && failure.status !== 429) {
+    } else if (refused) {
       for (const query of byId.values()) this.#fail(query, failure);
     } else {
       this.#retry(failure, byId);
