@@ -12,6 +12,18 @@ ensure_microhttpd() {
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq libmicrohttpd-dev pkg-config >/dev/null
 }
 
+# Headless Chromium for the browser tests (Debian's chromium package); CONVEX_TEST_CHROMIUM names another binary.
+ensure_chromium() {
+    if [ -n "${CONVEX_TEST_CHROMIUM:-}" ] || command -v chromium >/dev/null 2>&1; then
+        return 0
+    fi
+    echo "==> installing chromium" >&2
+    local sudo=""
+    if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium >/dev/null
+}
+
 # A Python virtual environment at .venv with the official Convex client and the test tools.
 ensure_python_venv() {
     local req="scripts/requirements-test.txt"

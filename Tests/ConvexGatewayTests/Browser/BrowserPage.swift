@@ -109,3 +109,19 @@ struct BrowserPage: Sendable {
         return value
     }
 }
+
+extension BrowserPage {
+    /// Runs the real `convex-gateway` (``GatewayProcess``) and headless Chromium with one tab open on the gateway's
+    /// `/healthz`, so the page is same-origin with every route.
+    static func withGatewayPage<T: Sendable>(
+        environment: [String: String] = [:], arguments: [String] = [],
+        _ body: (GatewayProcess, DevToolsConnection, BrowserPage) async throws -> T
+    ) async throws -> T {
+        try await GatewayProcess.run(environment: environment, arguments: arguments) { gateway in
+            try await HeadlessChromium.run { browser in
+                let page = try await BrowserPage.open(browser, url: "http://127.0.0.1:\(gateway.port)/healthz")
+                return try await body(gateway, browser, page)
+            }
+        }
+    }
+}

@@ -29,51 +29,48 @@ struct BrowserStreamTests {
 
     @Test("a plain EventSource on /subscribe?sub.<id>=… holds 20 live queries while 20 mutations are answered")
     func plainEventSource() async throws {
-        try await GatewayProcess.run { gateway in
-            try await HeadlessChromium.run { browser in
-                let page = try await BrowserPage.open(browser, url: "http://127.0.0.1:\(gateway.port)/healthz")
-                let report = try await page.evaluate(
-                    """
-                    (async () => {
-                      \(Self.openStreamsScript)
-                      const ids = Array.from({ length: \(Self.count) }, (_, i) => `c${i}`);
-                      const params = new URLSearchParams();
-                      for (const id of ids) {
-                        params.append(`sub.${id}`, "conformance:counter");
-                        params.append(`args.${id}`, JSON.stringify({ name: `plain-${id}` }));
-                      }
-                      const values = {}, errors = [];
-                      const source = new EventSource(`/subscribe?${params}`);
-                      source.addEventListener("value", (event) => {
-                        const { sub, value } = JSON.parse(event.data);
-                        (values[sub] ??= []).push(value);
-                        changed();
-                      });
-                      source.addEventListener("error", (event) => { if (event.data) errors.push(event.data); });
-                      const reached = (n) => ids.every((id) => values[id]?.at(-1) === n);
-                      await until(() => reached(0), "the first value of every subscription");
-                      // All at once: they need connections besides the stream's.
-                      const mutations = await Promise.all(ids.map(async (id) => {
-                        const response = await fetch("/mutation/conformance:increment", {
-                          method: "POST", headers: { "Content-Type": "application/json" },
-                          body: JSON.stringify({ name: `plain-${id}` }),
-                        });
-                        return response.json();
-                      }));
-                      await until(() => reached(1), "every subscription's update");
-                      const report = { mutations, values, errors, openStreams: await openStreams() };
-                      source.close();
-                      return report;
-                    })()
-                    """, as: Report.self)
-                #expect(report.mutations == Array(repeating: 1, count: Self.count))
-                #expect(report.values.count == Self.count)
-                for (id, values) in report.values {
-                    #expect(values == [0, 1], "\(id)")
-                }
-                #expect(report.errors.isEmpty)
-                #expect(report.openStreams == 1)
+        try await BrowserPage.withGatewayPage { _, _, page in
+            let report = try await page.evaluate(
+                """
+                (async () => {
+                  \(Self.openStreamsScript)
+                  const ids = Array.from({ length: \(Self.count) }, (_, i) => `c${i}`);
+                  const params = new URLSearchParams();
+                  for (const id of ids) {
+                    params.append(`sub.${id}`, "conformance:counter");
+                    params.append(`args.${id}`, JSON.stringify({ name: `plain-${id}` }));
+                  }
+                  const values = {}, errors = [];
+                  const source = new EventSource(`/subscribe?${params}`);
+                  source.addEventListener("value", (event) => {
+                    const { sub, value } = JSON.parse(event.data);
+                    (values[sub] ??= []).push(value);
+                    changed();
+                  });
+                  source.addEventListener("error", (event) => { if (event.data) errors.push(event.data); });
+                  const reached = (n) => ids.every((id) => values[id]?.at(-1) === n);
+                  await until(() => reached(0), "the first value of every subscription");
+                  // All at once: they need connections besides the stream's.
+                  const mutations = await Promise.all(ids.map(async (id) => {
+                    const response = await fetch("/mutation/conformance:increment", {
+                      method: "POST", headers: { "Content-Type": "application/json" },
+                      body: JSON.stringify({ name: `plain-${id}` }),
+                    });
+                    return response.json();
+                  }));
+                  await until(() => reached(1), "every subscription's update");
+                  const report = { mutations, values, errors, openStreams: await openStreams() };
+                  source.close();
+                  return report;
+                })()
+                """, as: Report.self)
+            #expect(report.mutations == Array(repeating: 1, count: Self.count))
+            #expect(report.values.count == Self.count)
+            for (id, values) in report.values {
+                #expect(values == [0, 1], "\(id)")
             }
+            #expect(report.errors.isEmpty)
+            #expect(report.openStreams == 1)
         }
     }
 
@@ -93,66 +90,63 @@ struct BrowserStreamTests {
     /// subscription alone; a stopped subscription hears nothing more.
     @Test("client.js holds 20 live queries on one shared stream while 20 mutations are answered")
     func clientScript() async throws {
-        try await GatewayProcess.run { gateway in
-            try await HeadlessChromium.run { browser in
-                let page = try await BrowserPage.open(browser, url: "http://127.0.0.1:\(gateway.port)/healthz")
-                let report = try await page.evaluate(
-                    """
-                    (async () => {
-                      \(Self.openStreamsScript)
-                      const { ConvexGateway } = await import(`${location.origin}/client.js`);
-                      const gateway = new ConvexGateway(location.origin);
-                      const ids = Array.from({ length: \(Self.count) }, (_, i) => `c${i}`);
-                      const values = {}, errors = {};
-                      const follow = (id, fn = "conformance:counter") => gateway.subscribe(fn, { name: `client-${id}` },
-                        (value) => { (values[id] ??= []).push(value); changed(); },
-                        (error) => { errors[id] = error.code; changed(); });
-                      const stops = ids.map((id) => follow(id));
-                      const last = (id) => values[id]?.at(-1);
-                      const reached = (n) => ids.every((id) => last(id) === n);
-                      await until(() => reached(0), "the first value of every subscription");
-                      const mutations = await Promise.all(ids.map((id) =>
-                        gateway.mutation("conformance:increment", { name: `client-${id}` })));
-                      await until(() => reached(1), "every subscription's update");
-                      const openStreamsNow = await openStreams();
+        try await BrowserPage.withGatewayPage { _, _, page in
+            let report = try await page.evaluate(
+                """
+                (async () => {
+                  \(Self.openStreamsScript)
+                  const { ConvexGateway } = await import(`${location.origin}/client.js`);
+                  const gateway = new ConvexGateway(location.origin);
+                  const ids = Array.from({ length: \(Self.count) }, (_, i) => `c${i}`);
+                  const values = {}, errors = {};
+                  const follow = (id, fn = "conformance:counter") => gateway.subscribe(fn, { name: `client-${id}` },
+                    (value) => { (values[id] ??= []).push(value); changed(); },
+                    (error) => { errors[id] = error.code; changed(); });
+                  const stops = ids.map((id) => follow(id));
+                  const last = (id) => values[id]?.at(-1);
+                  const reached = (n) => ids.every((id) => last(id) === n);
+                  await until(() => reached(0), "the first value of every subscription");
+                  const mutations = await Promise.all(ids.map((id) =>
+                    gateway.mutation("conformance:increment", { name: `client-${id}` })));
+                  await until(() => reached(1), "every subscription's update");
+                  const openStreamsNow = await openStreams();
 
-                      // A new subscription re-opens the stream; the twenty unchanged values are not delivered again.
-                      const delivered = () => ids.reduce((sum, id) => sum + values[id].length, 0);
-                      const before = delivered();
-                      follow("extra");
-                      await until(() => last("extra") === 0, "the new subscription's value");
-                      await gateway.mutation("conformance:increment", { name: "client-extra" });
-                      await until(() => last("extra") === 1, "the new subscription's update");
-                      const deliveriesAfterReopen = delivered() - before;
+                  // A new subscription re-opens the stream; the twenty unchanged values are not delivered again.
+                  const delivered = () => ids.reduce((sum, id) => sum + values[id].length, 0);
+                  const before = delivered();
+                  follow("extra");
+                  await until(() => last("extra") === 0, "the new subscription's value");
+                  await gateway.mutation("conformance:increment", { name: "client-extra" });
+                  await until(() => last("extra") === 1, "the new subscription's update");
+                  const deliveriesAfterReopen = delivered() - before;
 
-                      // An unknown function: its subscription alone gets the error; the others carry on.
-                      follow("unknown", "conformance:noSuchQuery");
-                      await until(() => errors.unknown, "the unknown function's error");
-                      await gateway.mutation("conformance:increment", { name: "client-c0" });
-                      await until(() => last("c0") === 2, "an update after the unknown function");
+                  // An unknown function: its subscription alone gets the error; the others carry on.
+                  follow("unknown", "conformance:noSuchQuery");
+                  await until(() => errors.unknown, "the unknown function's error");
+                  await gateway.mutation("conformance:increment", { name: "client-c0" });
+                  await until(() => last("c0") === 2, "an update after the unknown function");
 
-                      // A stopped subscription hears nothing more, whether its update comes on the old stream or
-                      // the re-opened one: c2's increment comes before c3's on either.
-                      stops[2]();
-                      const stoppedBefore = values.c2.length;
-                      await gateway.mutation("conformance:increment", { name: "client-c2" });
-                      await gateway.mutation("conformance:increment", { name: "client-c3" });
-                      await until(() => last("c3") === 2, "c3's update");
-                      gateway.close();
-                      return { mutations, values, deliveriesAfterReopen, added: values.extra, unknown: errors.unknown,
-                               afterUnknown: values.c0, stoppedDeliveries: values.c2.length - stoppedBefore,
-                               openStreams: openStreamsNow };
-                    })()
-                    """, as: ClientReport.self)
-                #expect(report.mutations == Array(repeating: 1, count: Self.count))
-                #expect(report.openStreams == 1, "one stream for every subscription of the page")
-                #expect(report.values["c5"] == [0, 1])
-                #expect(report.deliveriesAfterReopen == 0, "unchanged values are not delivered again")
-                #expect(report.added == [0, 1])
-                #expect(report.unknown == "FunctionNotFound")
-                #expect(report.afterUnknown == [0, 1, 2])
-                #expect(report.stoppedDeliveries == 0)
-            }
+                  // A stopped subscription hears nothing more, whether its update comes on the old stream or
+                  // the re-opened one: c2's increment comes before c3's on either.
+                  stops[2]();
+                  const stoppedBefore = values.c2.length;
+                  await gateway.mutation("conformance:increment", { name: "client-c2" });
+                  await gateway.mutation("conformance:increment", { name: "client-c3" });
+                  await until(() => last("c3") === 2, "c3's update");
+                  gateway.close();
+                  return { mutations, values, deliveriesAfterReopen, added: values.extra, unknown: errors.unknown,
+                           afterUnknown: values.c0, stoppedDeliveries: values.c2.length - stoppedBefore,
+                           openStreams: openStreamsNow };
+                })()
+                """, as: ClientReport.self)
+            #expect(report.mutations == Array(repeating: 1, count: Self.count))
+            #expect(report.openStreams == 1, "one stream for every subscription of the page")
+            #expect(report.values["c5"] == [0, 1])
+            #expect(report.deliveriesAfterReopen == 0, "unchanged values are not delivered again")
+            #expect(report.added == [0, 1])
+            #expect(report.unknown == "FunctionNotFound")
+            #expect(report.afterUnknown == [0, 1, 2])
+            #expect(report.stoppedDeliveries == 0)
         }
     }
 }
