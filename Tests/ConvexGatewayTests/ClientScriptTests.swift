@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// `GET /client.js`: the browser client is served from the binary, cacheable with an ETag. Its behaviour in a real
-/// browser is in Browser/BrowserTests.swift.
+/// browser is tested in Browser/.
 @Suite("The browser client route", .timeLimit(.minutes(1)))
 struct ClientScriptTests {
     static let sourceFile = GatewayProcess.packageRoot.appendingPathComponent(

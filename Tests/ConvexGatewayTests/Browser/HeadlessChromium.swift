@@ -121,3 +121,12 @@ enum HeadlessChromium {
         FileManager.default.contents(atPath: "/proc/\(pid)/cmdline").map(Array.init) ?? []
     }
 }
+
+extension Trait where Self == ConditionTrait {
+    /// The browser suites start Chromium and real gateway processes: run in parallel with the whole suite on two
+    /// cores, they starve its timing-sensitive tests (token expiry, rate limits). `scripts/test` runs them on their
+    /// own after the parallel run, with `CONVEX_TEST_BROWSER=1`.
+    static var browser: Self {
+        .enabled(if: ProcessInfo.processInfo.environment["CONVEX_TEST_BROWSER"] == "1", "run alone by scripts/test")
+    }
+}
