@@ -12,6 +12,10 @@ import Foundation
 /// | `logs:add` | mutation | `name, in, out: string` | new id |
 /// | `messages:list` | query | `channel?: string` | messages, oldest first |
 /// | `messages:send` | mutation | `body: string, author?: string, channel?: string` | new id |
+/// | `items:list` | query | — | `[{_id, _creationTime, text}]`, newest first |
+/// | `items:add` | mutation | `text: string` | new id |
+/// | `items:update` | mutation | `id: Id<"items">, text: string` | null |
+/// | `items:remove` | mutation | `id: Id<"items">` | null |
 /// | `echo:echo`, `echo:echoMutation`, `echo:echoAction` | query, mutation, action | anything | the arguments |
 /// | `conformance:*` | various | see ``register(in:)`` | helpers for conformance tests |
 enum DemoFunctions {
@@ -114,6 +118,24 @@ enum DemoFunctions {
             var fields = args
             if fields["author"] == nil { fields["author"] = "anonymous" }
             return .string(try ctx.insert("messages", fields))
+        }
+
+        // MARK: items (a list of documents that changes one document at a time)
+        functions.query("items:list") { ctx, _ in
+            .array(ctx.query("items").order(.descending).collect().map { .object($0) })
+        }
+        functions.mutation("items:add", args: ["text": .string]) { ctx, args in
+            .string(try ctx.insert("items", args))
+        }
+        functions.mutation("items:update", args: ["id": .id("items"), "text": .string]) { ctx, args in
+            guard case .string(let id)? = args["id"] else { return .null }
+            try ctx.patch(id, ["text": args["text"] ?? ""])
+            return .null
+        }
+        functions.mutation("items:remove", args: ["id": .id("items")]) { ctx, args in
+            guard case .string(let id)? = args["id"] else { return .null }
+            try ctx.delete(id)
+            return .null
         }
 
         // MARK: echo
