@@ -19,7 +19,7 @@ import Testing
 
     func delivered(_ actions: [HubState.Action]) -> [(SubscriptionHub.Snapshot, Int)] {
         actions.compactMap {
-            if case .deliver(let snapshot, _, let sinks) = $0 { (snapshot, sinks.count) } else { nil }
+            if case .deliver(let snapshot, _, _, let sinks) = $0 { (snapshot, sinks.count) } else { nil }
         }
     }
 

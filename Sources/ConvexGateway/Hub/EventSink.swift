@@ -3,11 +3,18 @@
 public protocol EventSink: AnyObject, Sendable {
     /// The output mode this stream renders values in.
     var format: OutputFormat { get }
+    /// Whether the stream sends changes as JSON Patches (`delta=json-patch`): then updates carry one when the
+    /// hub can make it.
+    var wantsPatches: Bool { get }
     /// A new current result of the subscription the sink is attached to.
     func deliver(_ update: SubscriptionUpdate)
     /// The subscription ended (its upstream connection closed, or the gateway is shutting down): the stream ends
     /// cleanly and the client's `EventSource` reconnects.
     func finish()
+}
+
+extension EventSink {
+    public var wantsPatches: Bool { false }
 }
 
 /// A subscription's new current result, rendered once in one output mode and shared by every sink in that mode.
@@ -19,6 +26,9 @@ public struct SubscriptionUpdate: Sendable {
     public var body: [UInt8]
     /// The whole single-subscription event (`id:` and `data:` lines, `event: error` for a failure).
     public var event: [UInt8]
+    /// The change from the previous value as a JSON Patch, when a sink asked for patches, the previous result was
+    /// a value too, and the patch is smaller than half the value (``ValueDelta``); made once per change and mode.
+    public var patch: ValueDelta.Patch?
 
     public var isFailure: Bool {
         if case .failure = snapshot.result { true } else { false }

@@ -39,8 +39,8 @@ struct HubState {
         case unsubscribe(Key, generation: UInt64)
         /// Wake waiting `GET`s with a result (`nil`: none will come).
         case resume(waiters: [UInt64], with: Snapshot?)
-        /// Send a new result to streams.
-        case deliver(Snapshot, key: Key, to: [any EventSink])
+        /// Send a new result to streams; `previous` is the result it replaces (what a JSON Patch is made against).
+        case deliver(Snapshot, previous: Snapshot?, key: Key, to: [any EventSink])
         /// End streams (the upstream ended, or the hub shut down).
         case finish([any EventSink])
     }
@@ -124,6 +124,7 @@ struct HubState {
             markIdleIfUnread(key, now: now)
             return actions
         }
+        let previous = entry.current?.snapshot
         entry.sequence = max(entry.sequence + 1, wallMilliseconds)
         let snapshot = Snapshot(id: "\(entry.sequence)-\(String(hash, radix: 16))", hash: hash, result: result)
         entry.current = (snapshot, hash)
@@ -141,7 +142,7 @@ struct HubState {
         entries[key] = entry
         markIdleIfUnread(key, now: now)
         if !waiters.isEmpty { actions.append(.resume(waiters: Array(waiters), with: snapshot)) }
-        if !recipients.isEmpty { actions.append(.deliver(snapshot, key: key, to: recipients)) }
+        if !recipients.isEmpty { actions.append(.deliver(snapshot, previous: previous, key: key, to: recipients)) }
         return actions
     }
 

@@ -240,11 +240,18 @@ public final class SubscriptionHub: Sendable {
                     waiters.compactMap { locked.waiters.removeValue(forKey: $0) }
                 }
                 for continuation in continuations { continuation.resume(returning: snapshot) }
-            case .deliver(let snapshot, let key, let sinks):
+            case .deliver(let snapshot, let previous, let key, let sinks):
+                // Rendered once per output mode; the patch once per mode too, and only if a stream reads patches.
                 var rendered: [OutputFormat: SubscriptionUpdate] = [:]
+                var patched: Set<OutputFormat> = []
                 for sink in sinks {
                     let format = sink.format
-                    let update = rendered[format] ?? update(for: key, snapshot: snapshot, format: format)
+                    var update = rendered[format] ?? update(for: key, snapshot: snapshot, format: format)
+                    if sink.wantsPatches, let previous, patched.insert(format).inserted {
+                        update.patch = ValueDelta.patch(from: previous, to: snapshot, body: update.body) {
+                            render($0, format)
+                        }
+                    }
                     rendered[format] = update
                     sink.deliver(update)
                 }

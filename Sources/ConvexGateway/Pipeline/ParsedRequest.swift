@@ -15,6 +15,8 @@ struct ParsedRequest: Sendable {
     var format: OutputFormat
     /// `Accept: text/event-stream` was sent.
     var wantsEventStream: Bool
+    /// A `/subscribe` stream asked for changes as JSON Patches (`delta=json-patch`, Delta/ValueDelta.swift).
+    var wantsPatches = false
 
     var method: String { request.method }
 
@@ -37,6 +39,11 @@ struct ParsedRequest: Sendable {
             throw GatewayError.methodNotAllowed(request.method, allowed: route.allowedMethods)
         }
         identity = try credentials.identity(of: request, route: route, query: &query)
+        if route.isStream {
+            // Like `ticket`, `delta` on a stream route is the stream's own parameter, never a function argument.
+            wantsPatches = try ValueDelta.wantsPatches(query.values(named: ValueDelta.parameter))
+            query.parameters.removeAll { $0.name == ValueDelta.parameter }
+        }
         wantsEventStream = Self.acceptsEventStream(request.header("accept"))
         self.request = request
     }

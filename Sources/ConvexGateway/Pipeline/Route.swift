@@ -58,11 +58,14 @@ enum Route: Equatable, Sendable {
         function != nil || takesTicket || self == .streamTickets
     }
 
-    /// Whether a `?ticket=` authenticates the request: the stream routes, whose templates start with `/subscribe`
-    /// (an `EventSource` cannot send an `Authorization` header).
-    var takesTicket: Bool {
+    /// The event-stream routes, whose templates start with `/subscribe`.
+    var isStream: Bool {
         template.hasPrefix("/subscribe")
     }
+
+    /// Whether a `?ticket=` authenticates the request: the stream routes (an `EventSource` cannot send an
+    /// `Authorization` header).
+    var takesTicket: Bool { isStream }
 
     /// Routes a raw (not yet decoded) path.
     /// - Throws: 404 when it matches no route, 400 when it names a function route with a bad function path.

@@ -28,8 +28,10 @@ extension GatewayCore {
             return .response(finish(refusal, context))
         }
         let skipHash = request.request.header("last-event-id").flatMap(SubscriptionHub.hash(fromEventID:))
+        let patches = request.wantsPatches
         return eventStream(context, upstream: upstream) { output in
-            let sink = SingleSubscriptionStream(output: output, format: format, limit: Self.streamBufferLimit)
+            let sink = SingleSubscriptionStream(
+                output: output, format: format, limit: Self.streamBufferLimit, patches: patches, resumeHash: skipHash)
             return ([StreamAttachments.Attachment(sink: sink, key: key, args: args, skipHash: skipHash)], output.finish)
         }
     }
@@ -72,10 +74,11 @@ extension GatewayCore {
             return .response(finish(refusal, context))
         }
         let lastEventID = request.request.header("last-event-id")
+        let patches = request.wantsPatches
         return eventStream(context, upstream: upstream) { output in
             let stream = MultiSubscriptionStream(
                 ids: keyed.map(\.id), format: format, output: output, limit: Self.streamBufferLimit,
-                resumeFrom: lastEventID)
+                patches: patches, resumeFrom: lastEventID)
             let attachments = zip(stream.makeMembers(), keyed).map { member, subscription in
                 StreamAttachments.Attachment(
                     sink: member, key: subscription.key, args: subscription.args, skipHash: nil)

@@ -10,7 +10,9 @@
  *
  * All subscriptions of one ConvexGateway share ONE event stream (`GET /subscribe?sub.<id>=…&args.<id>=…`), so a
  * page holds any number of live queries on a single HTTP/1.1 connection. When the set changes the stream is
- * re-opened after a short debounce, and a value equal to the one last delivered is not delivered again.
+ * re-opened after a short debounce, and a value equal to the one last delivered is not delivered again. Changes
+ * arrive as JSON Patches (`delta=json-patch`), applied to a copy of the value the subscription holds; a patch whose
+ * base is not that value re-opens the stream for full values.
  *
  * An EventSource cannot send headers, so a signed-in stream carries a short-lived ticket minted from the token
  * (`POST /stream-tickets`); calls send `Authorization: Bearer <token>`. When the gateway refuses the token (a 401,
@@ -39,8 +41,9 @@ export class ConvexGateway {
   #base;
   #token;
   #debounceMs;
-  /** Live queries by function and arguments: { id, fn, args, listeners, data, value, refused }; `data` is the
-   * last value event's text, `refused` the error of a query whose input the gateway refused. */
+  /** Live queries by function and arguments: { id, fn, args, listeners, hash, value, refused }; `hash` is the
+   * gateway's hash of `value` (what a patch names as its base), `refused` the error of a query whose input the
+   * gateway refused. */
   #queries = new Map();
   #nextId = 0;
   #source = null;
@@ -87,10 +90,10 @@ export class ConvexGateway {
     let query = this.#queries.get(key);
     const listener = { onValue, onError };
     if (!query) {
-      query = { id: `q${++this.#nextId}`, fn, args, listeners: new Set(), data: undefined, value: undefined };
+      query = { id: `q${++this.#nextId}`, fn, args, listeners: new Set(), hash: undefined, value: undefined };
       this.#queries.set(key, query);
       this.#scheduleOpen();
-    } else if (query.refused || query.data !== undefined) {
+    } else if (query.refused || query.hash !== undefined) {
       queueMicrotask(() => {
         if (!query.listeners.has(listener)) return;
         if (query.refused) notify(listener.onError, query.refused);
@@ -151,6 +154,7 @@ export class ConvexGateway {
     const generation = ++this.#generation;
     const byId = new Map();
     const url = new URL(`${this.#base}/subscribe`);
+    url.searchParams.set("delta", "json-patch");
     for (const query of this.#queries.values()) {
       if (query.refused) continue;
       byId.set(query.id, query);
@@ -170,13 +174,30 @@ export class ConvexGateway {
     this.#replaceStream(source);
     const current = () => generation === this.#generation;
     source.addEventListener("open", () => current() && (this.#failures = 0));
+    const deliver = (query, hash, value) => {
+      query.hash = hash;
+      query.value = value;
+      for (const listener of [...query.listeners]) notify(listener.onValue, value);
+    };
     source.addEventListener("value", (event) => {
       const message = JSON.parse(event.data);
       const query = current() && byId.get(message.sub);
-      if (!query || query.data === event.data) return;
-      query.data = event.data;
-      query.value = message.value;
-      for (const listener of [...query.listeners]) notify(listener.onValue, query.value);
+      if (query && query.hash !== message.v) deliver(query, message.v, message.value);
+    });
+    source.addEventListener("patch", (event) => {
+      const message = JSON.parse(event.data);
+      const query = current() && byId.get(message.sub);
+      if (!query) return;
+      let value;
+      try {
+        if (query.hash === undefined || query.hash !== message.base) throw new Error("not the patch's base");
+        value = applyPatch(query.value, message.ops);
+      } catch {
+        // The value held is not the one the patch was made for: start again from full values.
+        this.#scheduleOpen(0);
+        return;
+      }
+      deliver(query, message.v, value);
     });
     // The gateway's `event: error` and the EventSource's own connection errors share this name.
     source.addEventListener("error", (event) => {
@@ -190,7 +211,7 @@ export class ConvexGateway {
       if (sub !== undefined) {
         const query = byId.get(sub);
         if (query) {
-          query.data = undefined;
+          query.hash = undefined;
           this.#fail(query, new ConvexGatewayError(undefined, error));
         }
         return;
@@ -268,6 +289,64 @@ export class ConvexGateway {
   #fail(query, error) {
     for (const listener of [...query.listeners]) notify(listener.onError, error);
   }
+}
+
+/**
+ * Applies RFC 6902 operations (the gateway sends add, remove, replace and move) without changing `document`: the
+ * objects and arrays along each changed path are copied once, the rest is shared. Throws on a path that does not fit.
+ */
+function applyPatch(document, operations) {
+  const root = [document]; // the document is root[0], so that every path has a parent
+  const copies = new Set([root]);
+  const index = (key, array, allowEnd) => {
+    const n = key === "-" && allowEnd ? array.length : /^(0|[1-9][0-9]*)$/.test(key) ? Number(key) : -1;
+    if (n < 0 || n > array.length || (n === array.length && !allowEnd)) throw new Error(`no index ${key}`);
+    return n;
+  };
+  // The (copied) container of the pointer's last key, and that key.
+  const locate = (pointer) => {
+    if (pointer !== "" && !pointer.startsWith("/")) throw new Error(`not a JSON pointer: ${pointer}`);
+    let parent = root;
+    let key = "0";
+    for (const part of pointer === "" ? [] : pointer.slice(1).split("/")) {
+      let child = parent[key];
+      if (child === null || typeof child !== "object") throw new Error(`nothing at ${pointer}`);
+      if (!copies.has(child)) {
+        child = Array.isArray(child) ? child.slice() : { ...child };
+        parent[key] = child;
+        copies.add(child);
+      }
+      parent = child;
+      key = part.replaceAll("~1", "/").replaceAll("~0", "~");
+    }
+    return [parent, key];
+  };
+  const add = (pointer, value) => {
+    const [parent, key] = locate(pointer);
+    if (Array.isArray(parent) && parent !== root) parent.splice(index(key, parent, true), 0, value);
+    else parent[key] = value;
+  };
+  const remove = (pointer) => {
+    const [parent, key] = locate(pointer);
+    if (parent === root) throw new Error("cannot remove the document");
+    if (Array.isArray(parent)) return parent.splice(index(key, parent, false), 1)[0];
+    if (!Object.hasOwn(parent, key)) throw new Error(`nothing at ${pointer}`);
+    const value = parent[key];
+    delete parent[key];
+    return value;
+  };
+  for (const { op, path, from, value } of operations) {
+    if (op === "add") add(path, value);
+    else if (op === "remove") remove(path);
+    else if (op === "replace") {
+      const [parent, key] = locate(path);
+      if (Array.isArray(parent) && parent !== root) parent[index(key, parent, false)] = value;
+      else if (parent === root || Object.hasOwn(parent, key)) parent[key] = value;
+      else throw new Error(`nothing at ${path}`);
+    } else if (op === "move") add(path, remove(from));
+    else throw new Error(`unsupported operation ${op}`);
+  }
+  return root[0];
 }
 
 function checkCall(fn, args) {

@@ -11,12 +11,17 @@ import Synchronization
 /// Every event's `id:` is a ``StreamResumeID`` of what the client then holds, so a reconnect with `Last-Event-ID`
 /// skips the subscriptions whose result is unchanged. A slow reader is coalesced per subscription: once more than
 /// `limit` bytes wait, what is queued is replaced by the latest event of every subscription, so none is lost.
+///
+/// With `delta=json-patch` (``ValueDelta``), value events also carry `"v"`, the value's hash, and a change whose
+/// patch the hub made is sent as `event: patch` with the subscription's `"sub"` when the client holds the patch's
+/// base.
 final class MultiSubscriptionStream: Sendable {
     /// One subscription of the stream, as the hub sees it.
     final class Member: EventSink {
         let stream: MultiSubscriptionStream
         let index: Int
         var format: OutputFormat { stream.format }
+        var wantsPatches: Bool { stream.wantsPatches }
 
         init(stream: MultiSubscriptionStream, index: Int) {
             self.stream = stream
@@ -29,6 +34,7 @@ final class MultiSubscriptionStream: Sendable {
 
     private struct Latest {
         var isFailure: Bool
+        var hash: UInt64
         var body: [UInt8]
     }
 
@@ -38,6 +44,8 @@ final class MultiSubscriptionStream: Sendable {
         /// Per subscription, a held result the first update may repeat (from `Last-Event-ID`): then it is not sent.
         var resumed: [UInt64?]
         var latest: [Latest?]
+        /// Per subscription, the full hash of the result the client holds (or will, once what is queued is sent).
+        var sent: [UInt64?]
         var ended = false
     }
 
@@ -45,19 +53,27 @@ final class MultiSubscriptionStream: Sendable {
     let format: OutputFormat
     let output: any EventStreamOutput
     let limit: Int
+    let wantsPatches: Bool
     private let state: Mutex<State>
 
     /// - Parameters:
     ///   - ids: the subscription ids, in the order of the stream URL.
     ///   - resumeFrom: the `Last-Event-ID` the client sent, if any.
-    init(ids: [String], format: OutputFormat, output: any EventStreamOutput, limit: Int, resumeFrom: String?) {
+    init(
+        ids: [String], format: OutputFormat, output: any EventStreamOutput, limit: Int, patches: Bool = false,
+        resumeFrom: String?
+    ) {
         self.ids = ids
+        self.wantsPatches = patches
         self.format = format
         self.output = output
         self.limit = limit
         let held =
             resumeFrom.flatMap { StreamResumeID(parsing: $0, count: ids.count) } ?? StreamResumeID(count: ids.count)
-        state = Mutex(State(held: held, resumed: held.held, latest: Array(repeating: nil, count: ids.count)))
+        state = Mutex(
+            State(
+                held: held, resumed: held.held, latest: Array(repeating: nil, count: ids.count),
+                sent: Array(repeating: nil, count: ids.count)))
     }
 
     /// The hub-facing sinks, one per subscription, in the order of ``ids`` (call once; the caller keeps them to
@@ -76,20 +92,26 @@ final class MultiSubscriptionStream: Sendable {
             }
             let token = StreamResumeID.token(update.hash)
             state.held.held[index] = token
-            state.latest[index] = Latest(isFailure: update.isFailure, body: update.body)
+            state.latest[index] = Latest(isFailure: update.isFailure, hash: update.hash, body: update.body)
+            let base = state.sent[index]
+            state.sent[index] = update.hash
             if let resumed = state.resumed[index] {
                 state.resumed[index] = nil
                 if resumed == token { return }  // the client already has it
             }
             let id = state.held.text
-            if output.pendingByteCount < limit {
-                output.write(event(index: index, state.latest[index]!, id: id))
-            } else {
+            if output.pendingByteCount >= limit {
+                // What is queued is dropped, patch bases among it: every subscription's full latest replaces it.
                 var everything: [UInt8] = []
                 for (other, latest) in state.latest.enumerated() {
                     if let latest { everything += event(index: other, latest, id: id) }
                 }
                 output.replacePending(with: everything)
+                for (other, latest) in state.latest.enumerated() { state.sent[other] = latest?.hash }
+            } else if wantsPatches, let patch = update.patch, patch.base == base {
+                output.write(patchEvent(index: index, patch, id: id))
+            } else {
+                output.write(event(index: index, state.latest[index]!, id: id))
             }
         }
     }
@@ -122,10 +144,25 @@ final class MultiSubscriptionStream: Sendable {
             data += #"","#.utf8
             data += latest.body.dropFirst()  // {"error":{…}} becomes {"sub":"…","error":{…}}
         } else {
+            if wantsPatches {
+                data += #"","v":""#.utf8
+                data += ValueDelta.hashText(latest.hash).utf8
+            }
             data += #"","value":"#.utf8
             data += latest.body
             data += "}".utf8
         }
         return ServerSentEvent(event: latest.isFailure ? "error" : "value", id: id, data: data).encoded()
+    }
+
+    private func patchEvent(index: Int, _ patch: ValueDelta.Patch, id: String) -> [UInt8] {
+        var data: [UInt8] = []
+        data.reserveCapacity(patch.fields.count + ids[index].utf8.count + 12)
+        data += #"{"sub":""#.utf8
+        data += ids[index].utf8
+        data += #"","#.utf8
+        data += patch.fields
+        data += "}".utf8
+        return ServerSentEvent(event: "patch", id: id, data: data).encoded()
     }
 }

@@ -149,4 +149,77 @@ struct BrowserStreamTests {
             #expect(report.stoppedDeliveries == 0)
         }
     }
+
+    struct PatchReport: Decodable {
+        /// After each change, whether the subscription's value equals a fresh `query` of the list.
+        var matched: [Bool]
+        var patchEvents: Double
+        var streamsOpened: Double
+        var dropped: Double
+        var recovered: Bool
+        /// The first value delivered is untouched by the patches that followed (they apply to copies).
+        var firstUntouched: Bool
+    }
+
+    /// A list of documents that changes one document at a time arrives as patches, applied to copies; a lost patch
+    /// (dropped by a wrapped EventSource) makes the next one miss its base, and client.js starts over with full values.
+    @Test("client.js applies JSON Patches and recovers from a lost one with a fresh stream")
+    func clientScriptPatches() async throws {
+        try await BrowserPage.withGatewayPage { _, _, page in
+            let report = try await page.evaluate(
+                """
+                (async () => {
+                  const Native = EventSource;
+                  let opened = 0, patches = 0, dropped = 0, dropNext = false;
+                  globalThis.EventSource = class extends Native {
+                    constructor(...args) { super(...args); opened += 1; }
+                    addEventListener(type, listener, options) {
+                      if (type !== "patch") return super.addEventListener(type, listener, options);
+                      return super.addEventListener(type, (event) => {
+                        patches += 1;
+                        if (dropNext) { dropNext = false; dropped += 1; return; }
+                        listener(event);
+                      }, options);
+                    }
+                  };
+                  const { ConvexGateway } = await import(`${location.origin}/client.js`);
+                  const gateway = new ConvexGateway(location.origin);
+                  const ids = [];
+                  for (let i = 0; i < 30; i++) ids.push(await gateway.mutation("items:add", { text: `item ${i}` }));
+                  const seen = [];
+                  gateway.subscribe("items:list", {}, (value) => { seen.push(value); changed(); });
+                  await until(() => seen.at(-1)?.length === 30, "the first value");
+                  const same = async () =>
+                    JSON.stringify(seen.at(-1)) === JSON.stringify(await gateway.query("items:list", {}));
+                  const matched = [];
+                  for (const change of [
+                    () => gateway.mutation("items:add", { text: "newest" }),
+                    () => gateway.mutation("items:update", { id: ids[10], text: "edited" }),
+                    () => gateway.mutation("items:remove", { id: ids[5] }),
+                  ]) {
+                    const before = seen.length;
+                    await change();
+                    await until(() => seen.length > before, "a change");
+                    matched.push(await same());
+                  }
+                  const patchEvents = patches;
+                  dropNext = true;
+                  await gateway.mutation("items:add", { text: "lost" });
+                  await gateway.mutation("items:add", { text: "after the lost one" });
+                  await until(() => seen.at(-1)?.[0]?.text === "after the lost one", "the value after a lost patch");
+                  matched.push(await same());
+                  gateway.close();
+                  return { matched, patchEvents, streamsOpened: opened, dropped,
+                           recovered: seen.at(-1)[1].text === "lost",
+                           firstUntouched: seen[0].length === 30 && seen[0][0].text === "item 29" };
+                })()
+                """, as: PatchReport.self)
+            #expect(report.matched == [true, true, true, true])
+            #expect(report.patchEvents == 3, "each of the three changes came as a patch")
+            #expect(report.dropped == 1)
+            #expect(report.streamsOpened == 2, "a fresh stream after the patch that missed its base")
+            #expect(report.recovered)
+            #expect(report.firstUntouched)
+        }
+    }
 }

@@ -1,0 +1,69 @@
+import ConvexValues
+
+extension GatewayError.Code {
+    /// A `delta` query parameter other than `json-patch`.
+    public static let invalidDelta = Self(rawValue: "InvalidDelta")
+}
+
+/// Changes sent as JSON Patches on event streams that ask for them with `delta=json-patch`.
+///
+/// After the first full value, a change is sent as `event: patch` with
+/// `{"base": "<hash of the previous value>", "v": "<hash of the new value>", "ops": [RFC 6902 operations]}`
+/// (and `"sub"` on a multi-subscription stream), or as the stream's usual full value whenever the patch would not be
+/// smaller than half of it, or the reader does not hold the previous value. Hashes are the lowercase hex of the
+/// gateway's 64-bit value hash, as at the end of a single-subscription event's `id`.
+public enum ValueDelta {
+    /// The `delta` query parameter of the stream routes.
+    public static let parameter = "delta"
+    static let jsonPatch = "json-patch"
+
+    /// Reads the `delta` parameters of a stream URL: whether patches were asked for.
+    /// - Throws: 400 `InvalidDelta` for another value, or for the parameter given twice.
+    static func wantsPatches(_ values: [String?]) throws(GatewayError) -> Bool {
+        guard let last = values.last else { return false }
+        guard values.count == 1, last == jsonPatch else {
+            throw GatewayError.badRequest(
+                "Give 'delta' once, as delta=json-patch (or leave it out for full values)", code: .invalidDelta)
+        }
+        return true
+    }
+
+    /// A change as a JSON Patch, made once per change and output mode and shared by every stream.
+    public struct Patch: Sendable {
+        /// The hash of the value the patch applies to.
+        public var base: UInt64
+        /// The hash of the value it makes.
+        public var result: UInt64
+        /// `"base":"…","v":"…","ops":[…]`: the event data's fields, without the braces (a multi-subscription stream
+        /// puts its `"sub"` first).
+        public var fields: [UInt8]
+        /// The whole single-subscription event: `event: patch`, the new value's `id:`, and the fields as data.
+        public var event: [UInt8]
+    }
+
+    /// The patch from `previous` to `snapshot`, when both are values and the patch is smaller than half of `body`
+    /// (the new value's JSON in `format`).
+    static func patch(
+        from previous: SubscriptionHub.Snapshot, to snapshot: SubscriptionHub.Snapshot, body: [UInt8],
+        render: (ConvexValue) -> [UInt8]
+    ) -> Patch? {
+        guard case .value(let old) = previous.result, case .value(let new) = snapshot.result else { return nil }
+        var fields: [UInt8] = []
+        fields += #""base":""#.utf8
+        fields += hashText(previous.hash).utf8
+        fields += #"","v":""#.utf8
+        fields += hashText(snapshot.hash).utf8
+        fields += #"","ops":"#.utf8
+        let budget = body.count / 2 - fields.count - 3
+        guard budget > 2,
+            let operations = JSONPatch.render(
+                ValueDiff.operations(from: old, to: new), budget: budget, value: render)
+        else { return nil }
+        fields += operations
+        let event = ServerSentEvent(event: "patch", id: snapshot.id, data: [UInt8(ascii: "{")] + fields + [0x7D])
+        return Patch(base: previous.hash, result: snapshot.hash, fields: fields, event: event.encoded())
+    }
+
+    /// A value hash as it appears in events.
+    static func hashText(_ hash: UInt64) -> String { String(hash, radix: 16) }
+}

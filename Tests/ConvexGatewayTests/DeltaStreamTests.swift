@@ -1,0 +1,123 @@
+import ConvexValues
+import Foundation
+import Synchronization
+import TestSupport
+import Testing
+
+@testable import ConvexGateway
+
+/// When a stream with `delta=json-patch` sends a patch and when the full value, with no server and no hub: a patch
+/// only on the value the reader holds, a full value after a slow reader's queue was replaced.
+@Suite struct DeltaStreamTests {
+    /// The update from `old` to `new`, with its patch as the hub makes it.
+    func update(from old: (ConvexValue, UInt64)?, to new: ConvexValue, hash: UInt64) -> SubscriptionUpdate {
+        let body = new.json(mode: .plain)
+        let snapshot = SubscriptionHub.Snapshot(id: "1-\(String(hash, radix: 16))", hash: hash, result: .value(new))
+        var update = SubscriptionUpdate(
+            snapshot: snapshot, hash: hash, body: body, event: ServerSentEvent(id: snapshot.id, data: body).encoded())
+        if let old {
+            let previous = SubscriptionHub.Snapshot(
+                id: "0-\(String(old.1, radix: 16))", hash: old.1, result: .value(old.0))
+            update.patch = ValueDelta.patch(from: previous, to: snapshot, body: body) { $0.json(mode: .plain) }
+        }
+        return update
+    }
+
+    static let list: ConvexValue = .array((0..<50).map { ["_id": .string("d\($0)"), "text": .string("item \($0)")] })
+    static func edited(_ n: Int) -> ConvexValue {
+        guard case .array(var items) = list else { return list }
+        items[n] = ["_id": .string("d\(n)"), "text": "edited"]
+        return .array(items)
+    }
+
+    @Test func aSingleStreamPatchesOnlyTheValueItSent() throws {
+        let output = RecordingOutput()
+        let stream = SingleSubscriptionStream(output: output, format: .plain, limit: 1 << 20, patches: true)
+        stream.deliver(update(from: nil, to: Self.list, hash: 1))
+        stream.deliver(update(from: (Self.list, 1), to: Self.edited(3), hash: 2))
+        // The hub's previous value is one this stream never sent (it attached later): the full value.
+        stream.deliver(update(from: (Self.edited(7), 9), to: Self.edited(4), hash: 3))
+        stream.deliver(update(from: (Self.edited(4), 3), to: Self.edited(5), hash: 4))
+        #expect(output.events.map(\.event) == [nil, "patch", nil, "patch"])
+        let patch = try ConvexValue(plainJSON: Array(output.events[1].data.utf8))
+        #expect(patch["base"] == "1")
+        #expect(patch["v"] == "2")
+        #expect(patch["ops"] == [["op": "replace", "path": "/3/text", "value": "edited"]])
+    }
+
+    @Test func aStreamWithoutDeltasIgnoresPatches() {
+        let output = RecordingOutput()
+        let stream = SingleSubscriptionStream(output: output, format: .plain, limit: 1 << 20)
+        stream.deliver(update(from: nil, to: Self.list, hash: 1))
+        stream.deliver(update(from: (Self.list, 1), to: Self.edited(3), hash: 2))
+        #expect(output.events.map(\.event) == [nil, nil])
+    }
+
+    @Test func aResumedStreamPatchesTheValueItsLastEventIDNames() {
+        let output = RecordingOutput()
+        let stream = SingleSubscriptionStream(
+            output: output, format: .plain, limit: 1 << 20, patches: true, resumeHash: 1)
+        stream.deliver(update(from: (Self.list, 1), to: Self.edited(3), hash: 2))
+        #expect(output.events.map(\.event) == ["patch"])
+    }
+
+    @Test func aSlowReaderGetsTheFullValueAndThenPatchesAgain() {
+        let output = RecordingOutput(behind: true)
+        let stream = SingleSubscriptionStream(output: output, format: .plain, limit: 1, patches: true)
+        stream.deliver(update(from: nil, to: Self.list, hash: 1))
+        // Behind: what is queued (the first value) is replaced by the new full value, not patched.
+        stream.deliver(update(from: (Self.list, 1), to: Self.edited(3), hash: 2))
+        #expect(output.events.map(\.event) == [nil])
+        #expect(output.events.first?.id == "1-2")
+    }
+
+    @Test func aMultiStreamPatchesPerSubscriptionAndValuesCarryTheirHash() throws {
+        let output = RecordingOutput()
+        let stream = MultiSubscriptionStream(
+            ids: ["a", "b"], format: .plain, output: output, limit: 1 << 20, patches: true, resumeFrom: nil)
+        let members = stream.makeMembers()
+        #expect(members[0].wantsPatches && members[1].wantsPatches)
+        members[0].deliver(update(from: nil, to: Self.list, hash: 1))
+        members[1].deliver(update(from: nil, to: Self.list, hash: 1))
+        members[0].deliver(update(from: (Self.list, 1), to: Self.edited(3), hash: 2))
+        // `b` holds hash 1, not 9: full value.
+        members[1].deliver(update(from: (Self.edited(8), 9), to: Self.edited(4), hash: 3))
+        #expect(output.events.map(\.event) == ["value", "value", "patch", "value"])
+        let first = try ConvexValue(plainJSON: Array(output.events[0].data.utf8))
+        #expect(first["v"] == "1")
+        let patch = try ConvexValue(plainJSON: Array(output.events[2].data.utf8))
+        #expect(patch["sub"] == "a")
+        #expect(patch["base"] == "1")
+        #expect(patch["ops"] == [["op": "replace", "path": "/3/text", "value": "edited"]])
+        // Every event's id still says what the client holds, patches included.
+        #expect(output.events[2].id == StreamResumeID(held: [StreamResumeID.token(2), StreamResumeID.token(1)]).text)
+    }
+
+    @Test func aSlowMultiStreamReaderGetsEveryLatestValueWholeThenPatchesAgain() {
+        let output = CatchingUpOutput()
+        let stream = MultiSubscriptionStream(
+            ids: ["a"], format: .plain, output: output, limit: 1, patches: true, resumeFrom: nil)
+        let member = stream.makeMembers()[0]
+        member.deliver(update(from: nil, to: Self.list, hash: 1))
+        member.deliver(update(from: (Self.list, 1), to: Self.edited(3), hash: 2))
+        #expect(output.texts.count == 1)
+        #expect(output.texts[0].hasPrefix("event: value\n"))
+        output.catchUp()
+        // The queue was replaced by the value of hash 2, which the client now holds: patches resume.
+        member.deliver(update(from: (Self.edited(3), 2), to: Self.edited(4), hash: 3))
+        #expect(output.texts.count == 2)
+        #expect(output.texts[1].hasPrefix("event: patch\n"))
+    }
+}
+
+/// An output that is behind (everything queued) until `catchUp()`.
+final class CatchingUpOutput: EventStreamOutput {
+    private let state = Mutex<(queued: [[UInt8]], behind: Bool)>(([], true))
+
+    func write(_ bytes: [UInt8]) { state.withLock { $0.queued.append(bytes) } }
+    var pendingByteCount: Int { state.withLock { $0.behind ? $0.queued.reduce(0) { $0 + $1.count } : 0 } }
+    func replacePending(with bytes: [UInt8]) { state.withLock { $0.queued = [bytes] } }
+    func finish() {}
+    func catchUp() { state.withLock { $0.behind = false } }
+    var texts: [String] { state.withLock { $0.queued.map { String(decoding: $0, as: UTF8.self) } } }
+}
