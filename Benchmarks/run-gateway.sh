@@ -12,9 +12,12 @@
 #      every stream holding the one query the mutation changes, vs as many single-subscription streams on that query,
 #      each on a fresh gateway in the same run: time until every affected stream has the event, memory per stream,
 #      and a check that no stream gets an event for a query that did not change.
-# Usage: Benchmarks/run-gateway.sh [hot|hot-origin|latency|fanout|multi|all]
+#   6. JSON Patch deltas (delta): bytes on the wire per change for a live query of a 1,000-document list (one
+#      document inserted, changed, removed), patch vs full value (Benchmarks/delta_bytes.py); then one change fanned
+#      out to DELTA_STREAMS streams of that list, full values vs patches, a fresh gateway each, twice in turn.
+# Usage: Benchmarks/run-gateway.sh [hot|hot-origin|latency|fanout|multi|delta|all]
 #   env: THREADS (default: cores), RUNS=3, DURATION=10s, CONNECTIONS=64, LATENCY_REQUESTS=1000,
-#        STREAMS=10000, SMALL_STREAMS=1000, ROUNDS=5, MULTI_STREAMS=2000
+#        STREAMS=10000, SMALL_STREAMS=1000, ROUNDS=5, MULTI_STREAMS=2000, DELTA_STREAMS=5000
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,6 +31,7 @@ STREAMS=${STREAMS:-10000}
 SMALL_STREAMS=${SMALL_STREAMS:-1000}
 ROUNDS=${ROUNDS:-5}
 MULTI_STREAMS=${MULTI_STREAMS:-2000}
+DELTA_STREAMS=${DELTA_STREAMS:-5000}
 GW_PORT=${GW_PORT:-18090}
 LOCAL_PORT=${LOCAL_PORT:-18091}
 C_PORT=${C_PORT:-18092}
@@ -197,12 +201,36 @@ multi() {
     stop GW_PID
 }
 
+delta() {
+    echo "== 6. JSON Patch deltas on a live query of 1,000 documents (items:list)"
+    start_gateway delta-bytes-gateway
+    machine
+    python3 Benchmarks/delta_bytes.py "$GW_PORT" 1000 plain
+    stop GW_PID
+    echo "-- one document inserted, fanned out to $DELTA_STREAMS streams ($ROUNDS mutations), full values vs patches"
+    for turn in 1 2; do
+        for kind in full patch; do
+            local path="/subscribe/items:list"
+            [ "$kind" = patch ] && path+="?delta=json-patch"
+            start_gateway "delta-$kind-$turn-gateway"
+            python3 Benchmarks/delta_bytes.py "$GW_PORT" 1000 --seed-only
+            echo "-- $kind (turn $turn): $path"
+            machine
+            .build-release/sse-fanout "$GW_PORT" "$GW_PID" "$DELTA_STREAMS" "$ROUNDS" "$path" \
+                "/mutation/items:add" '{"text":"one more item"}'
+            machine
+            stop GW_PID
+        done
+    done
+}
+
 case "$WHAT" in
     hot) hot ;;
     hot-origin) hot_origin ;;
     latency) latency ;;
     fanout) fanout ;;
     multi) multi ;;
-    all) hot; hot_origin; latency; fanout; multi ;;
-    *) echo "usage: $0 [hot|hot-origin|latency|fanout|multi|all]" >&2; exit 2 ;;
+    delta) delta ;;
+    all) hot; hot_origin; latency; fanout; multi; delta ;;
+    *) echo "usage: $0 [hot|hot-origin|latency|fanout|multi|delta|all]" >&2; exit 2 ;;
 esac
