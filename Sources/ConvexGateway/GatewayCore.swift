@@ -1,4 +1,5 @@
 import Convex
+import ConvexSyncProtocol
 import ConvexValues
 import Foundation
 import Logging

@@ -102,18 +102,13 @@ public final class FunctionRegistry: Sendable {
 
     /// The function spec in the shape `npx convex function-spec` prints.
     public func functionSpec(url: String?) -> ConvexValue {
-        let entries: [ConvexValue] = all.map { f in
-            var entry: [String: ConvexValue] = [
-                "identifier": .string(f.path.rustCanonical),
-                "functionType": .string(f.kind.rawValue),
-                "visibility": ["kind": .string(f.visibility.rawValue)],
-            ]
-            entry["args"] = f.args.map { Validator.object($0).specJSON } ?? ["type": "any"]
-            entry["returns"] = f.returns?.specJSON ?? ["type": "any"]
-            return .object(entry)
-        }
-        var spec: [String: ConvexValue] = ["functions": .array(entries)]
-        if let url { spec["url"] = .string(url) }
-        return .object(spec)
+        FunctionSpec(
+            functions: all.map { f in
+                FunctionSpec.Function(
+                    path: f.path.canonical, kind: FunctionSpec.Kind(rawValue: f.kind.rawValue) ?? .query,
+                    isPublic: f.visibility == .public, args: f.args.map(Validator.object) ?? .any,
+                    returns: f.returns ?? .any)
+            }
+        ).specJSON(url: url)
     }
 }

@@ -40,48 +40,37 @@ public enum ValueFormat: String, Sendable, Hashable {
     public func render(_ value: ConvexValue) -> [UInt8] {
         switch self {
         case .convexEncodedJSON: return value.convexJSON()
-        case .json, .exportJSON:
+        case .json: return value.json(mode: .clean)
+        case .exportJSON:
             var out: [UInt8] = []
-            writePlain(value, export: self == .exportJSON, into: &out)
+            writeExportJSON(value, into: &out)
             return out
         }
     }
 }
 
-private func writePlain(_ value: ConvexValue, export: Bool, into out: inout [UInt8]) {
+/// `export_json`: plain JSON where it is exact, Convex JSON wrappers where it would not be.
+private func writeExportJSON(_ value: ConvexValue, into out: inout [UInt8]) {
     switch value {
     case .null, .boolean, .string:
         out.append(contentsOf: value.convexJSON())
     case .int64(let i):
-        if export {
-            out.append(contentsOf: String(i).utf8)
-        } else {
-            out.append(contentsOf: ConvexValue.string(String(i)).convexJSON())
-        }
+        out.append(contentsOf: String(i).utf8)
     case .float64(let d):
         if d.isNaN || d.isInfinite {
-            if export {
-                out.append(contentsOf: value.convexJSON())
-            } else {
-                let text = d.isNaN ? "NaN" : (d < 0 ? "-Infinity" : "Infinity")
-                out.append(contentsOf: ConvexValue.string(text).convexJSON())
-            }
+            out.append(contentsOf: value.convexJSON())
         } else if d == 0 && d.sign == .minus {
             out.append(contentsOf: "-0.0".utf8)
         } else {
             out.append(contentsOf: value.convexJSON())
         }
-    case .bytes(let data):
-        if export {
-            out.append(contentsOf: value.convexJSON())
-        } else {
-            out.append(contentsOf: ConvexValue.string(data.base64EncodedString()).convexJSON())
-        }
+    case .bytes:
+        out.append(contentsOf: value.convexJSON())
     case .array(let items):
         out.append(UInt8(ascii: "["))
         for (i, item) in items.enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
-            writePlain(item, export: export, into: &out)
+            writeExportJSON(item, into: &out)
         }
         out.append(UInt8(ascii: "]"))
     case .object(let fields):
@@ -90,7 +79,7 @@ private func writePlain(_ value: ConvexValue, export: Bool, into out: inout [UIn
             if i > 0 { out.append(UInt8(ascii: ",")) }
             out.append(contentsOf: ConvexValue.string(key).convexJSON())
             out.append(UInt8(ascii: ":"))
-            if let field = fields[key] { writePlain(field, export: export, into: &out) }
+            if let field = fields[key] { writeExportJSON(field, into: &out) }
         }
         out.append(UInt8(ascii: "}"))
     }

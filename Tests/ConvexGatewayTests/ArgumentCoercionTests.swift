@@ -8,7 +8,7 @@ import Testing
 struct ArgumentCoercionTests {
     struct Case: Sendable, CustomTestStringConvertible {
         var name: String
-        var validator: SpecValidator
+        var validator: Validator
         var input: ConvexValue
         /// `nil` means an error is expected at `errorPath`.
         var expected: ConvexValue?
@@ -39,20 +39,20 @@ struct ArgumentCoercionTests {
         Case(name: "string untouched", validator: .string, input: "5", expected: "5"),
         Case(name: "any untouched", validator: .any, input: .float64(5), expected: .float64(5)),
         Case(
-            name: "object fields", validator: .object(["x": .init(.int64), "name": .init(.string)]),
+            name: "object fields", validator: .object(["x": .int64, "name": .string]),
             input: ["x": 3.0, "name": "7"], expected: ["x": .int64(3), "name": "7"]),
         Case(
-            name: "extra field left alone", validator: .object(["x": .init(.int64)]),
+            name: "extra field left alone", validator: .object(["x": .int64]),
             input: ["x": 3.0, "y": 4.0], expected: ["x": .int64(3), "y": 4.0]),
         Case(
-            name: "optional field", validator: .object(["x": .init(.int64, optional: true)]),
+            name: "optional field", validator: .object(["x": .optional(.int64)]),
             input: ["x": "12"], expected: ["x": .int64(12)]),
         Case(
             name: "array elements", validator: .array(.int64), input: [1.0, "2", .int64(3)],
             expected: [.int64(1), .int64(2), .int64(3)]),
         Case(
             name: "error path in nested array",
-            validator: .object(["team": .init(.object(["wins": .init(.array(.int64))]))]),
+            validator: .object(["team": .object(["wins": .array(.int64)])]),
             input: ["team": ["wins": [1.0, 2.5]]], expected: nil, errorPath: ".team.wins[1]"),
         Case(
             name: "record values", validator: .record(keys: .string, values: .bytes), input: ["a": "AA=="],
@@ -72,7 +72,7 @@ struct ArgumentCoercionTests {
         Case(
             name: "union: branches agreeing on the coerced value",
             validator: .union([
-                .object(["a": .init(.int64)]), .object(["a": .init(.int64), "b": .init(.int64, optional: true)]),
+                .object(["a": .int64]), .object(["a": .int64, "b": .optional(.int64)]),
             ]),
             input: ["a": 1.0], expected: ["a": .int64(1)]),
         Case(
@@ -100,7 +100,7 @@ struct ArgumentCoercionTests {
     @Test("error message names the argument path")
     func errorNamesPath() {
         do {
-            _ = try ArgumentCoercion.coerce(arguments: ["wins": 1.5], validator: .object(["wins": .init(.int64)]))
+            _ = try ArgumentCoercion.coerce(arguments: ["wins": 1.5], validator: .object(["wins": .int64]))
             Issue.record("1.5 was accepted as an int64")
         } catch {
             #expect(error.path == ".wins")
@@ -126,7 +126,7 @@ struct ArgumentCoercionTests {
         #expect(spec.functions.count == 2)
         let update = try #require(spec.publicFunction(UdfPath(parsing: "teams:update")))
         #expect(update.kind == .mutation)
-        #expect(update.returns == .union([.null, .id(table: "teams")]))
+        #expect(update.returns == .union([.null, .id("teams")]))
         #expect(spec.publicFunction(try UdfPath(parsing: "teams:secret")) == nil)
         let coerced = try spec.coerce(
             ["team": ["wins": 81.0, "logo": "AQ=="]], for: UdfPath(parsing: "teams.js:update"))

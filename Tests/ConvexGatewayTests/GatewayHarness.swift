@@ -1,6 +1,7 @@
 import Convex
 import ConvexGateway
 import ConvexLocal
+import ConvexSyncProtocol
 import ConvexValues
 import Foundation
 import Logging

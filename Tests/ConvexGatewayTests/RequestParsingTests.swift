@@ -56,11 +56,11 @@ import Testing
 
     /// The spec is consulted before anything is guessed: a string argument gets the text as sent.
     @Test func theFunctionSpecDecidesWhatEachParameterIs() throws {
-        let validator = SpecValidator.object([
-            "division": .init(.string), "zip": .init(.string), "id": .init(.id(table: "teams")),
-            "wins": .init(.float64), "n": .init(.int64), "big": .init(.int64), "ok": .init(.boolean),
-            "tags": .init(.array(.string)), "team": .init(.object(["name": .init(.string)])),
-            "either": .init(.union([.string, .float64])), "raw": .init(.bytes), "free": .init(.any),
+        let validator = Validator.object([
+            "division": .string, "zip": .string, "id": .id("teams"),
+            "wins": .float64, "n": .int64, "big": .int64, "ok": .boolean,
+            "tags": .array(.string), "team": .object(["name": .string]),
+            "either": .union([.string, .float64]), "raw": .bytes, "free": .any,
         ])
         let args = try ArgumentStage.fromQuery(
             Self.query([
@@ -85,7 +85,7 @@ import Testing
     }
 
     @Test func textAValidatorCannotReadIsLeftForTheDeploymentToRefuse() {
-        let validator = SpecValidator.object(["wins": .init(.float64), "ok": .init(.boolean)])
+        let validator = Validator.object(["wins": .float64, "ok": .boolean])
         #expect(
             (try? ArgumentStage.fromQuery(Self.query([("wins", "many"), ("ok", "yes")]), validator: validator))
                 == .object(["wins": .string("many"), "ok": .string("yes")]))

@@ -78,9 +78,9 @@ enum ArgumentStage {
     }
 
     /// The arguments object of a query string; `validator` is the function's arguments validator, if known.
-    static func fromQuery(_ query: QueryString, validator: SpecValidator? = nil) throws(GatewayError) -> ConvexValue {
-        let fieldValidators: [String: SpecValidator]? =
-            if case .object(let fields)? = validator { fields.mapValues(\.validator) } else { nil }
+    static func fromQuery(_ query: QueryString, validator: Validator? = nil) throws(GatewayError) -> ConvexValue {
+        let fieldValidators: [String: Validator]? =
+            if case .object(let fields)? = validator { fields.mapValues(\.unwrappingOptional) } else { nil }
         var fields: [String: ConvexValue] = [:]
         var argsJSON: String?
         for parameter in query.parameters {
@@ -126,7 +126,7 @@ enum ArgumentStage {
     }
 
     /// One parameter's text as the value its validator asks for; guessed as JSON when no validator is known.
-    static func value(ofText text: String, for validator: SpecValidator?) -> ConvexValue {
+    static func value(ofText text: String, for validator: Validator?) -> ConvexValue {
         guard let validator else { return guessed(text) }
         if takesText(validator) { return .string(text) }
         switch validator {
@@ -143,7 +143,7 @@ enum ArgumentStage {
 
     /// Whether the validator wants the text itself: strings, ids, bytes (base64 text), a string literal, or a union
     /// with such a member.
-    private static func takesText(_ validator: SpecValidator) -> Bool {
+    private static func takesText(_ validator: Validator) -> Bool {
         switch validator {
         case .string, .id, .bytes: true
         case .literal(.string): true

@@ -17,13 +17,13 @@ public enum ArgumentCoercion {
     static let exactFloatLimit = 9_007_199_254_740_992.0  // 2^53
 
     /// Coerces a function's arguments object.
-    public static func coerce(arguments: ConvexValue, validator: SpecValidator) throws(ArgumentCoercionError)
+    public static func coerce(arguments: ConvexValue, validator: Validator) throws(ArgumentCoercionError)
         -> ConvexValue
     {
         try coerce(arguments, validator, path: "")
     }
 
-    static func coerce(_ value: ConvexValue, _ validator: SpecValidator, path: String) throws(ArgumentCoercionError)
+    static func coerce(_ value: ConvexValue, _ validator: Validator, path: String) throws(ArgumentCoercionError)
         -> ConvexValue
     {
         switch (validator, value) {
@@ -63,7 +63,7 @@ public enum ArgumentCoercion {
             var out = object
             for (name, item) in object {
                 guard let field = fields[name] else { continue }
-                out[name] = try coerce(item, field.validator, path: path + "." + name)
+                out[name] = try coerce(item, field.unwrappingOptional, path: path + "." + name)
             }
             return .object(out)
         case (.record(_, let values), .object(let object)):
@@ -78,6 +78,8 @@ public enum ArgumentCoercion {
                 ? .int64(expected) : value
         case (.literal(.int64(let expected)), .string(let text)):
             return parseDecimal(text) == expected ? .int64(expected) : value
+        case (.optional(let inner), _):
+            return try coerce(value, inner, path: path)
         case (.union(let members), _):
             if members.contains(where: { $0.accepts(value) }) { return value }
             var candidates: [ConvexValue] = []

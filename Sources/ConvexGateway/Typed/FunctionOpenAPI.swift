@@ -1,3 +1,4 @@
+import ConvexSyncProtocol
 import ConvexValues
 
 /// The per-deployment OpenAPI 3.1 document served at `GET /openapi.yaml?functions=1`: one operation per public
@@ -133,7 +134,7 @@ public enum FunctionOpenAPI {
     }
 
     /// The JSON Schema (2020-12, as OpenAPI 3.1 uses it) of values matching `validator`.
-    static func schema(_ validator: SpecValidator, mode: Mode) -> ConvexValue {
+    static func schema(_ validator: Validator, mode: Mode) -> ConvexValue {
         let encoded = mode == .output(.encoded)
         switch validator {
         case .any: return [:]
@@ -167,8 +168,8 @@ public enum FunctionOpenAPI {
             var properties: [String: ConvexValue] = [:]
             var required: [ConvexValue] = []
             for (name, field) in fields {
-                properties[name] = schema(field.validator, mode: mode)
-                if !field.optional { required.append(.string(name)) }
+                properties[name] = schema(field.unwrappingOptional, mode: mode)
+                if !field.isOptional { required.append(.string(name)) }
             }
             required.sort { $0.convexJSONString < $1.convexJSONString }
             var object: [String: ConvexValue] = [
@@ -176,6 +177,7 @@ public enum FunctionOpenAPI {
             ]
             if !required.isEmpty { object["required"] = .array(required) }
             return .object(object)
+        case .optional(let inner): return schema(inner, mode: mode)
         case .union(let members): return ["anyOf": .array(members.map { schema($0, mode: mode) })]
         case .literal(let value):
             switch (value, mode) {
