@@ -703,3 +703,25 @@ struct ClientTypedTests {
         }
     }
 }
+
+/// The admin client's function-spec call against a real local deployment.
+@Suite(.timeLimit(.minutes(1))) struct AdminClientTests {
+    @Test func functionSpecWithTheAdminKeyAndARefusalWithoutIt() async throws {
+        try await withLocalDeployment(.init(port: 0, adminKey: "test-admin-key")) { deployment in
+            let spec = try await ConvexAdminClient(deploymentURL: deployment.url + "/", adminKey: "test-admin-key")
+                .functionSpec()
+            let list = try #require(spec.publicFunction(try UdfPath(parsing: "items:list")))
+            #expect(list.kind == .query)
+            #expect(spec.functions["items:update"]?.args == .object(["id": .id("items"), "text": .string]))
+            do throws(FunctionSpecError) {
+                _ = try await ConvexAdminClient(deploymentURL: deployment.url, adminKey: "wrong").functionSpec()
+                Issue.record("a wrong admin key was accepted")
+            } catch {
+                #expect(error.message.contains("answered 401") || error.message.contains("answered 403"))
+                #expect(!error.message.contains("wrong"))
+            }
+            let client = ConvexAdminClient(deploymentURL: deployment.url, adminKey: "test-admin-key")
+            #expect(!"\(client)".contains("test-admin-key"))
+        }
+    }
+}

@@ -5,10 +5,6 @@ import Foundation
 import Logging
 import Synchronization
 
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
-
 /// The deployment's function spec as the gateway last fetched it: fetched once at start, refreshed on demand (at
 /// most once per ``FunctionSpecSource/minimumRefreshInterval``). While no spec has been fetched, arguments pass
 /// through unchanged.
@@ -95,42 +91,9 @@ public final class FunctionSpecStore: Sendable {
         }
     }
 
-    /// `POST <deployment>/api/function_spec` with `Authorization: Convex <admin key>`.
+    /// The spec, by the Convex client's admin call (`POST <deployment>/api/function_spec` with the admin key).
     static func fetch(_ source: FunctionSpecSource) async throws(FunctionSpecError) -> FunctionSpec {
-        var base = source.deploymentURL
-        while base.hasSuffix("/") { base.removeLast() }
-        guard let url = URL(string: base + "/api/function_spec"), url.scheme == "http" || url.scheme == "https" else {
-            throw FunctionSpecError(message: "The deployment URL is not an http(s) URL")
-        }
-        var request = URLRequest(url: url, timeoutInterval: source.fetchTimeout.seconds)
-        request.httpMethod = "POST"
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.setValue("Convex \(source.adminKey.revealed)", forHTTPHeaderField: "Authorization")
-        request.httpBody = Data("{}".utf8)
-        let outcome: Result<(Data, Int), FunctionSpecError> = await withCheckedContinuation { continuation in
-            let session = URLSession(configuration: .ephemeral)
-            let task = session.dataTask(with: request) { data, response, error in
-                if let error {
-                    continuation.resume(
-                        returning: .failure(FunctionSpecError(message: "fetch failed: \(error.localizedDescription)")))
-                } else {
-                    let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-                    continuation.resume(returning: .success((data ?? Data(), status)))
-                }
-            }
-            task.resume()
-            session.finishTasksAndInvalidate()
-        }
-        let (data, status) = try outcome.get()
-        guard status == 200 else {
-            throw FunctionSpecError(message: "the deployment answered \(status) to the function spec request")
-        }
-        let value: ConvexValue
-        do {
-            value = try ConvexValue(convexJSON: Array(data))
-        } catch {
-            throw FunctionSpecError(message: "the function spec is not valid JSON: \(error.message)")
-        }
-        return try FunctionSpec(specJSON: value)
+        try await ConvexAdminClient(deploymentURL: source.deploymentURL, adminKey: source.adminKey.revealed)
+            .functionSpec(timeout: source.fetchTimeout)
     }
 }
