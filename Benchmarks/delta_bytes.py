@@ -70,8 +70,8 @@ class RawStream:
             while b"\n\n" in self.text:
                 block, self.text = self.text.split(b"\n\n", 1)
                 lines = block.decode().split("\n")
-                if all(line.startswith(":") for line in lines):
-                    continue
+                if not any(line.startswith("data: ") for line in lines):
+                    continue  # comments (heartbeats) and the `retry:` preamble
                 name = next((line[7:] for line in lines if line.startswith("event: ")), "message")
                 data = "\n".join(line[6:] for line in lines if line.startswith("data: "))
                 return name, data
