@@ -14,7 +14,7 @@ import Synchronization
 /// await gateway.shutdown()
 /// ```
 public final class Gateway: Sendable {
-    public let core: GatewayCore
+    package let core: GatewayCore
     private let server: HTTPServer
     private let logger: Logger
     private let background = Mutex<[Task<Void, Never>]>([])

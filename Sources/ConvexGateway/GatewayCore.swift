@@ -12,20 +12,20 @@ import Logging
 /// 3. typed arguments (Pipeline/ArgumentStage.swift), consulting the function spec (Typed/);
 /// 4. dispatch (Pipeline/Dispatch.swift): query, mutation, action, stream, or the hot answer (HotQueries.swift);
 /// 5. finish (Pipeline/Finish.swift): CORS headers and metrics on every response, errors included.
-public final class GatewayCore: Sendable {
-    public let configuration: GatewayConfiguration
+package final class GatewayCore: Sendable {
+    package let configuration: GatewayConfiguration
     /// The one clock every stage reads time from (keep-warm, idle connections, rate limit, spec refresh).
-    public let clock: GatewayClock
-    public let metrics: GatewayMetrics
-    public let hub: SubscriptionHub
-    public let pool: UpstreamPool
+    package let clock: GatewayClock
+    package let metrics: GatewayMetrics
+    package let hub: SubscriptionHub
+    package let pool: UpstreamPool
     /// API key, CORS, rate limit and function allow/deny lists (Access/).
-    public let access: AccessControl
+    package let access: AccessControl
     let logger: Logger
     let render: @Sendable (ConvexValue, OutputFormat) -> [UInt8]
     let openAPIDocument: [UInt8]?
     /// Typed inputs (Typed/): the deployment's function spec, when configured.
-    public let functionSpecs: FunctionSpecStore?
+    package let functionSpecs: FunctionSpecStore?
     /// Remembered hot `GET` targets (HotQueries.swift).
     let hotQueries: HotQueries
     /// The event streams open now (Streams/), for heartbeats and the open-streams metric.
@@ -33,7 +33,7 @@ public final class GatewayCore: Sendable {
     /// Where callers' tokens come from: header, stream ticket, cookie (Access/CallerCredentials.swift).
     let credentials: CallerCredentials
 
-    public init(
+    package init(
         configuration: GatewayConfiguration,
         logger: Logger,
         clock: GatewayClock = .continuous,
@@ -76,7 +76,7 @@ public final class GatewayCore: Sendable {
 
     /// Handles a request. Runs on the HTTP server's thread: it never blocks, and answers a `GET` of a live
     /// subscription's result at once.
-    public func handle(_ request: GatewayRequest) -> GatewayHandling {
+    package func handle(_ request: GatewayRequest) -> GatewayHandling {
         var context = ResponseContext(
             template: Route.template(rawPath: request.rawPath[...]), startedAt: request.startedAt, headers: [])
         switch access.decide(request) {

@@ -4,45 +4,45 @@ import ConvexValues
 /// `{"error": {"code": "...", "message": "...", "data": ...}}` (`data` only for a function's `ConvexError`).
 ///
 /// This is the only place where failures become status codes.
-public struct GatewayError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct GatewayError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A stable, machine-readable error code.
-    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-        public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
+    package struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        package let rawValue: String
+        package init(rawValue: String) { self.rawValue = rawValue }
+        package var description: String { rawValue }
 
-        public static let badRequest = Code(rawValue: "BadRequest")
-        public static let malformedJSON = Code(rawValue: "MalformedJSON")
-        public static let invalidArguments = Code(rawValue: "InvalidArguments")
-        public static let invalidFunctionPath = Code(rawValue: "InvalidFunctionPath")
-        public static let invalidFormat = Code(rawValue: "InvalidFormat")
-        public static let argumentValidation = Code(rawValue: "ArgumentValidationError")
-        public static let functionNotFound = Code(rawValue: "FunctionNotFound")
-        public static let routeNotFound = Code(rawValue: "NotFound")
-        public static let convexError = Code(rawValue: "ConvexError")
-        public static let functionFailed = Code(rawValue: "FunctionFailed")
-        public static let unauthenticated = Code(rawValue: "Unauthenticated")
-        public static let methodNotAllowed = Code(rawValue: "MethodNotAllowed")
-        public static let unsupportedMediaType = Code(rawValue: "UnsupportedMediaType")
-        public static let notAcceptable = Code(rawValue: "NotAcceptable")
-        public static let payloadTooLarge = Code(rawValue: "PayloadTooLarge")
-        public static let upstreamUnavailable = Code(rawValue: "UpstreamUnavailable")
-        public static let upstreamTimeout = Code(rawValue: "UpstreamTimeout")
-        public static let upstreamConnectionLost = Code(rawValue: "UpstreamConnectionLost")
-        public static let overloaded = Code(rawValue: "Overloaded")
-        public static let shuttingDown = Code(rawValue: "ShuttingDown")
-        public static let internalError = Code(rawValue: "InternalError")
+        package static let badRequest = Code(rawValue: "BadRequest")
+        package static let malformedJSON = Code(rawValue: "MalformedJSON")
+        package static let invalidArguments = Code(rawValue: "InvalidArguments")
+        package static let invalidFunctionPath = Code(rawValue: "InvalidFunctionPath")
+        package static let invalidFormat = Code(rawValue: "InvalidFormat")
+        package static let argumentValidation = Code(rawValue: "ArgumentValidationError")
+        package static let functionNotFound = Code(rawValue: "FunctionNotFound")
+        package static let routeNotFound = Code(rawValue: "NotFound")
+        package static let convexError = Code(rawValue: "ConvexError")
+        package static let functionFailed = Code(rawValue: "FunctionFailed")
+        package static let unauthenticated = Code(rawValue: "Unauthenticated")
+        package static let methodNotAllowed = Code(rawValue: "MethodNotAllowed")
+        package static let unsupportedMediaType = Code(rawValue: "UnsupportedMediaType")
+        package static let notAcceptable = Code(rawValue: "NotAcceptable")
+        package static let payloadTooLarge = Code(rawValue: "PayloadTooLarge")
+        package static let upstreamUnavailable = Code(rawValue: "UpstreamUnavailable")
+        package static let upstreamTimeout = Code(rawValue: "UpstreamTimeout")
+        package static let upstreamConnectionLost = Code(rawValue: "UpstreamConnectionLost")
+        package static let overloaded = Code(rawValue: "Overloaded")
+        package static let shuttingDown = Code(rawValue: "ShuttingDown")
+        package static let internalError = Code(rawValue: "InternalError")
     }
 
-    public var status: Int
-    public var code: Code
-    public var message: String
+    package var status: Int
+    package var code: Code
+    package var message: String
     /// The `ConvexError` data a function threw, if any.
-    public var data: ConvexValue?
+    package var data: ConvexValue?
     /// Extra response headers (`Allow`, `Retry-After`).
-    public var headers: [(String, String)]
+    package var headers: [(String, String)]
 
-    public init(status: Int, code: Code, message: String, data: ConvexValue? = nil, headers: [(String, String)] = []) {
+    package init(status: Int, code: Code, message: String, data: ConvexValue? = nil, headers: [(String, String)] = []) {
         self.status = status
         self.code = code
         self.message = message
@@ -50,14 +50,14 @@ public struct GatewayError: Error, Sendable, Hashable, CustomStringConvertible {
         self.headers = headers
     }
 
-    public var description: String { "\(status) \(code): \(message)" }
+    package var description: String { "\(status) \(code): \(message)" }
 
-    public static func == (lhs: GatewayError, rhs: GatewayError) -> Bool {
+    package static func == (lhs: GatewayError, rhs: GatewayError) -> Bool {
         lhs.status == rhs.status && lhs.code == rhs.code && lhs.message == rhs.message && lhs.data == rhs.data
             && lhs.headers.map { "\($0.0): \($0.1)" } == rhs.headers.map { "\($0.0): \($0.1)" }
     }
 
-    public func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         hasher.combine(status)
         hasher.combine(code)
         hasher.combine(message)
@@ -65,29 +65,29 @@ public struct GatewayError: Error, Sendable, Hashable, CustomStringConvertible {
 }
 
 extension GatewayError {
-    public static func badRequest(_ message: String, code: Code = .badRequest) -> GatewayError {
+    package static func badRequest(_ message: String, code: Code = .badRequest) -> GatewayError {
         GatewayError(status: 400, code: code, message: message)
     }
 
-    public static func malformedJSON(_ error: ConvexValueError, in what: String) -> GatewayError {
+    package static func malformedJSON(_ error: ConvexValueError, in what: String) -> GatewayError {
         GatewayError(
             status: 400, code: .malformedJSON, message: "\(what) is not valid JSON: \(error.message) (at \(error.path))"
         )
     }
 
-    public static func unauthenticated(_ message: String) -> GatewayError {
+    package static func unauthenticated(_ message: String) -> GatewayError {
         GatewayError(status: 401, code: .unauthenticated, message: message, headers: [("WWW-Authenticate", "Bearer")])
     }
 
-    public static func routeNotFound(_ path: String) -> GatewayError {
+    package static func routeNotFound(_ path: String) -> GatewayError {
         GatewayError(status: 404, code: .routeNotFound, message: "No route for \(path)")
     }
 
-    public static func functionNotFound(_ function: String) -> GatewayError {
+    package static func functionNotFound(_ function: String) -> GatewayError {
         GatewayError(status: 404, code: .functionNotFound, message: "Could not find public function for '\(function)'")
     }
 
-    public static func methodNotAllowed(_ method: String, allowed: [String]) -> GatewayError {
+    package static func methodNotAllowed(_ method: String, allowed: [String]) -> GatewayError {
         GatewayError(
             status: 405, code: .methodNotAllowed,
             message: "Method \(method) is not allowed here; use \(allowed.joined(separator: " or "))",
@@ -95,44 +95,45 @@ extension GatewayError {
         )
     }
 
-    public static func unsupportedMediaType(_ contentType: String) -> GatewayError {
+    package static func unsupportedMediaType(_ contentType: String) -> GatewayError {
         GatewayError(
             status: 415, code: .unsupportedMediaType,
             message: "Content-Type \(contentType) is not supported; send application/json"
         )
     }
 
-    public static func payloadTooLarge(limit: Int) -> GatewayError {
+    package static func payloadTooLarge(limit: Int) -> GatewayError {
         GatewayError(
             status: 413, code: .payloadTooLarge, message: "Request body is larger than the limit of \(limit) bytes")
     }
 
-    public static func upstreamUnavailable(_ detail: String, retryAfter: Int = 1) -> GatewayError {
+    package static func upstreamUnavailable(_ detail: String, retryAfter: Int = 1) -> GatewayError {
         GatewayError(
             status: 503, code: .upstreamUnavailable, message: "Convex deployment is unreachable: \(detail)",
             headers: [("Retry-After", String(retryAfter))]
         )
     }
 
-    public static func upstreamTimeout(seconds: Double) -> GatewayError {
+    package static func upstreamTimeout(seconds: Double) -> GatewayError {
         GatewayError(
             status: 504, code: .upstreamTimeout,
             message: "Convex deployment did not answer within \(formatSeconds(seconds))"
         )
     }
 
-    public static let overloaded = GatewayError(
+    package static let overloaded = GatewayError(
         status: 503, code: .overloaded, message: "Connection limit reached; try again later",
         headers: [("Retry-After", "1")]
     )
 
-    public static let shuttingDown = GatewayError(
+    package static let shuttingDown = GatewayError(
         status: 503, code: .shuttingDown, message: "Gateway is shutting down",
         headers: [("Retry-After", "1")]
     )
 
     /// Unexpected failures: the client sees a bare message, the detail goes to the log.
-    public static let internalError = GatewayError(status: 500, code: .internalError, message: "Internal gateway error")
+    package static let internalError = GatewayError(
+        status: 500, code: .internalError, message: "Internal gateway error")
 }
 
 func formatSeconds(_ seconds: Double) -> String {
@@ -141,7 +142,7 @@ func formatSeconds(_ seconds: Double) -> String {
 
 extension GatewayError {
     /// The JSON error body, with `data` rendered in the request's output mode.
-    public func body(render: (ConvexValue) -> [UInt8]) -> [UInt8] {
+    package func body(render: (ConvexValue) -> [UInt8]) -> [UInt8] {
         var out: [UInt8] = []
         out.append(contentsOf: #"{"error":{"code":"#.utf8)
         out.append(contentsOf: ConvexValue.string(code.rawValue).convexJSON())

@@ -6,7 +6,7 @@ import Synchronization
 /// Each gateway owns its registry (no global bootstrap), so several gateways in one process — as in tests — keep
 /// separate figures.
 public final class GatewayMetrics: Sendable {
-    public let registry: PrometheusCollectorRegistry
+    package let registry: PrometheusCollectorRegistry
     private let activeStreams: Gauge
     private let upstreamSubscriptions: Gauge
     private let upstreamReconnects: Counter
@@ -24,7 +24,7 @@ public final class GatewayMetrics: Sendable {
         .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10),
     ]
 
-    public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
+    package init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
         self.registry = registry
         activeStreams = registry.makeGauge(
             descriptor: MetricNameDescriptor(
@@ -42,23 +42,23 @@ public final class GatewayMetrics: Sendable {
 
     /// Counts one answered request and records how long it took. `route` is the route's template
     /// (`/query/{function}`), never the raw path, so the label set stays bounded.
-    public func recordRequest(route: String, status: Int, duration: Duration) {
+    package func recordRequest(route: String, status: Int, duration: Duration) {
         requestRecorder(route: route, status: status).record(duration)
     }
 
     /// The counter and histogram for answers on one route with one status, looked up once: the hot `GET` path keeps
     /// one instead of finding both on every request.
-    public struct RequestRecorder: Sendable {
+    package struct RequestRecorder: Sendable {
         let counter: Counter
         let histogram: DurationHistogram
 
-        public func record(_ duration: Duration) {
+        package func record(_ duration: Duration) {
             counter.increment()
             histogram.record(duration)
         }
     }
 
-    public func requestRecorder(route: String, status: Int) -> RequestRecorder {
+    package func requestRecorder(route: String, status: Int) -> RequestRecorder {
         let key = RequestKey(route: route, status: status)
         let counter = requestCounters.withLock { counters in
             if let existing = counters[key] { return existing }
@@ -85,14 +85,14 @@ public final class GatewayMetrics: Sendable {
         return RequestRecorder(counter: counter, histogram: histogram)
     }
 
-    public func streamOpened() { activeStreams.increment() }
-    public func streamClosed() { activeStreams.decrement() }
-    public func upstreamSubscriptionAdded() { upstreamSubscriptions.increment() }
-    public func upstreamSubscriptionRemoved() { upstreamSubscriptions.decrement() }
-    public func upstreamReconnected() { upstreamReconnects.increment() }
+    package func streamOpened() { activeStreams.increment() }
+    package func streamClosed() { activeStreams.decrement() }
+    package func upstreamSubscriptionAdded() { upstreamSubscriptions.increment() }
+    package func upstreamSubscriptionRemoved() { upstreamSubscriptions.decrement() }
+    package func upstreamReconnected() { upstreamReconnects.increment() }
 
     /// Prometheus text exposition format.
-    public func render() -> [UInt8] {
+    package func render() -> [UInt8] {
         var out: [UInt8] = []
         registry.emit(into: &out)
         return out

@@ -71,7 +71,7 @@ final class HotQueries: Sendable {
 extension GatewayCore {
     /// The hot path (see ``HotQueries``): the prepared answer to a `GET` of a remembered target whose subscription
     /// has a current value, or `nil` for full handling.
-    public func hotAnswer(_ request: HTTPRequestHead) -> HTTPPreparedResponse? {
+    package func hotAnswer(_ request: HTTPRequestHead) -> HTTPPreparedResponse? {
         let started = ContinuousClock.now
         guard request.method == "GET", let target = request.target, let route = hotQueries.route(for: target)
         else { return nil }

@@ -6,7 +6,7 @@ public typealias OutputFormat = ConvexOutputMode
 
 extension ConvexOutputMode {
     /// Reads a `format` query parameter.
-    public init(parameter: String) throws(GatewayError) {
+    package init(parameter: String) throws(GatewayError) {
         guard let format = ConvexOutputMode(rawValue: parameter) else {
             throw GatewayError.badRequest(
                 "Unknown format '\(printable(parameter))'; use one of plain, clean, encoded", code: .invalidFormat)

@@ -1,20 +1,20 @@
 /// One Server-Sent Event, framed as the WHATWG event-stream format requires: every line of `data` becomes its own
 /// `data:` line (CR, LF and CRLF all end a line), and `event`/`id` are kept to a single line, so no payload can
 /// break the framing.
-public struct ServerSentEvent: Sendable, Hashable {
-    public var event: String?
-    public var id: String?
-    public var data: [UInt8]
-    public var retry: Int?
+package struct ServerSentEvent: Sendable, Hashable {
+    package var event: String?
+    package var id: String?
+    package var data: [UInt8]
+    package var retry: Int?
 
-    public init(event: String? = nil, id: String? = nil, data: [UInt8], retry: Int? = nil) {
+    package init(event: String? = nil, id: String? = nil, data: [UInt8], retry: Int? = nil) {
         self.event = event
         self.id = id
         self.data = data
         self.retry = retry
     }
 
-    public func encoded() -> [UInt8] {
+    package func encoded() -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(data.count + 48)
         if let retry {
@@ -47,7 +47,7 @@ public struct ServerSentEvent: Sendable, Hashable {
     }
 
     /// A comment line, ignored by clients: used for heartbeats.
-    public static func comment(_ text: String) -> [UInt8] {
+    package static func comment(_ text: String) -> [UInt8] {
         Array(":".utf8) + singleLine(text.isEmpty ? "" : " " + text) + [0x0A, 0x0A]
     }
 

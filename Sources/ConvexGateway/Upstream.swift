@@ -57,7 +57,7 @@ public enum UpstreamFailure: Error, Sendable, Hashable {
 
 extension UpstreamFailure {
     /// The one mapping from upstream failures to HTTP statuses (see README "Errors").
-    public var gatewayError: GatewayError {
+    package var gatewayError: GatewayError {
         switch self {
         case .convexError(let message, let data):
             return GatewayError(status: 422, code: .convexError, message: message, data: data)
@@ -81,7 +81,7 @@ extension UpstreamFailure {
     }
 
     /// The function never ran: it is unknown, or its arguments were refused. A fresher function spec may help.
-    public var ranNoFunction: Bool {
+    package var ranNoFunction: Bool {
         switch self {
         case .unknownFunction, .invalidArguments: true
         default: false
@@ -90,7 +90,7 @@ extension UpstreamFailure {
 
     /// A first result that means the stream can never deliver (unknown function, bad arguments, refused
     /// credentials): answered as a plain HTTP error, so an `EventSource` stops instead of reconnecting forever.
-    public var refusesStream: Bool {
+    package var refusesStream: Bool {
         switch self {
         case .unknownFunction, .invalidArguments, .unauthenticated: true
         default: false

@@ -14,8 +14,8 @@ public enum UpstreamIdentity: Hashable, Sendable {
 ///
 /// Tokens are held only in memory as dictionary keys: subscriptions and logs refer to an identity by an opaque
 /// per-process id (`u1`, `u2`, …), never by the token or a hash of it.
-public final class UpstreamPool: Sendable {
-    public typealias Factory = @Sendable (UpstreamIdentity) -> any ConvexUpstream
+package final class UpstreamPool: Sendable {
+    package typealias Factory = @Sendable (UpstreamIdentity) -> any ConvexUpstream
 
     private struct Member {
         var id: String
@@ -36,7 +36,7 @@ public final class UpstreamPool: Sendable {
     private let logger: Logger
     private let clock: GatewayClock
 
-    public init(idleTimeout: Duration, logger: Logger, clock: GatewayClock = .continuous, factory: @escaping Factory) {
+    package init(idleTimeout: Duration, logger: Logger, clock: GatewayClock = .continuous, factory: @escaping Factory) {
         self.clock = clock
         self.factory = factory
         self.idleTimeout = idleTimeout
@@ -44,7 +44,7 @@ public final class UpstreamPool: Sendable {
     }
 
     /// The connection for `identity`, opened on first use; `id` is its opaque identity key.
-    public func upstream(for identity: UpstreamIdentity) -> (id: String, upstream: any ConvexUpstream) {
+    package func upstream(for identity: UpstreamIdentity) -> (id: String, upstream: any ConvexUpstream) {
         state.withLock { state in
             if var member = state.members[identity] {
                 member.lastUsed = clock.now
@@ -65,7 +65,7 @@ public final class UpstreamPool: Sendable {
     }
 
     /// Runs a one-shot call with the identity's connection, keeping it from being closed as idle meanwhile.
-    public func withUpstream<T: Sendable>(
+    package func withUpstream<T: Sendable>(
         for identity: UpstreamIdentity, _ body: (_ id: String, _ upstream: any ConvexUpstream) async throws -> T
     ) async rethrows -> T {
         let (id, upstream) = upstream(for: identity)
@@ -79,14 +79,14 @@ public final class UpstreamPool: Sendable {
         return try await body(id, upstream)
     }
 
-    public var connectionCount: Int { state.withLock { $0.members.count } }
+    package var connectionCount: Int { state.withLock { $0.members.count } }
 
     /// The anonymous connection, if open: its state answers `/readyz`.
-    public var anonymous: (any ConvexUpstream)? { state.withLock { $0.members[.anonymous]?.upstream } }
+    package var anonymous: (any ConvexUpstream)? { state.withLock { $0.members[.anonymous]?.upstream } }
 
     /// Closes user connections idle for longer than `idleTimeout` that `inUse` does not claim (the subscription
     /// hub claims identities it still holds subscriptions for). The anonymous connection stays open.
-    public func closeIdle(inUse: (String) -> Bool) async {
+    package func closeIdle(inUse: (String) -> Bool) async {
         let now = clock.now
         let idle = state.withLock { state -> [any ConvexUpstream] in
             var closing: [any ConvexUpstream] = []
@@ -107,7 +107,7 @@ public final class UpstreamPool: Sendable {
         }
     }
 
-    public func closeAll() async {
+    package func closeAll() async {
         let all = state.withLock { state -> [any ConvexUpstream] in
             defer { state.members = [:] }
             return state.members.values.map(\.upstream)

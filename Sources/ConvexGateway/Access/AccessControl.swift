@@ -2,11 +2,11 @@ import Convex
 
 extension GatewayError.Code {
     /// The gateway has an API key and the request's `X-API-Key` is missing or wrong.
-    public static let invalidAPIKey = Self(rawValue: "InvalidAPIKey")
+    package static let invalidAPIKey = Self(rawValue: "InvalidAPIKey")
     /// CORS is on and the request's `Origin` is not allowed.
-    public static let originNotAllowed = Self(rawValue: "OriginNotAllowed")
+    package static let originNotAllowed = Self(rawValue: "OriginNotAllowed")
     /// The client's rate limit is used up.
-    public static let rateLimited = Self(rawValue: "RateLimited")
+    package static let rateLimited = Self(rawValue: "RateLimited")
 }
 
 extension GatewayError {
@@ -45,11 +45,11 @@ enum AccessDecision {
 /// Full handling and the hot `GET` path both ask ``decide(method:path:remoteAddress:header:)``, so the two can never
 /// disagree. The function allowlist and denylist act at the upstream boundary (``FilteredUpstream``), so a refused
 /// function is indistinguishable from an unknown one.
-public final class AccessControl: Sendable {
-    public let configuration: AccessConfiguration
+package final class AccessControl: Sendable {
+    package let configuration: AccessConfiguration
     let rateLimiter: RateLimiter?
 
-    public init(configuration: AccessConfiguration, clock: GatewayClock = .continuous) {
+    package init(configuration: AccessConfiguration, clock: GatewayClock = .continuous) {
         self.configuration = configuration
         rateLimiter =
             configuration.rateLimit > 0
@@ -99,7 +99,7 @@ public final class AccessControl: Sendable {
     }
 
     /// Wraps an upstream so refused functions look unknown; returns it unchanged when every function is allowed.
-    public func filter(_ upstream: any ConvexUpstream) -> any ConvexUpstream {
+    package func filter(_ upstream: any ConvexUpstream) -> any ConvexUpstream {
         configuration.functions.isOpen ? upstream : FilteredUpstream(base: upstream, filter: configuration.functions)
     }
 

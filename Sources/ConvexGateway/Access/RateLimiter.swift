@@ -41,11 +41,11 @@ struct TokenBucket: Sendable, Hashable {
 
 /// A per-client token-bucket rate limit. Clients are keyed by IP address; an IPv6 client by its /64 network, since
 /// one host usually holds a whole /64. Full buckets are forgotten, so memory follows the number of busy clients.
-public final class RateLimiter: Sendable {
+package final class RateLimiter: Sendable {
     /// Requests per second each client may sustain.
-    public let rate: Double
+    package let rate: Double
     /// Requests a client may send at once after being quiet.
-    public let burst: Int
+    package let burst: Int
     /// Clients tracked at most; beyond it full buckets are swept, and if every bucket is busy the table starts over
     /// (a flood of distinct addresses then briefly gets fresh budgets rather than exhausting memory).
     let capacity: Int
@@ -59,7 +59,7 @@ public final class RateLimiter: Sendable {
 
     private let clock: GatewayClock
 
-    public init(rate: Double, burst: Int, capacity: Int = 100_000, clock: GatewayClock = .continuous) {
+    package init(rate: Double, burst: Int, capacity: Int = 100_000, clock: GatewayClock = .continuous) {
         precondition(rate > 0 && burst >= 1, "rate limiter needs rate > 0 and burst >= 1")
         self.clock = clock
         self.rate = rate
@@ -69,7 +69,7 @@ public final class RateLimiter: Sendable {
 
     /// Takes one request from `address`'s budget. Returns `nil` to go ahead, otherwise the whole seconds the client
     /// should wait (at least 1), for `Retry-After`.
-    public func admit(_ address: String?, now: Duration? = nil) -> Int? {
+    package func admit(_ address: String?, now: Duration? = nil) -> Int? {
         let now = now ?? clock.now
         let key = Self.clientKey(address)
         let wait: Duration? = state.withLock { state in
@@ -92,7 +92,7 @@ public final class RateLimiter: Sendable {
     }
 
     /// Clients currently tracked.
-    public var trackedClients: Int { state.withLock { $0.buckets.count } }
+    package var trackedClients: Int { state.withLock { $0.buckets.count } }
 
     private func sweep(_ state: inout State, now: Duration) {
         state.insertionsSinceSweep = 0

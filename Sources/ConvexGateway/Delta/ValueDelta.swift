@@ -2,7 +2,7 @@ import ConvexValues
 
 extension GatewayError.Code {
     /// A `delta` query parameter other than `json-patch`.
-    public static let invalidDelta = Self(rawValue: "InvalidDelta")
+    package static let invalidDelta = Self(rawValue: "InvalidDelta")
 }
 
 /// Changes sent as JSON Patches on event streams that ask for them with `delta=json-patch`.
@@ -12,9 +12,9 @@ extension GatewayError.Code {
 /// (and `"sub"` on a multi-subscription stream), or as the stream's usual full value whenever the patch would not be
 /// smaller than half of it, or the reader does not hold the previous value. Hashes are the lowercase hex of the
 /// gateway's 64-bit value hash, as at the end of a single-subscription event's `id`.
-public enum ValueDelta {
+package enum ValueDelta {
     /// The `delta` query parameter of the stream routes.
-    public static let parameter = "delta"
+    package static let parameter = "delta"
     static let jsonPatch = "json-patch"
 
     /// Reads the `delta` parameters of a stream URL: whether patches were asked for.
@@ -29,16 +29,16 @@ public enum ValueDelta {
     }
 
     /// A change as a JSON Patch, made once per change and output mode and shared by every stream.
-    public struct Patch: Sendable {
+    package struct Patch: Sendable {
         /// The hash of the value the patch applies to.
-        public var base: UInt64
+        package var base: UInt64
         /// The hash of the value it makes.
-        public var result: UInt64
+        package var result: UInt64
         /// `"base":"…","v":"…","ops":[…]`: the event data's fields, without the braces (a multi-subscription stream
         /// puts its `"sub"` first).
-        public var fields: [UInt8]
+        package var fields: [UInt8]
         /// The whole single-subscription event: `event: patch`, the new value's `id:`, and the fields as data.
-        public var event: [UInt8]
+        package var event: [UInt8]
     }
 
     /// The patch from `previous` to `snapshot`, when both are values and the patch is smaller than half of `body`

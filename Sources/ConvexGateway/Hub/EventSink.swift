@@ -1,6 +1,6 @@
 /// What the subscription hub delivers to: one subscription of one event stream. A single-subscription stream is
 /// one sink; a multi-subscription stream has one sink per subscription. Implementations never block.
-public protocol EventSink: AnyObject, Sendable {
+package protocol EventSink: AnyObject, Sendable {
     /// The output mode this stream renders values in.
     var format: OutputFormat { get }
     /// Whether the stream sends changes as JSON Patches (`delta=json-patch`): then updates carry one when the
@@ -14,23 +14,23 @@ public protocol EventSink: AnyObject, Sendable {
 }
 
 extension EventSink {
-    public var wantsPatches: Bool { false }
+    package var wantsPatches: Bool { false }
 }
 
 /// A subscription's new current result, rendered once in one output mode and shared by every sink in that mode.
-public struct SubscriptionUpdate: Sendable {
-    public var snapshot: SubscriptionHub.Snapshot
+package struct SubscriptionUpdate: Sendable {
+    package var snapshot: SubscriptionHub.Snapshot
     /// Identifies the result (equal results, equal hashes): what `Last-Event-ID` resumption compares.
-    public var hash: UInt64
+    package var hash: UInt64
     /// The value's JSON, or for a failure the error body `{"error": {...}}`.
-    public var body: [UInt8]
+    package var body: [UInt8]
     /// The whole single-subscription event (`id:` and `data:` lines, `event: error` for a failure).
-    public var event: [UInt8]
+    package var event: [UInt8]
     /// The change from the previous value as a JSON Patch, when a sink asked for patches, the previous result was
     /// a value too, and the patch is smaller than half the value (``ValueDelta``); made once per change and mode.
-    public var patch: ValueDelta.Patch?
+    package var patch: ValueDelta.Patch?
 
-    public var isFailure: Bool {
+    package var isFailure: Bool {
         if case .failure = snapshot.result { true } else { false }
     }
 }

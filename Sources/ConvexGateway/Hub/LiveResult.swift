@@ -3,7 +3,7 @@ import Synchronization
 /// What the hot `GET` path needs of a subscription without taking the hub's lock: a revision that changes whenever
 /// the current result does (0 before the first result), whether the subscription still lives, and when a `GET`
 /// last read it (reads extend the keep-warm period). Times are the hub clock's (``GatewayClock/now``).
-public final class LiveResult: Sendable {
+package final class LiveResult: Sendable {
     /// 0: no result yet; `retired`: the subscription is gone; otherwise the current result's revision.
     private let state = Atomic<UInt64>(0)
     /// Nanoseconds of the hub clock at the last read.
@@ -22,13 +22,13 @@ public final class LiveResult: Sendable {
     }
 
     /// The current result's revision: `nil` before the first result and once the subscription is gone.
-    public var revision: UInt64? {
+    package var revision: UInt64? {
         let value = state.load(ordering: .acquiring)
         return value == 0 || value == Self.retired ? nil : value
     }
 
     /// Records a read at `now` (the hub clock's time).
-    public func touch(at now: Duration) {
+    package func touch(at now: Duration) {
         lastReadNanoseconds.store(Self.nanoseconds(now), ordering: .relaxed)
     }
 

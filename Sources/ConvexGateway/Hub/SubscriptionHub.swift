@@ -12,16 +12,16 @@ import Synchronization
 /// The decisions are ``HubState``'s (a state machine tested without I/O); this class holds it under a lock, carries
 /// out its actions after leaving the lock (rendering, delivering, waking waiters), owns the upstream subscription
 /// tasks, and runs the one sweeper that expires idle subscriptions.
-public final class SubscriptionHub: Sendable {
+package final class SubscriptionHub: Sendable {
     /// What identifies a shared subscription.
-    public struct Key: Hashable, Sendable {
+    package struct Key: Hashable, Sendable {
         /// An opaque identity key (a per-process id of the caller's credentials, or "" for anonymous callers).
-        public var identity: String
-        public var function: String
+        package var identity: String
+        package var function: String
         /// Canonical Convex JSON of the arguments: sorted keys, exact numbers.
-        public var canonicalArgs: [UInt8]
+        package var canonicalArgs: [UInt8]
 
-        public init(identity: String, function: UdfPath, args: ConvexValue) {
+        package init(identity: String, function: UdfPath, args: ConvexValue) {
             self.identity = identity
             self.function = function.canonical
             self.canonicalArgs = args.convexJSON()
@@ -29,14 +29,14 @@ public final class SubscriptionHub: Sendable {
     }
 
     /// The current result of a subscription with its event id.
-    public struct Snapshot: Sendable {
-        public var id: String
+    package struct Snapshot: Sendable {
+        package var id: String
         /// Identifies the result: equal results have equal hashes.
-        public var hash: UInt64
-        public var result: UpstreamResult
+        package var hash: UInt64
+        package var result: UpstreamResult
     }
 
-    public enum AttachError: Error, Sendable {
+    package enum AttachError: Error, Sendable {
         case tooManySubscriptions
         case shuttingDown
     }
@@ -55,7 +55,7 @@ public final class SubscriptionHub: Sendable {
     private let logger: Logger
     private let render: @Sendable (ConvexValue, OutputFormat) -> [UInt8]
 
-    public init(
+    package init(
         keepWarm: Duration,
         maxSubscriptions: Int,
         metrics: GatewayMetrics,
@@ -70,24 +70,24 @@ public final class SubscriptionHub: Sendable {
         self.render = render
     }
 
-    public var subscriptionCount: Int { state.withLock { $0.hub.entries.count } }
+    package var subscriptionCount: Int { state.withLock { $0.hub.entries.count } }
 
     /// The hub clock's time (reads are stamped with it).
-    public var now: Duration { clock.now }
+    package var now: Duration { clock.now }
 
     // MARK: GET
 
     /// The current result of a live subscription, rendered, with the subscription's ``LiveResult``.
-    public struct CurrentBody: Sendable {
-        public var snapshot: Snapshot
+    package struct CurrentBody: Sendable {
+        package var snapshot: Snapshot
         /// The rendered value (empty for a failure).
-        public var body: [UInt8]
-        public var live: LiveResult
+        package var body: [UInt8]
+        package var live: LiveResult
     }
 
     /// The hot path: the rendered body of a live subscription's current result, without waiting. A read extends
     /// the subscription's keep-warm period.
-    public func currentBody(for key: Key, format: OutputFormat) -> CurrentBody? {
+    package func currentBody(for key: Key, format: OutputFormat) -> CurrentBody? {
         guard let (snapshot, cached, live) = state.withLock({ $0.hub.current(key, format: format) }) else { return nil }
         live.touch(at: clock.now)
         if let cached { return CurrentBody(snapshot: snapshot, body: cached, live: live) }
@@ -102,7 +102,7 @@ public final class SubscriptionHub: Sendable {
     /// The cold path: subscribes (or joins a subscription that has no result yet) and waits up to `timeout` for the
     /// first result; the subscription then stays warm for later requests. `nil` when no result came in time, or
     /// when the hub is at its subscription limit (the caller then makes a one-shot call).
-    public func firstResult(
+    package func firstResult(
         for key: Key, args: ConvexValue, upstream: any ConvexUpstream, timeout: Duration
     ) async -> Snapshot? {
         let waiter = state.withLock { locked in
@@ -138,7 +138,7 @@ public final class SubscriptionHub: Sendable {
 
     /// Attaches a sink: it gets the current result at once (unless `skipHash` shows the client already has it),
     /// then one update per change, until `detach`.
-    public func attach(
+    package func attach(
         _ sink: any EventSink, to key: Key, args: ConvexValue, upstream: any ConvexUpstream, skipHash: UInt64?
     ) throws(AttachError) {
         let initial = try state.withLock { locked throws(AttachError) -> Snapshot? in
@@ -152,12 +152,12 @@ public final class SubscriptionHub: Sendable {
         }
     }
 
-    public func detach(_ sink: any EventSink, from key: Key) {
+    package func detach(_ sink: any EventSink, from key: Key) {
         state.withLock { _ = $0.hub.detach(ObjectIdentifier(sink), from: key, now: clock.now) }
     }
 
     /// Ends every stream and upstream subscription; later attaches fail with `.shuttingDown`.
-    public func shutdown() {
+    package func shutdown() {
         let actions = state.withLock { locked in
             let actions = locked.hub.shutdown()
             stopUpstream(actions, &locked)
@@ -167,14 +167,14 @@ public final class SubscriptionHub: Sendable {
     }
 
     /// Whether any subscription still belongs to the identity with this opaque id.
-    public func holdsSubscriptions(forIdentity id: String) -> Bool {
+    package func holdsSubscriptions(forIdentity id: String) -> Bool {
         state.withLock { locked in locked.hub.entries.keys.contains { $0.identity == id } }
     }
 
     // MARK: Keep-warm expiry
 
     /// Closes the subscriptions idle for the keep-warm period (one sweep).
-    public func sweep() {
+    package func sweep() {
         let actions = state.withLock { locked in
             let actions = locked.hub.tick(now: clock.now)
             stopUpstream(actions, &locked)
@@ -184,7 +184,7 @@ public final class SubscriptionHub: Sendable {
     }
 
     /// The one sweeper: sweeps every quarter of the keep-warm period (10 ms to 1 s) until cancelled.
-    public func runSweeper() async {
+    package func runSweeper() async {
         let keepWarm = state.withLock { $0.hub.keepWarm }
         let interval = min(max(keepWarm / 4, .milliseconds(10)), .seconds(1))
         while !Task.isCancelled {

@@ -1,19 +1,19 @@
 /// A request as the server hands it to the gateway, before any parsing: the method, the target exactly as sent,
 /// the headers and the body. ``ParsedRequest`` is what the pipeline makes of it.
-public struct GatewayRequest: Sendable {
-    public var method: String
+package struct GatewayRequest: Sendable {
+    package var method: String
     /// The request target's path, not yet percent-decoded.
-    public var rawPath: String
+    package var rawPath: String
     /// The query string as sent (after `?`, still percent-encoded), `nil` without a `?`.
-    public var rawQuery: String?
+    package var rawQuery: String?
     /// Header names lower-cased.
-    public var headers: [String: String]
-    public var body: [UInt8]
-    public var startedAt: ContinuousClock.Instant
+    package var headers: [String: String]
+    package var body: [UInt8]
+    package var startedAt: ContinuousClock.Instant
     /// The client's numeric IP address, for the per-client rate limit.
-    public var remoteAddress: String?
+    package var remoteAddress: String?
 
-    public init(
+    package init(
         method: String, rawPath: String, rawQuery: String? = nil, headers: [String: String], body: [UInt8] = [],
         remoteAddress: String? = nil, startedAt: ContinuousClock.Instant = .now
     ) {
@@ -26,8 +26,8 @@ public struct GatewayRequest: Sendable {
         self.startedAt = startedAt
     }
 
-    public func header(_ name: String) -> String? { headers[name.lowercased()] }
+    package func header(_ name: String) -> String? { headers[name.lowercased()] }
 
     /// The request target as sent (path and query), which the hot `GET` path remembers answers by.
-    public var target: String { rawQuery.map { "\(rawPath)?\($0)" } ?? rawPath }
+    package var target: String { rawQuery.map { "\(rawPath)?\($0)" } ?? rawPath }
 }

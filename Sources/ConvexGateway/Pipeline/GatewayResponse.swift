@@ -1,12 +1,12 @@
 import ConvexValues
 
 /// A complete response.
-public struct GatewayResponse: Sendable {
-    public var status: Int
-    public var headers: [(String, String)]
-    public var body: [UInt8]
+package struct GatewayResponse: Sendable {
+    package var status: Int
+    package var headers: [(String, String)]
+    package var body: [UInt8]
 
-    public init(status: Int, headers: [(String, String)] = [], body: [UInt8]) {
+    package init(status: Int, headers: [(String, String)] = [], body: [UInt8]) {
         self.status = status
         self.headers = headers
         self.body = body
@@ -25,22 +25,22 @@ public struct GatewayResponse: Sendable {
 }
 
 /// What the gateway does with a request: answer now (on the server's own thread), answer later, or open a stream.
-public enum GatewayHandling: Sendable {
+package enum GatewayHandling: Sendable {
     case respond(GatewayResponse)
     case deferred(@Sendable () async -> GatewayOutcome)
 }
 
 /// How a deferred request ends: a response, or an event stream whose sink the server provides.
-public enum GatewayOutcome: Sendable {
+package enum GatewayOutcome: Sendable {
     case response(GatewayResponse)
     case stream(EventStreamStart)
 }
 
 /// Starting an SSE stream: the server sends the headers and `preamble`, then calls `attach` with the stream's
 /// output; when the client goes away (or the stream ends) it calls `detach` with the same output.
-public struct EventStreamStart: Sendable {
-    public var headers: [(String, String)]
-    public var preamble: [UInt8]
-    public var attach: @Sendable (any EventStreamOutput) -> Void
-    public var detach: @Sendable (any EventStreamOutput) -> Void
+package struct EventStreamStart: Sendable {
+    package var headers: [(String, String)]
+    package var preamble: [UInt8]
+    package var attach: @Sendable (any EventStreamOutput) -> Void
+    package var detach: @Sendable (any EventStreamOutput) -> Void
 }

@@ -167,7 +167,7 @@ extension GatewayCore {
     }
 
     /// Sends the heartbeat comment to every open stream.
-    public func sendHeartbeats() {
+    package func sendHeartbeats() {
         openStreams.heartbeat()
     }
 }

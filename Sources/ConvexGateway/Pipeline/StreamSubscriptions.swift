@@ -3,7 +3,7 @@ import ConvexValues
 
 extension GatewayError.Code {
     /// A multi-subscription stream URL names no subscription, too many, or one badly.
-    public static let invalidSubscriptions = Self(rawValue: "InvalidSubscriptions")
+    package static let invalidSubscriptions = Self(rawValue: "InvalidSubscriptions")
 }
 
 /// The subscriptions a multi-subscription stream URL asks for:

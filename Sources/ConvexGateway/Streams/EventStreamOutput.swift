@@ -1,7 +1,7 @@
 import MicroHTTPD
 
 /// The byte-level end of one Server-Sent Event stream: what a stream writes its events to. Never blocks.
-public protocol EventStreamOutput: AnyObject, Sendable {
+package protocol EventStreamOutput: AnyObject, Sendable {
     /// Queues bytes for the client.
     func write(_ bytes: [UInt8])
     /// Bytes queued but not yet sent: how far the client is behind.

@@ -12,12 +12,12 @@ import Foundation
 ///
 /// Anything else is left as it is, for the deployment to validate. A value that is meant for an int64 or bytes
 /// validator but cannot become one (1.5, 2^63, "12abc", bad base64) is an ``ArgumentCoercionError`` naming its path.
-public enum ArgumentCoercion {
+package enum ArgumentCoercion {
     /// Largest magnitude at which every whole float64 is exact.
     static let exactFloatLimit = 9_007_199_254_740_992.0  // 2^53
 
     /// Coerces a function's arguments object.
-    public static func coerce(arguments: ConvexValue, validator: Validator) throws(ArgumentCoercionError)
+    package static func coerce(arguments: ConvexValue, validator: Validator) throws(ArgumentCoercionError)
         -> ConvexValue
     {
         try coerce(arguments, validator, path: "")
@@ -106,12 +106,12 @@ public enum ArgumentCoercion {
 
 /// An argument meant for an int64 or bytes validator that cannot become one. Answered as 400
 /// `ArgumentValidationError`.
-public struct ArgumentCoercionError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct ArgumentCoercionError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Where in the arguments, e.g. `.team.wins` or `.tags[2]`.
-    public let path: String
-    public let message: String
+    package let path: String
+    package let message: String
 
-    public var description: String { "Argument \(path.isEmpty ? "object" : "'\(path.dropFirst())'"): \(message)" }
+    package var description: String { "Argument \(path.isEmpty ? "object" : "'\(path.dropFirst())'"): \(message)" }
 
     var gatewayError: GatewayError {
         GatewayError(status: 400, code: .argumentValidation, message: description)

@@ -12,10 +12,10 @@ import ConvexValues
 /// base64 or `$bytes`).
 ///
 /// The document is JSON text, which is valid YAML 1.2, served as `application/yaml`.
-public enum FunctionOpenAPI {
+package enum FunctionOpenAPI {
     /// - Parameter include: which functions to list (the gateway passes its allow/deny lists, so a refused function
     ///   is as absent here as an unknown one).
-    public static func document(
+    package static func document(
         _ spec: FunctionSpec, format: OutputFormat, title: String = "ConvexGateway functions",
         include: (String) -> Bool = { _ in true }
     ) -> ConvexValue {

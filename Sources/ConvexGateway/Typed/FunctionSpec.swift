@@ -6,7 +6,7 @@ import ConvexValues
 extension FunctionSpec {
     /// Coerces `args` for a call of `path` (see ``ArgumentCoercion``); unchanged when the spec does not know the
     /// function.
-    public func coerce(_ args: ConvexValue, for path: UdfPath) throws(ArgumentCoercionError) -> ConvexValue {
+    package func coerce(_ args: ConvexValue, for path: UdfPath) throws(ArgumentCoercionError) -> ConvexValue {
         guard let function = publicFunction(path) else { return args }
         return try ArgumentCoercion.coerce(arguments: args, validator: function.args)
     }

@@ -8,8 +8,8 @@ import Synchronization
 /// The deployment's function spec as the gateway last fetched it: fetched once at start, refreshed on demand (at
 /// most once per ``FunctionSpecSource/minimumRefreshInterval``). While no spec has been fetched, arguments pass
 /// through unchanged.
-public final class FunctionSpecStore: Sendable {
-    public let source: FunctionSpecSource
+package final class FunctionSpecStore: Sendable {
+    package let source: FunctionSpecSource
     private let logger: Logger
 
     private struct State {
@@ -25,36 +25,36 @@ public final class FunctionSpecStore: Sendable {
 
     private let clock: GatewayClock
 
-    public init(source: FunctionSpecSource, logger: Logger, clock: GatewayClock = .continuous) {
+    package init(source: FunctionSpecSource, logger: Logger, clock: GatewayClock = .continuous) {
         self.clock = clock
         self.source = source
         self.logger = logger
     }
 
     /// The spec last fetched, if any.
-    public var current: FunctionSpec? { state.withLock { $0.spec } }
+    package var current: FunctionSpec? { state.withLock { $0.spec } }
 
     /// Changes whenever a newly fetched spec replaces the current one, so that anything derived from the spec (the hot
     /// `GET` path's remembered arguments) can tell it is stale.
-    public var generation: UInt64 { fetchedCount.load(ordering: .acquiring) }
+    package var generation: UInt64 { fetchedCount.load(ordering: .acquiring) }
 
     /// Whether the first fetch has not finished yet.
-    public var firstFetchPending: Bool { !state.withLock { $0.firstFetchDone } }
+    package var firstFetchPending: Bool { !state.withLock { $0.firstFetchDone } }
 
     /// Starts the first fetch.
-    public func start() {
+    package func start() {
         Task { await self.refresh(force: true) }
     }
 
     /// Waits for the first fetch (starting it if needed).
-    public func waitForFirstFetch() async {
+    package func waitForFirstFetch() async {
         if firstFetchPending { await refresh(force: true) }
     }
 
     /// Fetches the spec again unless a fetch is running (then waits for it) or the last one started less than the
     /// minimum refresh interval ago (then returns the current spec).
     @discardableResult
-    public func refresh(force: Bool = false) async -> FunctionSpec? {
+    package func refresh(force: Bool = false) async -> FunctionSpec? {
         let task: Task<FunctionSpec?, Never>? = state.withLock { state in
             if let running = state.inFlight { return running }
             let now = clock.now
