@@ -22,7 +22,8 @@ public struct CORSPolicy: Sendable, Hashable {
     /// Methods the gateway's routes use.
     public static let allowedMethods = "GET, HEAD, POST, OPTIONS"
     /// Request headers a page may send.
-    public static let allowedHeaders = "Accept, Authorization, Cache-Control, Content-Type, Last-Event-ID, X-API-Key"
+    public static let allowedHeaders =
+        "Accept, Authorization, Cache-Control, Content-Type, If-None-Match, Last-Event-ID, Prefer, X-API-Key"
 
     public init(
         origins: [String] = [], allowCredentials: Bool = false, maxAgeSeconds: Int = 600,
