@@ -40,16 +40,31 @@ final class HotQueries: Sendable {
         let revision: UInt64
         let response: GatewayResponse
         let etag: String
+        let gzipETag: String
         private let gzip = Mutex<[UInt8]??>(nil)
-        private let variants = Mutex<[String: HTTPPreparedResponse]>([:])
+        /// Few per value (one per client kind and origin), so a list compared in place: no key is built per request.
+        private let variants = Mutex<[Variant]>([])
+
+        struct Variant {
+            var gzip: Bool
+            var notModified: Bool
+            var accessHeaders: [(String, String)]
+            var prepared: HTTPPreparedResponse
+
+            func matches(gzip: Bool, notModified: Bool, accessHeaders: [(String, String)]) -> Bool {
+                self.gzip == gzip && self.notModified == notModified
+                    && self.accessHeaders.elementsEqual(accessHeaders) { $0.0 == $1.0 && $0.1 == $1.1 }
+            }
+        }
 
         /// Variants prepared per value at most; past that, answers are built per request.
-        static let maxVariants = 128
+        static let maxVariants = 64
 
         init(revision: UInt64, response: GatewayResponse) {
             self.revision = revision
             self.response = response
             self.etag = response.header("ETag") ?? ""
+            self.gzipETag = EntityTag.gzipVariant(of: etag)
         }
 
         /// The gzip-coded body, compressed by the first request that needs it (others wait for it rather than
@@ -63,16 +78,26 @@ final class HotQueries: Sendable {
             }
         }
 
-        /// The variants prepared so far.
-        var variantKeys: [String] { variants.withLock { Array($0.keys) } }
-
-        func variant(_ key: String) -> HTTPPreparedResponse? {
-            variants.withLock { $0[key] }
+        /// The variants prepared so far, described.
+        var variantKeys: [String] {
+            variants.withLock { variants in
+                variants.map { variant in
+                    (variant.gzip ? "gzip " : "identity ") + (variant.notModified ? "304" : "200")
+                        + variant.accessHeaders.map { "\n\($0.0): \($0.1)" }.joined()
+                }
+            }
         }
 
-        func keep(_ prepared: HTTPPreparedResponse, as key: String) {
+        func variant(gzip: Bool, notModified: Bool, accessHeaders: [(String, String)]) -> HTTPPreparedResponse? {
             variants.withLock { variants in
-                if variants.count < Self.maxVariants { variants[key] = prepared }
+                variants.first { $0.matches(gzip: gzip, notModified: notModified, accessHeaders: accessHeaders) }?
+                    .prepared
+            }
+        }
+
+        func keep(_ variant: Variant) {
+            variants.withLock { variants in
+                if variants.count < Self.maxVariants { variants.append(variant) }
             }
         }
     }
@@ -139,7 +164,7 @@ extension GatewayCore {
             return nil
         }
         // Asked last, after every check that can decline, so the rate limit counts the request once.
-        let path = target.firstIndex(of: "?").map { target[..<$0] } ?? target[...]
+        let path = target.utf8.firstIndex(of: UInt8(ascii: "?")).map { target[..<$0] } ?? target[...]
         let accessHeaders: [(String, String)]
         switch access.decide(
             method: request.method, path: path, remoteAddress: request.remoteAddress, header: request.header)
@@ -166,18 +191,18 @@ extension GatewayCore {
                 if held == nil || held!.revision < revision { held = value }
             }
         }
-        let notModified = representation.ifNoneMatch.map { EntityTag.ifNoneMatch($0, matches: value.etag) } ?? false
-        let variant =
-            (representation.acceptsGzip ? "gzip " : "identity ") + (notModified ? "304" : "200")
-            + accessHeaders.map { "\n\($0.0): \($0.1)" }.joined()
+        let notModified =
+            representation.ifNoneMatch.map { EntityTag.ifNoneMatch($0, matches: value.etag, gzip: value.gzipETag) }
+            ?? false
+        let gzip = representation.acceptsGzip
         let prepared: HTTPPreparedResponse
-        if let made = value.variant(variant) {
+        if let made = value.variant(gzip: gzip, notModified: notModified, accessHeaders: accessHeaders) {
             prepared = made
         } else {
             var response = value.response.negotiated(representation) { value.gzipped }
             response.headers += accessHeaders
             guard let made = try? HTTPPreparedResponse(HTTPResponse(response)) else { return nil }
-            value.keep(made, as: variant)
+            value.keep(.init(gzip: gzip, notModified: notModified, accessHeaders: accessHeaders, prepared: made))
             prepared = made
         }
         (notModified ? hotQueries.notModifiedRecorder : hotQueries.recorder).record(.now - started)
