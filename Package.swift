@@ -31,6 +31,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0", traits: []),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.1"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.1.0"),
+        // gzip for response bodies, over the system zlib (Debian's zlib1g-dev).
+        .package(url: "https://github.com/adam-fowler/compress-nio.git", from: "1.5.0"),
     ],
     targets: [
         // MARK: Values
@@ -152,10 +154,12 @@ let package = Package(
                 "ConvexSyncProtocol",
                 "Convex",
                 "MicroHTTPD",
+                .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             // Embedded in the binary (ClientScript.swift): no resource bundle to install beside the executable.
             resources: [.embedInCode("Resources/client.js")]
@@ -181,6 +185,7 @@ let package = Package(
                 "ConvexLocal",
                 "ConvexValues",
                 .product(name: "Clocks", package: "swift-clocks"),
+                .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "Configuration", package: "swift-configuration"),
                 // The browser tests speak the DevTools protocol to headless Chromium over a WebSocket.
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),

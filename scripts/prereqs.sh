@@ -1,15 +1,15 @@
 # Sourced by scripts/test and scripts/gateway: installs what the project needs beyond the Swift toolchain.
 
-# libmicrohttpd headers and pkg-config file (Debian libmicrohttpd-dev).
+# libmicrohttpd and zlib headers and pkg-config files (Debian libmicrohttpd-dev, zlib1g-dev: gzip bodies).
 ensure_microhttpd() {
-    if pkg-config --exists libmicrohttpd 2>/dev/null; then
+    if pkg-config --exists libmicrohttpd zlib 2>/dev/null; then
         return 0
     fi
-    echo "==> installing libmicrohttpd-dev" >&2
+    echo "==> installing libmicrohttpd-dev and zlib1g-dev" >&2
     local sudo=""
     if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
     $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq libmicrohttpd-dev pkg-config >/dev/null
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq libmicrohttpd-dev zlib1g-dev pkg-config >/dev/null
 }
 
 # Headless Chromium for the browser tests (Debian's chromium package); CONVEX_TEST_CHROMIUM names another binary.

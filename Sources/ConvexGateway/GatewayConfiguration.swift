@@ -22,6 +22,8 @@ public struct GatewayConfiguration: Sendable {
     public var maxSubscriptions = 10_000
     /// Upper bound on the subscriptions of one multi-subscription stream (`/subscribe?sub.<id>=…`).
     public var maxStreamSubscriptions = 100
+    /// Longest a `GET` with `If-None-Match` and `Prefer: wait=<seconds>` waits for a change (a long-poll); 0: never.
+    public var maxWaitSeconds = 30
     /// Simultaneous HTTP connections; more get 503.
     public var maxConnections = 10_000
     /// Largest request body accepted; larger gets 413.

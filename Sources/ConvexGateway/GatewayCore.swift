@@ -78,7 +78,8 @@ package final class GatewayCore: Sendable {
     /// subscription's result at once.
     package func handle(_ request: GatewayRequest) -> GatewayHandling {
         var context = ResponseContext(
-            template: Route.template(rawPath: request.rawPath[...]), startedAt: request.startedAt, headers: [])
+            template: Route.template(rawPath: request.rawPath[...]), startedAt: request.startedAt, headers: [],
+            representation: RepresentationPreferences(method: request.method, header: request.header))
         switch access.decide(request) {
         case .answer(let response):
             return .respond(finish(response, context))

@@ -10,6 +10,10 @@ import Synchronization
 /// full handling does, and applies only where the rest of the answer depends on the target alone: `GET` without
 /// `Authorization` or the auth cookie (anonymous), without `Accept: text/event-stream`, and with the function spec unchanged since the
 /// target was remembered. Anything else, and any target not remembered, takes full handling.
+///
+/// `If-None-Match` and `Accept-Encoding` are answered by the same rules as full handling (Pipeline/Representation.swift):
+/// a 304, or gzip from 1 KiB, with the compressed body made once per value. A long-poll (`Prefer: wait`) takes full
+/// handling, which can wait.
 final class HotQueries: Sendable {
     /// What a remembered target resolved to.
     final class Route: Sendable {
@@ -18,12 +22,8 @@ final class HotQueries: Sendable {
         let live: LiveResult
         /// The function spec's generation the arguments were coerced with.
         let specGeneration: UInt64
-        /// The prepared answers of one subscription revision, by the access stage's headers (CORS headers differ per
-        /// allowed origin when origins are echoed).
-        let prepared = Mutex<(revision: UInt64, byHeaders: [String: HTTPPreparedResponse])?>(nil)
-
-        /// Distinct header sets prepared per revision at most; past that, answers are built per request.
-        static let headerVariants = 32
+        /// The answers prepared for the current value (one subscription revision).
+        let prepared = Mutex<PreparedValue?>(nil)
 
         init(key: SubscriptionHub.Key, format: OutputFormat, live: LiveResult, specGeneration: UInt64) {
             self.key = key
@@ -33,16 +33,87 @@ final class HotQueries: Sendable {
         }
     }
 
+    /// One value of a remembered target and the answers prepared for it: its 200 before negotiation, the gzip-coded
+    /// body (made once, on first use), and one libmicrohttpd response per variant (coding, 304 or 200, the access
+    /// stage's headers: CORS headers differ per allowed origin when origins are echoed).
+    final class PreparedValue: Sendable {
+        let revision: UInt64
+        let response: GatewayResponse
+        let etag: String
+        let gzipETag: String
+        private let gzip = Mutex<[UInt8]??>(nil)
+        /// Few per value (one per client kind and origin), so a list compared in place: no key is built per request.
+        private let variants = Mutex<[Variant]>([])
+
+        struct Variant {
+            var gzip: Bool
+            var notModified: Bool
+            var accessHeaders: [(String, String)]
+            var prepared: HTTPPreparedResponse
+
+            func matches(gzip: Bool, notModified: Bool, accessHeaders: [(String, String)]) -> Bool {
+                self.gzip == gzip && self.notModified == notModified
+                    && self.accessHeaders.elementsEqual(accessHeaders) { $0.0 == $1.0 && $0.1 == $1.1 }
+            }
+        }
+
+        /// Variants prepared per value at most; past that, answers are built per request.
+        static let maxVariants = 64
+
+        init(revision: UInt64, response: GatewayResponse) {
+            self.revision = revision
+            self.response = response
+            self.etag = response.header("ETag") ?? ""
+            self.gzipETag = EntityTag.gzipVariant(of: etag)
+        }
+
+        /// The gzip-coded body, compressed by the first request that needs it (others wait for it rather than
+        /// compress the same bytes again).
+        var gzipped: [UInt8]? {
+            gzip.withLock { held in
+                if let held { return held }
+                let coded = ContentCoding.gzip(response.body)
+                held = .some(coded)
+                return coded
+            }
+        }
+
+        /// The variants prepared so far, described.
+        var variantKeys: [String] {
+            variants.withLock { variants in
+                variants.map { variant in
+                    (variant.gzip ? "gzip " : "identity ") + (variant.notModified ? "304" : "200")
+                        + variant.accessHeaders.map { "\n\($0.0): \($0.1)" }.joined()
+                }
+            }
+        }
+
+        func variant(gzip: Bool, notModified: Bool, accessHeaders: [(String, String)]) -> HTTPPreparedResponse? {
+            variants.withLock { variants in
+                variants.first { $0.matches(gzip: gzip, notModified: notModified, accessHeaders: accessHeaders) }?
+                    .prepared
+            }
+        }
+
+        func keep(_ variant: Variant) {
+            variants.withLock { variants in
+                if variants.count < Self.maxVariants { variants.append(variant) }
+            }
+        }
+    }
+
     /// Targets remembered at most; when full, forgotten subscriptions are dropped, and if that frees nothing, all
     /// targets are (they are learnt again by their next request), so distinct targets cannot grow memory.
     static let capacity = 4096
 
     private let routes = Mutex<[String: Route]>([:])
-    /// Answers on the hot path are counted like any other `GET /query` answer.
+    /// Answers on the hot path are counted like any other `GET /query` answer (200, or 304 to `If-None-Match`).
     let recorder: GatewayMetrics.RequestRecorder
+    let notModifiedRecorder: GatewayMetrics.RequestRecorder
 
     init(metrics: GatewayMetrics) {
         recorder = metrics.requestRecorder(route: ConvexGateway.Route.queryTemplate, status: 200)
+        notModifiedRecorder = metrics.requestRecorder(route: ConvexGateway.Route.queryTemplate, status: 304)
     }
 
     var count: Int { routes.withLock { $0.count } }
@@ -85,41 +156,56 @@ extension GatewayCore {
             hotQueries.forget(route, for: target)
             return nil
         }
+        let representation = RepresentationPreferences(method: "GET", header: request.header)
+        // A long-poll waits in full handling.
+        if representation.ifNoneMatch != nil, configuration.maxWaitSeconds > 0,
+            let wait = Prefer.wait(request.header("Prefer")), wait > 0
+        {
+            return nil
+        }
         // Asked last, after every check that can decline, so the rate limit counts the request once.
-        let path = target.firstIndex(of: "?").map { target[..<$0] } ?? target[...]
+        let path = target.utf8.firstIndex(of: UInt8(ascii: "?")).map { target[..<$0] } ?? target[...]
         let accessHeaders: [(String, String)]
         switch access.decide(
             method: request.method, path: path, remoteAddress: request.remoteAddress, header: request.header)
         {
         case .answer(let refusal):
-            let context = ResponseContext(template: Route.queryTemplate, startedAt: started, headers: [])
+            let context = ResponseContext(
+                template: Route.queryTemplate, startedAt: started, headers: [], representation: representation)
             return try? HTTPPreparedResponse(HTTPResponse(finish(refusal, context)))
         case .proceed(let headers):
             accessHeaders = headers
         }
         route.live.touch(at: clock.now)
-        let variant = accessHeaders.map { "\($0.0): \($0.1)" }.joined(separator: "\n")
-        let prepared: HTTPPreparedResponse
-        if let held = route.prepared.withLock({ $0 }), held.revision == revision, let response = held.byHeaders[variant]
-        {
-            prepared = response
+        let value: HotQueries.PreparedValue
+        if let held = route.prepared.withLock({ $0 }), held.revision == revision {
+            value = held
         } else {
             // Rendered after the revision was read, so it is at least as new as that revision.
             guard let current = hub.currentBody(for: route.key, format: route.format),
                 case .value = current.snapshot.result
             else { return nil }
-            var response = self.response(for: current.snapshot, body: current.body, format: route.format)
+            value = HotQueries.PreparedValue(
+                revision: revision, response: response(for: current.snapshot, body: current.body, format: route.format))
+            route.prepared.withLock { held in
+                if held == nil || held!.revision < revision { held = value }
+            }
+        }
+        let notModified =
+            representation.ifNoneMatch.map { EntityTag.ifNoneMatch($0, matches: value.etag, gzip: value.gzipETag) }
+            ?? false
+        let gzip = representation.acceptsGzip
+        let prepared: HTTPPreparedResponse
+        if let made = value.variant(gzip: gzip, notModified: notModified, accessHeaders: accessHeaders) {
+            prepared = made
+        } else {
+            var response = value.response.negotiated(representation) { value.gzipped }
             response.headers += accessHeaders
             guard let made = try? HTTPPreparedResponse(HTTPResponse(response)) else { return nil }
-            route.prepared.withLock { held in
-                if held == nil || held!.revision < revision { held = (revision, [:]) }
-                if held!.revision == revision && held!.byHeaders.count < HotQueries.Route.headerVariants {
-                    held!.byHeaders[variant] = made
-                }
-            }
+            value.keep(.init(gzip: gzip, notModified: notModified, accessHeaders: accessHeaders, prepared: made))
             prepared = made
         }
-        hotQueries.recorder.record(.now - started)
+        (notModified ? hotQueries.notModifiedRecorder : hotQueries.recorder).record(.now - started)
         return prepared
     }
 

@@ -25,6 +25,7 @@ struct GatewayHarness: Sendable {
         adminKey: String? = nil,
         functions: FunctionRegistry = FunctionRegistry(),
         configureClient: (inout ConvexClientConfiguration) -> Void = { _ in },
+        clock: GatewayClock = .continuous,
         _ body: (GatewayHarness) async throws -> T
     ) async throws -> T {
         let deployment = try await LocalDeployment.start(
@@ -45,7 +46,8 @@ struct GatewayHarness: Sendable {
         configureClient(&clientConfiguration)
         let factory = try ClientUpstream.factory(
             deploymentUrl: deploymentURL ?? deployment.url, configuration: clientConfiguration, logger: quietLogger)
-        let gateway = Gateway(configuration: configuration, logger: quietLogger, upstreamFactory: factory)
+        let gateway = Gateway(
+            configuration: configuration, logger: quietLogger, clock: clock, upstreamFactory: factory)
         try gateway.start()
         let harness = GatewayHarness(gateway: gateway, deployment: deployment)
         do {

@@ -55,7 +55,7 @@ struct PipelineTests {
             #expect(second.header("Access-Control-Allow-Origin") == "https://app.test")
             #expect(second.header("ETag") == first.header("ETag"))
             #expect(second.body == first.body)
-            let variants = remembered.prepared.withLock { $0?.byHeaders.keys.sorted() ?? [] }
+            let variants = remembered.prepared.withLock { $0 }?.variantKeys.sorted() ?? []
             #expect(variants.contains { $0.contains("Access-Control-Allow-Origin: https://app.test") }, "\(variants)")
 
             // Still the current value after a change, and still refused for a foreign origin.

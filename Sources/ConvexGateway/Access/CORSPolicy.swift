@@ -17,12 +17,17 @@ public struct CORSPolicy: Sendable, Hashable {
     /// How long a browser may cache a preflight answer, in seconds.
     public var maxAgeSeconds: Int
     /// Response headers a page may read beyond the CORS-safelisted ones.
-    public var exposedHeaders: [String]
+    public var exposedHeaders: [String] {
+        didSet { exposedHeadersField = exposedHeaders.joined(separator: ", ") }
+    }
+    /// `exposedHeaders` as the `Access-Control-Expose-Headers` value, joined once rather than on every answer.
+    private var exposedHeadersField: String
 
     /// Methods the gateway's routes use.
     public static let allowedMethods = "GET, HEAD, POST, OPTIONS"
     /// Request headers a page may send.
-    public static let allowedHeaders = "Accept, Authorization, Cache-Control, Content-Type, Last-Event-ID, X-API-Key"
+    public static let allowedHeaders =
+        "Accept, Authorization, Cache-Control, Content-Type, If-None-Match, Last-Event-ID, Prefer, X-API-Key"
 
     public init(
         origins: [String] = [], allowCredentials: Bool = false, maxAgeSeconds: Int = 600,
@@ -32,6 +37,7 @@ public struct CORSPolicy: Sendable, Hashable {
         self.allowCredentials = allowCredentials
         self.maxAgeSeconds = maxAgeSeconds
         self.exposedHeaders = exposedHeaders
+        self.exposedHeadersField = exposedHeaders.joined(separator: ", ")
     }
 
     /// Whether CORS is on.
@@ -80,13 +86,13 @@ public struct CORSPolicy: Sendable, Hashable {
 
     /// Whether an `Origin` header value is allowed.
     public func allows(origin: String) -> Bool {
-        let origin = origin.lowercased()
-        return origins.contains("*") || origins.contains(origin)
+        origins.contains(origin) || origins.contains("*") || origins.contains(origin.lowercased())
     }
 
     /// The CORS headers for any answer to a request from an allowed `origin`.
     func responseHeaders(origin: String) -> [(String, String)] {
         var headers: [(String, String)] = []
+        headers.reserveCapacity(4)  // built on every answer, the hot path's too: one allocation
         if origins.contains("*") && !allowCredentials {
             headers.append(("Access-Control-Allow-Origin", "*"))
         } else {
@@ -95,7 +101,7 @@ public struct CORSPolicy: Sendable, Hashable {
         }
         if allowCredentials { headers.append(("Access-Control-Allow-Credentials", "true")) }
         if !exposedHeaders.isEmpty {
-            headers.append(("Access-Control-Expose-Headers", exposedHeaders.joined(separator: ", ")))
+            headers.append(("Access-Control-Expose-Headers", exposedHeadersField))
         }
         return headers
     }

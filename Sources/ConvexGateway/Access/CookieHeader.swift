@@ -28,8 +28,8 @@ enum CookieHeader {
 }
 
 extension Substring {
-    /// Without leading and trailing spaces and tabs.
-    fileprivate func trimmingWhitespace() -> Substring {
+    /// Without leading and trailing spaces and tabs (HTTP's optional whitespace).
+    func trimmingWhitespace() -> Substring {
         var text = self
         while text.first == " " || text.first == "\t" { text.removeFirst() }
         while text.last == " " || text.last == "\t" { text.removeLast() }

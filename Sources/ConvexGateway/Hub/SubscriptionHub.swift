@@ -156,6 +156,39 @@ package final class SubscriptionHub: Sendable {
         state.withLock { _ = $0.hub.detach(ObjectIdentifier(sink), from: key, now: clock.now) }
     }
 
+    // MARK: Long-poll
+
+    /// A long-poll `GET`: waits until the result of `key` differs from the one whose hash the client holds, up to
+    /// `timeout` on the hub's clock, as an attached sink (so the subscription stays warm meanwhile, and is made again
+    /// if it had expired). Detached whatever ends the wait.
+    /// - Returns: the changed result rendered in `format`; `nil` when the wait ended without a change (the timeout,
+    ///   the subscription's end, shutdown, or the subscription limit).
+    public func nextChange(
+        of key: Key, from heldHash: UInt64, args: ConvexValue, upstream: any ConvexUpstream, format: OutputFormat,
+        timeout: Duration
+    ) async -> SubscriptionUpdate? {
+        let waiter = ChangeWaiter(format: format, heldHash: heldHash)
+        do {
+            try attach(waiter, to: key, args: args, upstream: upstream, skipHash: heldHash)
+        } catch {
+            return nil
+        }
+        defer { detach(waiter, from: key) }
+        // The deadline is read now: the timer task may start after the clock has moved on.
+        let deadline = clock.now + timeout
+        let timer = Task { [clock] in
+            guard (try? await clock.sleep(for: max(deadline - clock.now, .zero))) != nil else { return }
+            waiter.end(with: nil)
+        }
+        defer { timer.cancel() }
+        return await waiter.outcome()
+    }
+
+    /// Sinks attached now, over every subscription (streams and long-polls).
+    var attachmentCount: Int {
+        state.withLock { locked in locked.hub.entries.values.reduce(0) { $0 + $1.attachments.count } }
+    }
+
     /// Ends every stream and upstream subscription; later attaches fail with `.shuttingDown`.
     package func shutdown() {
         let actions = state.withLock { locked in

@@ -32,8 +32,7 @@ extension GatewayCore {
                         GatewayResponse(status: 200, headers: [("Content-Type", "application/yaml")], body: document),
                         context))
             case .clientScript:
-                return .respond(
-                    finish(ClientScript.response(ifNoneMatch: request.request.header("if-none-match")), context))
+                return .respond(finish(ClientScript.response, context))
             case .query(let function) where request.method == "POST":
                 let input = try bodyInput(request)
                 let args = try arguments(input, for: function)
@@ -89,11 +88,19 @@ extension GatewayCore {
         let format = request.format
         let (identityID, upstream) = pool.upstream(for: request.identity)
         let key = SubscriptionHub.Key(identity: identityID, function: function, args: args)
+        let longPoll = longPollWait(request, context)
         if let hot = hub.currentBody(for: key, format: format) {
+            let answer = response(for: hot.snapshot, body: hot.body, format: format)
             if case .value = hot.snapshot.result {
                 rememberHotTarget(request, key: key, live: hot.live, specGeneration: specGeneration)
+                if let longPoll, Self.holds(context, answer) {
+                    return .deferred { [self] in
+                        await .response(
+                            waitForChange(answer, hot.snapshot, key, args, upstream, longPoll, format, context))
+                    }
+                }
             }
-            return .respond(finish(response(for: hot.snapshot, body: hot.body, format: format), context))
+            return .respond(finish(answer, context))
         }
         return .deferred { [self] in
             do throws(UpstreamFailure) {
@@ -105,7 +112,12 @@ extension GatewayCore {
                 for: key, args: args, upstream: upstream, timeout: configuration.upstreamTimeout)
             {
                 let body: [UInt8] = if case .value(let v) = snapshot.result { render(v, format) } else { [] }
-                return .response(finish(response(for: snapshot, body: body, format: format), context))
+                let answer = response(for: snapshot, body: body, format: format)
+                if let longPoll, Self.holds(context, answer) {
+                    return await .response(
+                        waitForChange(answer, snapshot, key, args, upstream, longPoll, format, context))
+                }
+                return .response(finish(answer, context))
             }
             if hub.subscriptionCount >= configuration.maxSubscriptions {
                 return .response(finish(await callResponse(.query, function, input, args, request), context))
@@ -121,11 +133,55 @@ extension GatewayCore {
         switch snapshot.result {
         case .value:
             var response = GatewayResponse.json(body)
-            response.headers.append(("ETag", "\"\(snapshot.id)\""))
+            response.headers.append(("ETag", Self.etag(hash: snapshot.hash, format: format)))
             return response
         case .failure(let failure):
             return errorResponse(failure, format: format)
         }
+    }
+
+    /// A value's entity tag: its hash and output mode, `"<16 hex digits>-<format>"`. It names the content, not the
+    /// subscription, so it holds across re-subscriptions, gateway restarts and replicas; the gzip-coded body has
+    /// `"…-<format>-gzip"` (EntityTag.swift).
+    static func etag(hash: UInt64, format: OutputFormat) -> String {
+        let hex = String(hash, radix: 16)
+        return "\"" + String(repeating: "0", count: 16 - hex.count) + hex + "-" + format.rawValue + "\""
+    }
+
+    // MARK: Long-poll
+
+    /// The wait a `GET` asks for with `If-None-Match` and `Prefer: wait=<seconds>`, bounded by `--max-wait-seconds`;
+    /// `nil` when it asks for none (or waiting is off).
+    private func longPollWait(_ request: ParsedRequest, _ context: ResponseContext) -> Int? {
+        guard request.method == "GET", context.representation.ifNoneMatch != nil, configuration.maxWaitSeconds > 0,
+            let wait = Prefer.wait(request.request.header("prefer")), wait > 0
+        else { return nil }
+        return min(wait, configuration.maxWaitSeconds)
+    }
+
+    /// Whether the request's `If-None-Match` names the value `answer` carries, i.e. the client holds it already.
+    private static func holds(_ context: ResponseContext, _ answer: GatewayResponse) -> Bool {
+        guard let ifNoneMatch = context.representation.ifNoneMatch, let etag = answer.header("ETag") else {
+            return false
+        }
+        return EntityTag.ifNoneMatch(ifNoneMatch, matches: etag)
+    }
+
+    /// Holds a `GET` whose client has the current value until the value changes (200 with the new one) or `seconds`
+    /// pass (304); either answer says `Preference-Applied: wait=<seconds>`.
+    private func waitForChange(
+        _ unchanged: GatewayResponse, _ held: SubscriptionHub.Snapshot, _ key: SubscriptionHub.Key,
+        _ args: ConvexValue, _ upstream: any ConvexUpstream, _ seconds: Int, _ format: OutputFormat,
+        _ context: ResponseContext
+    ) async -> GatewayResponse {
+        var answer = unchanged
+        if let update = await hub.nextChange(
+            of: key, from: held.hash, args: args, upstream: upstream, format: format, timeout: .seconds(seconds))
+        {
+            answer = response(for: update.snapshot, body: update.body, format: format)
+        }
+        answer.headers.append(("Preference-Applied", "wait=\(seconds)"))
+        return finish(answer, context)
     }
 
     // MARK: One-shot calls

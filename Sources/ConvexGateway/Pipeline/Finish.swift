@@ -1,18 +1,19 @@
 import ConvexValues
 
 /// What finishing a response needs of its request: the route template (the metrics label), when the request
-/// started, and the access stage's headers (CORS).
+/// started, the access stage's headers (CORS), and the representation it asks for (gzip, `If-None-Match`).
 struct ResponseContext: Sendable {
     var template: String
     var startedAt: ContinuousClock.Instant
     var headers: [(String, String)]
+    var representation = RepresentationPreferences.identity
 }
 
 extension GatewayCore {
-    /// The last stage of every response, errors and hot answers included: adds the access stage's headers and
-    /// records the request's metrics.
+    /// The last stage of every response, errors and hot answers included: picks the representation (304, gzip:
+    /// Representation.swift), adds the access stage's headers and records the request's metrics.
     func finish(_ response: GatewayResponse, _ context: ResponseContext) -> GatewayResponse {
-        var response = response
+        var response = response.negotiated(context.representation) { ContentCoding.gzip(response.body) }
         response.headers += context.headers
         metrics.recordRequest(route: context.template, status: response.status, duration: .now - context.startedAt)
         return response

@@ -42,6 +42,9 @@ extension GatewaySettings {
                     in: 1...10_000,
                     help: "Subscriptions one multi-subscription stream (`/subscribe?sub.<id>=…`) may hold."),
                 .integer(
+                    "--max-wait-seconds", "GATEWAY_MAX_WAIT_SECONDS", \.gateway.maxWaitSeconds, in: 0...3600,
+                    help: "Longest wait of a long-poll `GET` (`If-None-Match` with `Prefer: wait=<seconds>`); 0: none."),
+                .integer(
                     "--threads", "GATEWAY_THREADS", \.gateway.threads, in: 0...256, note: "one per core",
                     help: "HTTP worker threads."),
                 .file(
