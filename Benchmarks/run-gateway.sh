@@ -12,10 +12,13 @@
 #      every stream holding the one query the mutation changes, vs as many single-subscription streams on that query,
 #      each on a fresh gateway in the same run: time until every affected stream has the event, memory per stream,
 #      and a check that no stream gets an event for a query that did not change.
-#   6. JSON Patch deltas (delta): bytes on the wire per change for a live query of a 1,000-document list (one
+#   6. hot GET with a browser's headers (hot-browser): Origin under CORS and Accept-Encoding: gzip, of a ~20 KB value
+#      (messages:list of a channel filled first), vs the C hello-world serving the same gzip-coded bytes with the same
+#      headers; then the same with the value's If-None-Match, a 304 from both (the C one compares the tag too).
+#   7. JSON Patch deltas (delta): bytes on the wire per change for a live query of a 1,000-document list (one
 #      document inserted, changed, removed), patch vs full value (Benchmarks/delta_bytes.py); then one change fanned
 #      out to DELTA_STREAMS streams of that list, full values vs patches, a fresh gateway each, twice in turn.
-# Usage: Benchmarks/run-gateway.sh [hot|hot-origin|latency|fanout|multi|delta|all]
+# Usage: Benchmarks/run-gateway.sh [hot|hot-origin|hot-browser|latency|fanout|multi|delta|all]
 #   env: THREADS (default: cores), RUNS=3, DURATION=10s, CONNECTIONS=64, LATENCY_REQUESTS=1000,
 #        STREAMS=10000, SMALL_STREAMS=1000, ROUNDS=5, MULTI_STREAMS=2000, DELTA_STREAMS=5000
 set -euo pipefail
@@ -82,16 +85,28 @@ start_gateway() { # log-name [extra flags...]
 
 median() { sort -n "$1" | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# With SERVER_PID set, also the server's CPU time (user + system) per request, which other load disturbs less than
+# req/s does.
 wrk_one() { # name url run [wrk options...]
     local name=$1 url=$2 run=$3
     shift 3
+    local ticks_before=0 cpu=""
+    [ -n "${SERVER_PID:-}" ] && ticks_before=$(cpu_ticks "$SERVER_PID")
     wrk -t2 -c"$CONNECTIONS" -d"$DURATION" --latency "$@" "$url" >"$OUT/hot-$name-$run.txt"
     local rps p50 p99 bad
     rps=$(awk '/^Requests\/sec/ {print $2}' "$OUT/hot-$name-$run.txt")
     p50=$(awk '$1 == "50%" {print $2}' "$OUT/hot-$name-$run.txt")
     p99=$(awk '$1 == "99%" {print $2}' "$OUT/hot-$name-$run.txt")
     bad=$(awk '/Non-2xx|Socket errors/ {$1=$1; print}' "$OUT/hot-$name-$run.txt" | tr '\n' ' ')
-    printf '%-8s run %d: %12s req/s  p50 %-9s p99 %-9s %s\n' "$name" "$run" "$rps" "$p50" "$p99" "$bad"
+    if [ -n "${SERVER_PID:-}" ]; then
+        cpu=$(awk -v t=$(($(cpu_ticks "$SERVER_PID") - ticks_before)) -v hz="$(getconf CLK_TCK)" \
+            -v r="$(awk '/requests in/ {print $1}' "$OUT/hot-$name-$run.txt")" 'BEGIN { printf "%.2f", t * 1000000 / hz / r }')
+        echo "$cpu" >>"$OUT/hot-$name.cpu"
+        cpu="server CPU $cpu us/req"
+    fi
+    printf '%-8s run %d: %12s req/s  p50 %-9s p99 %-9s %s %s\n' "$name" "$run" "$rps" "$p50" "$p99" "$cpu" "$bad"
     echo "$rps" >>"$OUT/hot-$name.rps"
 }
 
@@ -152,6 +167,59 @@ hot_origin() {
     stop GW_PID
 }
 
+hot_browser() {
+    echo "== 6. hot GET with a browser's headers (Origin, Accept-Encoding: gzip) of a ~20 KB value vs C hello-world, 200 and 304 (wrk -t2 -c$CONNECTIONS -d$DURATION, $RUNS interleaved runs each)"
+    start_gateway hot-browser-gateway --cors-origins https://app.test
+    local url="http://127.0.0.1:$GW_PORT/query/messages:list?channel=bench20k"
+    local i=0
+    while [ "$(curl -s "$url" | wc -c)" -lt 20000 ]; do
+        i=$((i + 1))
+        curl -s -o /dev/null -H 'Content-Type: application/json' \
+            -d "{\"body\":\"message $i: the quick brown fox $((i * 7919 % 10007)) jumps over the lazy dog\",\"channel\":\"bench20k\"}" \
+            "http://127.0.0.1:$GW_PORT/mutation/messages:send"
+    done
+    local browser=(-H "Origin: https://app.test" -H "Accept-Encoding: gzip")
+    # The first GETs take full handling and make the target hot; the answer is then taken raw (gzip-coded).
+    curl -s -o /dev/null "${browser[@]}" "$url"
+    sleep 0.5
+    curl -s -o /dev/null "${browser[@]}" "$url"
+    curl -s -D "$OUT/browser-headers.txt" -o "$OUT/browser-body.gz" "${browser[@]}" "$url"
+    local identity etag
+    identity=$(curl -s "$url" | wc -c)
+    etag=$(awk -F': ' 'tolower($1) == "etag" {print $2}' "$OUT/browser-headers.txt" | tr -d '\r')
+    # The C server replays every header but those libmicrohttpd or hello.c write themselves.
+    local replay=()
+    mapfile -t replay < <(tail -n +2 "$OUT/browser-headers.txt" | tr -d '\r' \
+        | grep -v -i -E '^(date|content-length|content-type|connection):' | grep -v '^$')
+    echo "gateway response headers:"; sed 's/^/    /' "$OUT/browser-headers.txt"
+    echo "value: $identity bytes, gzip-coded: $(wc -c <"$OUT/browser-body.gz") bytes ($i messages)"
+    rm -f "$OUT"/hot-{c,gw}-{gzip,304}.{rps,cpu}
+    machine
+    for run in $(seq 1 "$RUNS"); do
+        .build-release/mhd-hello-c "$C_PORT" "$THREADS" "@$OUT/browser-body.gz" "${replay[@]}" \
+            >"$OUT/hot-browser-c-server.log" 2>&1 &
+        C_PID=$!
+        wait_for "http://127.0.0.1:$C_PORT/"
+        SERVER_PID=$C_PID wrk_one c-gzip "http://127.0.0.1:$C_PORT/" "$run" "${browser[@]}"
+        SERVER_PID=$C_PID wrk_one c-304 "http://127.0.0.1:$C_PORT/" "$run" "${browser[@]}" -H "If-None-Match: $etag"
+        stop C_PID
+        SERVER_PID=$GW_PID wrk_one gw-gzip "$url" "$run" "${browser[@]}"
+        SERVER_PID=$GW_PID wrk_one gw-304 "$url" "$run" "${browser[@]}" -H "If-None-Match: $etag"
+    done
+    machine
+    local c g c3 g3
+    c=$(median "$OUT/hot-c-gzip.rps")
+    g=$(median "$OUT/hot-gw-gzip.rps")
+    c3=$(median "$OUT/hot-c-304.rps")
+    g3=$(median "$OUT/hot-gw-304.rps")
+    echo "medians: 200 gzip: C hello-world $c req/s, gateway $g req/s; 304: C $c3 req/s, gateway $g3 req/s"
+    awk -v g="$g" -v c="$c" -v g3="$g3" -v c3="$c3" \
+        'BEGIN { printf "ratio gateway/C: 200 gzip %.2f, 304 %.2f (target >= 0.90 each)\n", g / c, g3 / c3 }'
+    echo "server CPU per request (medians): 200 gzip: C $(median "$OUT/hot-c-gzip.cpu") us, gateway" \
+        "$(median "$OUT/hot-gw-gzip.cpu") us; 304: C $(median "$OUT/hot-c-304.cpu") us, gateway $(median "$OUT/hot-gw-304.cpu") us"
+    stop GW_PID
+}
+
 latency() {
     echo "== 2. cold latency added over the deployment's HTTP API ($LATENCY_REQUESTS sequential requests per row)"
     start_gateway latency-gateway
@@ -202,7 +270,7 @@ multi() {
 }
 
 delta() {
-    echo "== 6. JSON Patch deltas on a live query of 1,000 documents (items:list)"
+    echo "== 7. JSON Patch deltas on a live query of 1,000 documents (items:list)"
     start_gateway delta-bytes-gateway
     machine
     python3 Benchmarks/delta_bytes.py "$GW_PORT" 1000 plain
@@ -227,10 +295,11 @@ delta() {
 case "$WHAT" in
     hot) hot ;;
     hot-origin) hot_origin ;;
+    hot-browser) hot_browser ;;
     latency) latency ;;
     fanout) fanout ;;
     multi) multi ;;
     delta) delta ;;
-    all) hot; hot_origin; latency; fanout; multi; delta ;;
-    *) echo "usage: $0 [hot|hot-origin|latency|fanout|multi|delta|all]" >&2; exit 2 ;;
+    all) hot; hot_origin; hot_browser; latency; fanout; multi; delta ;;
+    *) echo "usage: $0 [hot|hot-origin|hot-browser|latency|fanout|multi|delta|all]" >&2; exit 2 ;;
 esac

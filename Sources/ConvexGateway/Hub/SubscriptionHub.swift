@@ -163,7 +163,7 @@ package final class SubscriptionHub: Sendable {
     /// if it had expired). Detached whatever ends the wait.
     /// - Returns: the changed result rendered in `format`; `nil` when the wait ended without a change (the timeout,
     ///   the subscription's end, shutdown, or the subscription limit).
-    public func nextChange(
+    package func nextChange(
         of key: Key, from heldHash: UInt64, args: ConvexValue, upstream: any ConvexUpstream, format: OutputFormat,
         timeout: Duration
     ) async -> SubscriptionUpdate? {
