@@ -27,11 +27,20 @@ final class SingleSubscriptionStream: EventSink {
     }
 
     func deliver(_ update: SubscriptionUpdate) {
+        guard wantsPatches else {
+            // Full values only: nothing to remember, no lock on the fan-out path.
+            if output.pendingByteCount < limit {
+                output.write(update.event)
+            } else {
+                output.replacePending(with: update.event)
+            }
+            return
+        }
         held.withLock { held in
             if output.pendingByteCount >= limit {
                 // What is queued is dropped, the base of a patch among it: a full value replaces it.
                 output.replacePending(with: update.event)
-            } else if wantsPatches, let patch = update.patch, patch.base == held {
+            } else if let patch = update.patch, patch.base == held {
                 output.write(patch.event)
             } else {
                 output.write(update.event)
