@@ -4,11 +4,19 @@
 public struct ElapsedClock: Sendable {
     private let elapsed: @Sendable () -> Duration
     private let sleeper: @Sendable (Duration) async throws -> Void
+    private let deadlineSleeper: @Sendable (Duration) async throws -> Void
 
     public init<C: Clock>(_ clock: C) where C.Duration == Duration {
         let start = clock.now
         elapsed = { start.duration(to: clock.now) }
         sleeper = { try await clock.sleep(for: $0) }
+        deadlineSleeper = { deadline in
+            let instant = start.advanced(by: deadline)
+            // A deadline already reached returns here: some clocks (swift-clocks' `TestClock`) would otherwise
+            // hold a sleep until exactly `now` until the clock next moves.
+            guard clock.now < instant else { return try Task.checkCancellation() }
+            try await clock.sleep(until: instant, tolerance: nil)
+        }
     }
 
     /// The real, monotonic clock.
@@ -21,5 +29,12 @@ public struct ElapsedClock: Sendable {
     /// - Throws: `CancellationError` when the task is cancelled.
     public func sleep(for duration: Duration) async throws {
         try await sleeper(duration)
+    }
+
+    /// Sleeps until the clock reads `deadline` (a reading of `now`); returns at once when it has passed. Unlike
+    /// `sleep(for: deadline - now)`, the clock moving between the reading and the sleep cannot push the wake-up later.
+    /// - Throws: `CancellationError` when the task is cancelled.
+    public func sleep(until deadline: Duration) async throws {
+        try await deadlineSleeper(deadline)
     }
 }

@@ -109,8 +109,9 @@ package final class SubscriptionHub: Sendable {
             defer { locked.nextWaiter += 1 }
             return locked.nextWaiter
         }
+        let deadline = clock.now + timeout
         let timeoutTask = Task { [weak self, clock] in
-            try? await clock.sleep(for: timeout)
+            try? await clock.sleep(until: deadline)
             guard !Task.isCancelled, let self else { return }
             let continuation = self.state.withLock { locked -> CheckedContinuation<Snapshot?, Never>? in
                 guard locked.hub.stopWaiting(waiter, for: key, now: clock.now) else { return nil }
@@ -167,6 +168,8 @@ package final class SubscriptionHub: Sendable {
         of key: Key, from heldHash: UInt64, args: ConvexValue, upstream: any ConvexUpstream, format: OutputFormat,
         timeout: Duration
     ) async -> SubscriptionUpdate? {
+        // The deadline is read before the waiter is visible: the clock may move as soon as it is attached.
+        let deadline = clock.now + timeout
         let waiter = ChangeWaiter(format: format, heldHash: heldHash)
         do {
             try attach(waiter, to: key, args: args, upstream: upstream, skipHash: heldHash)
@@ -174,10 +177,8 @@ package final class SubscriptionHub: Sendable {
             return nil
         }
         defer { detach(waiter, from: key) }
-        // The deadline is read now: the timer task may start after the clock has moved on.
-        let deadline = clock.now + timeout
         let timer = Task { [clock] in
-            guard (try? await clock.sleep(for: max(deadline - clock.now, .zero))) != nil else { return }
+            guard (try? await clock.sleep(until: deadline)) != nil else { return }
             waiter.end(with: nil)
         }
         defer { timer.cancel() }
