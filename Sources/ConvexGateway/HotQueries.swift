@@ -147,7 +147,8 @@ extension GatewayCore {
         guard request.method == "GET", let target = request.target, let route = hotQueries.route(for: target)
         else { return nil }
         // The parse stage's conditions for an answer that depends on the target alone: no credentials.
-        guard !request.hasHeader("Authorization"), !ParsedRequest.acceptsEventStream(request.header("Accept"))
+        guard !request.hasHeader("Authorization"),
+            !request.withHeader("Accept", ParsedRequest.acceptsEventStream)
         else { return nil }
         if let cookie = credentials.cookieName, CookieHeader.value(named: cookie, in: request.header("Cookie")) != nil {
             return nil
@@ -156,22 +157,25 @@ extension GatewayCore {
             hotQueries.forget(route, for: target)
             return nil
         }
-        let representation = RepresentationPreferences(method: "GET", header: request.header)
+        // The representation fields are read in place (HTTPRequestHead): nothing is copied for the usual answer.
+        let sentIfNoneMatch = request.hasHeader("If-None-Match")
         // A long-poll waits in full handling.
-        if representation.ifNoneMatch != nil, configuration.maxWaitSeconds > 0,
-            let wait = Prefer.wait(request.header("Prefer")), wait > 0
+        if sentIfNoneMatch, configuration.maxWaitSeconds > 0, let wait = Prefer.wait(request.header("Prefer")),
+            wait > 0
         {
             return nil
         }
         // Asked last, after every check that can decline, so the rate limit counts the request once.
-        let path = target.utf8.firstIndex(of: UInt8(ascii: "?")).map { target[..<$0] } ?? target[...]
         let accessHeaders: [(String, String)]
         switch access.decide(
-            method: request.method, path: path, remoteAddress: request.remoteAddress, header: request.header)
+            method: request.method,
+            path: target.utf8.firstIndex(of: UInt8(ascii: "?")).map { target[..<$0] } ?? target[...],
+            remoteAddress: request.remoteAddress, fields: request)
         {
         case .answer(let refusal):
             let context = ResponseContext(
-                template: Route.queryTemplate, startedAt: started, headers: [], representation: representation)
+                template: Route.queryTemplate, startedAt: started, headers: [],
+                representation: RepresentationPreferences(method: "GET", header: request.header))
             return try? HTTPPreparedResponse(HTTPResponse(finish(refusal, context)))
         case .proceed(let headers):
             accessHeaders = headers
@@ -192,13 +196,16 @@ extension GatewayCore {
             }
         }
         let notModified =
-            representation.ifNoneMatch.map { EntityTag.ifNoneMatch($0, matches: value.etag, gzip: value.gzipETag) }
-            ?? false
-        let gzip = representation.acceptsGzip
+            sentIfNoneMatch
+            && request.withHeader("If-None-Match") { field in
+                field.map { EntityTag.ifNoneMatch($0, matches: value.etag, gzip: value.gzipETag) } ?? false
+            }
+        let gzip = request.withHeader("Accept-Encoding", ContentCoding.acceptsGzip)
         let prepared: HTTPPreparedResponse
         if let made = value.variant(gzip: gzip, notModified: notModified, accessHeaders: accessHeaders) {
             prepared = made
         } else {
+            let representation = RepresentationPreferences(method: "GET", header: request.header)
             var response = value.response.negotiated(representation) { value.gzipped }
             response.headers += accessHeaders
             guard let made = try? HTTPPreparedResponse(HTTPResponse(response)) else { return nil }

@@ -15,7 +15,28 @@ public struct HTTPRequestHead {
 
     /// The value of the first header field named `name` (ASCII case-insensitive), or `nil`.
     public func header(_ name: String) -> String? {
-        MHD_lookup_connection_value(connection.raw, MHD_ValueKind.HEADER_KIND, name).map { String(cString: $0) }
+        withHeader(name) { bytes in bytes.map { String(decoding: $0, as: UTF8.self) } }
+    }
+
+    /// Calls `body` with the bytes of the first header field named `name` (ASCII case-insensitive), read in place
+    /// from libmicrohttpd's buffer (valid only during the call), or with `nil` when no such field was sent. No
+    /// `String` is made, so a header that is only compared or scanned costs no allocation.
+    public func withHeader<R, E: Error>(
+        _ name: String, _ body: (UnsafeBufferPointer<UInt8>?) throws(E) -> R
+    ) throws(E) -> R {
+        var value: UnsafePointer<CChar>?
+        var size = 0
+        var name = name
+        let found = name.withUTF8 { key in
+            key.withMemoryRebound(to: CChar.self) { key in
+                MHD_lookup_connection_value_n(
+                    connection.raw, MHD_ValueKind.HEADER_KIND, key.baseAddress, key.count, &value, &size)
+            }
+        }
+        guard found == MHD_Result.YES, let value else { return try body(nil) }
+        // `CChar` and `UInt8` may alias: the same bytes, read unsigned.
+        return try body(
+            UnsafeBufferPointer(start: UnsafeRawPointer(value).assumingMemoryBound(to: UInt8.self), count: size))
     }
 
     /// The client's numeric IP address, as ``HTTPRequest/remoteAddress`` gives it.
@@ -23,7 +44,7 @@ public struct HTTPRequestHead {
 
     /// Whether a header field named `name` (ASCII case-insensitive) was sent.
     public func hasHeader(_ name: String) -> Bool {
-        MHD_lookup_connection_value(connection.raw, MHD_ValueKind.HEADER_KIND, name) != nil
+        withHeader(name) { $0 != nil }
     }
 }
 

@@ -247,6 +247,30 @@ struct AccessScreenTests {
         #expect(off.responseHeaders(for: Self.request("/healthz", headers: ["Origin": "https://any.test"])).isEmpty)
     }
 
+    /// The access stage prepares each configured origin's headers once; they must be what the policy gives, and an
+    /// origin sent in another letter case, or any origin under `*` with credentials, is echoed as sent.
+    @Test(arguments: [
+        (["https://app.test", "http://localhost:3000"], false, "https://app.test", "https://app.test"),
+        (["https://app.test", "http://localhost:3000"], false, "http://localhost:3000", "http://localhost:3000"),
+        (["https://app.test"], true, "https://app.test", "https://app.test"),
+        (["https://app.test"], false, "https://APP.test", "https://APP.test"),
+        (["*"], false, "https://any.test", "*"),
+        (["*"], true, "https://any.test", "https://any.test"),
+    ])
+    func allowedOriginsGetThePolicysHeaders(origins: [String], credentials: Bool, origin: String, allowed: String)
+        throws
+    {
+        var configuration = AccessConfiguration()
+        configuration.cors = CORSPolicy(origins: origins, allowCredentials: credentials)
+        let access = AccessControl(configuration: configuration)
+        let headers = access.responseHeaders(for: Self.request("/query/x:y", headers: ["Origin": origin]))
+        let expected = configuration.cors.responseHeaders(origin: origin)
+        #expect(headers.map { "\($0.0): \($0.1)" } == expected.map { "\($0.0): \($0.1)" })
+        #expect(headers.first { $0.0 == "Access-Control-Allow-Origin" }?.1 == allowed)
+        let other = access.screen(Self.request("/query/x:y", headers: ["Origin": origin + "x"]))
+        #expect(other?.status == (origins == ["*"] ? nil : 403), "an origin one byte longer")
+    }
+
     @Test func rateLimitCountsFunctionRoutesPerAddress() throws {
         var configuration = AccessConfiguration()
         configuration.rateLimit = 0.001

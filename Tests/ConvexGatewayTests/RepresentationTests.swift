@@ -53,8 +53,23 @@ import Testing
         #expect(ContentCoding.acceptsGzip(field) == gzip)
     }
 
+    /// The `Accept` check the parse stage and the hot path share: a stream is asked for in any letter case.
+    @Test(arguments: [
+        ("text/event-stream", true),
+        ("TEXT/Event-Stream", true),
+        ("application/json, text/event-stream;q=0.9", true),
+        ("text/event", false),
+        ("text/event-streams", true),
+        ("text/eventstream", false),
+        ("*/*", false),
+        ("", false),
+    ])
+    func anEventStreamIsAskedForInAnyLetterCase(field: String, wanted: Bool) {
+        #expect(ParsedRequest.acceptsEventStream(field) == wanted)
+    }
+
     @Test func noAcceptEncodingMeansIdentity() {
-        #expect(!ContentCoding.acceptsGzip(nil))
+        #expect(!ContentCoding.acceptsGzip(nil as String?))
     }
 
     @Test(

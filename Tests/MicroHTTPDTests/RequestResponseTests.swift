@@ -102,7 +102,7 @@ struct RequestResponseTests {
         let configuration = testConfiguration {
             $0.quickResponder = { head in
                 guard head.method == "GET", head.target == "/hot?x=%20y", head.header("x-fast") == "yes",
-                    !head.hasHeader("X-Slow")
+                    head.withHeader("X-FAST", { $0?.elementsEqual("yes".utf8) }) == true, !head.hasHeader("X-Slow")
                 else { return nil }
                 return prepared
             }

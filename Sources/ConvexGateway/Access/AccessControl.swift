@@ -48,54 +48,88 @@ enum AccessDecision {
 package final class AccessControl: Sendable {
     package let configuration: AccessConfiguration
     let rateLimiter: RateLimiter?
+    /// The CORS headers for each configured origin, made once from ``CORSPolicy/responseHeaders(origin:)``: an
+    /// `Origin` sent exactly as configured is matched by its bytes and gets these, shared rather than rebuilt.
+    private let corsHeadersByOrigin: [(origin: [UInt8], headers: [(String, String)])]
+    /// With `*` and no credentials, the one set of CORS headers every origin gets.
+    private let corsHeadersForAnyOrigin: [(String, String)]?
 
     package init(configuration: AccessConfiguration, clock: GatewayClock = .continuous) {
         self.configuration = configuration
         rateLimiter =
             configuration.rateLimit > 0
             ? RateLimiter(rate: configuration.rateLimit, burst: configuration.effectiveBurst, clock: clock) : nil
+        let cors = configuration.cors
+        corsHeadersByOrigin = cors.origins.filter { $0 != "*" }.map {
+            (Array($0.utf8), cors.responseHeaders(origin: $0))
+        }
+        corsHeadersForAnyOrigin =
+            cors.origins.contains("*") && !cors.allowCredentials ? cors.responseHeaders(origin: "*") : nil
     }
 
     /// Routes that never need the API key: probes, the public contract, the browser client, and CORS preflights.
     static let openPaths: Set<Substring> = ["/healthz", "/readyz", "/openapi.yaml", "/client.js"]
 
-    /// Decides whether a request may go on, from its method, raw path, client address and headers alone (`header`
-    /// looks a header up by name, case-insensitively). Never blocks; counts the request against the rate limit.
+    /// Decides whether a request may go on, from its method, raw path, client address and header fields alone (the
+    /// path and address are read only when an API key or rate limit needs them).
+    /// Never blocks; counts the request against the rate limit.
     func decide(
-        method: String, path: Substring, remoteAddress: @autoclosure () -> String?, header: (String) -> String?
+        method: String, path: @autoclosure () -> Substring, remoteAddress: @autoclosure () -> String?,
+        fields: some HeaderFields
     ) -> AccessDecision {
         let cors = configuration.cors
         var headers: [(String, String)] = []
-        if cors.isEnabled, let origin = header("Origin") {
-            guard cors.allows(origin: origin) else { return .answer(refusal(.originNotAllowed(origin))) }
-            headers = cors.responseHeaders(origin: origin)
-            if method == "OPTIONS" {
-                var preflight = cors.preflightResponse()
-                preflight.headers += headers
-                return .answer(preflight)
-            }
-        } else if method == "OPTIONS" && cors.isEnabled {
-            return .answer(cors.preflightResponse())
-        }
-        if let key = configuration.apiKey, !Self.openPaths.contains(path) {
-            guard let given = header(AccessConfiguration.apiKeyHeader) else {
-                return .answer(refusal(.invalidAPIKey(missing: true), headers: headers))
-            }
-            guard key.matches(given.utf8) else {
-                return .answer(refusal(.invalidAPIKey(missing: false), headers: headers))
+        if cors.isEnabled {
+            switch fields.withField("Origin", originCheck) {
+            case .absent:
+                if method == "OPTIONS" { return .answer(cors.preflightResponse()) }
+            case .refused(let origin):
+                return .answer(refusal(.originNotAllowed(origin)))
+            case .allowed(let corsHeaders):
+                headers = corsHeaders
+                if method == "OPTIONS" {
+                    var preflight = cors.preflightResponse()
+                    preflight.headers += headers
+                    return .answer(preflight)
+                }
             }
         }
-        if let rateLimiter, Self.isFunctionRoute(path), let retryAfter = rateLimiter.admit(remoteAddress()) {
+        if let key = configuration.apiKey, !Self.openPaths.contains(path()) {
+            switch fields.withField(AccessConfiguration.apiKeyHeader, { $0.map { key.matches($0) } }) {
+            case nil: return .answer(refusal(.invalidAPIKey(missing: true), headers: headers))
+            case false?: return .answer(refusal(.invalidAPIKey(missing: false), headers: headers))
+            case true?: break
+            }
+        }
+        if let rateLimiter, Self.isFunctionRoute(path()), let retryAfter = rateLimiter.admit(remoteAddress()) {
             return .answer(refusal(.rateLimited(retryAfter: retryAfter), headers: headers))
         }
         return .proceed(headers: headers)
     }
 
-    /// ``decide(method:path:remoteAddress:header:)`` for a request the server has read whole.
+    /// ``decide(method:path:remoteAddress:fields:)`` for a request the server has read whole.
     func decide(_ request: GatewayRequest) -> AccessDecision {
         decide(
-            method: request.method, path: request.rawPath[...], remoteAddress: request.remoteAddress,
-            header: request.header)
+            method: request.method, path: request.rawPath[...], remoteAddress: request.remoteAddress, fields: request)
+    }
+
+    private enum OriginCheck {
+        case absent
+        case allowed([(String, String)])
+        case refused(String)
+    }
+
+    /// The CORS answer for an `Origin` field's bytes (CORS on): the prepared headers of a configured origin sent
+    /// as configured, else ``CORSPolicy/allows(origin:)`` and ``CORSPolicy/responseHeaders(origin:)`` on its text.
+    private func originCheck(_ bytes: UnsafeBufferPointer<UInt8>?) -> OriginCheck {
+        guard let bytes else { return .absent }
+        if let corsHeadersForAnyOrigin { return .allowed(corsHeadersForAnyOrigin) }
+        for entry in corsHeadersByOrigin where entry.origin.count == bytes.count && entry.origin.elementsEqual(bytes) {
+            return .allowed(entry.headers)
+        }
+        let origin = String(decoding: bytes, as: UTF8.self)
+        let cors = configuration.cors
+        return cors.allows(origin: origin) ? .allowed(cors.responseHeaders(origin: origin)) : .refused(origin)
     }
 
     /// Wraps an upstream so refused functions look unknown; returns it unchanged when every function is allowed.

@@ -27,9 +27,13 @@ package final class LiveResult: Sendable {
         return value == 0 || value == Self.retired ? nil : value
     }
 
-    /// Records a read at `now` (the hub clock's time).
+    /// Records a read at `now` (the hub clock's time), to the millisecond: keep-warm periods are seconds, and a store
+    /// on every hot read would move this object's cache line between cores on every request.
     package func touch(at now: Duration) {
-        lastReadNanoseconds.store(Self.nanoseconds(now), ordering: .relaxed)
+        let nanoseconds = Self.nanoseconds(now)
+        if nanoseconds - lastReadNanoseconds.load(ordering: .relaxed) >= 1_000_000 {
+            lastReadNanoseconds.store(nanoseconds, ordering: .relaxed)
+        }
     }
 
     /// When a `GET` last read the subscription.

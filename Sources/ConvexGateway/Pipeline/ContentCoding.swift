@@ -12,35 +12,39 @@ enum ContentCoding {
     /// `*` with a non-zero weight. No field, or `gzip;q=0`, means no. Read byte by byte: the hot path asks it on
     /// every request.
     static func acceptsGzip(_ field: String?) -> Bool {
-        guard var field, !field.isEmpty else { return false }
-        return field.withUTF8 { bytes in
-            var wildcard: Bool?
-            var start = 0
-            while start < bytes.count {
-                let end = bytes[start...].firstIndex(of: UInt8(ascii: ",")) ?? bytes.count
-                let nameEnd = bytes[start..<end].firstIndex(of: UInt8(ascii: ";")) ?? end
-                let name = trimmed(bytes[start..<nameEnd])
-                let isGzip = equalsIgnoringCase(name, "gzip") || equalsIgnoringCase(name, "x-gzip")
-                if isGzip || name.elementsEqual("*".utf8) {
-                    var accepted = true
-                    var parameterStart = nameEnd + 1
-                    while parameterStart < end {
-                        let parameterEnd = bytes[parameterStart..<end].firstIndex(of: UInt8(ascii: ";")) ?? end
-                        let parameter = bytes[parameterStart..<parameterEnd]
-                        if let equals = parameter.firstIndex(of: UInt8(ascii: "=")),
-                            equalsIgnoringCase(trimmed(parameter[..<equals]), "q")
-                        {
-                            accepted = isPositiveWeight(trimmed(parameter[(equals + 1)...]))
-                        }
-                        parameterStart = parameterEnd + 1
+        guard var field else { return false }
+        return field.withUTF8 { acceptsGzip($0) }
+    }
+
+    /// The same rules over the field's bytes, as the hot path reads them in place.
+    static func acceptsGzip(_ field: UnsafeBufferPointer<UInt8>?) -> Bool {
+        guard let bytes = field, !bytes.isEmpty else { return false }
+        var wildcard: Bool?
+        var start = 0
+        while start < bytes.count {
+            let end = bytes[start...].firstIndex(of: UInt8(ascii: ",")) ?? bytes.count
+            let nameEnd = bytes[start..<end].firstIndex(of: UInt8(ascii: ";")) ?? end
+            let name = trimmed(bytes[start..<nameEnd])
+            let isGzip = equalsIgnoringCase(name, "gzip") || equalsIgnoringCase(name, "x-gzip")
+            if isGzip || name.elementsEqual("*".utf8) {
+                var accepted = true
+                var parameterStart = nameEnd + 1
+                while parameterStart < end {
+                    let parameterEnd = bytes[parameterStart..<end].firstIndex(of: UInt8(ascii: ";")) ?? end
+                    let parameter = bytes[parameterStart..<parameterEnd]
+                    if let equals = parameter.firstIndex(of: UInt8(ascii: "=")),
+                        equalsIgnoringCase(trimmed(parameter[..<equals]), "q")
+                    {
+                        accepted = isPositiveWeight(trimmed(parameter[(equals + 1)...]))
                     }
-                    if isGzip { return accepted }
-                    wildcard = accepted
+                    parameterStart = parameterEnd + 1
                 }
-                start = end + 1
+                if isGzip { return accepted }
+                wildcard = accepted
             }
-            return wildcard ?? false
+            start = end + 1
         }
+        return wildcard ?? false
     }
 
     /// Whether a weight (`0`, `0.5`, `1.000`) is above zero; a malformed one counts as zero (the client said

@@ -14,19 +14,26 @@ enum EntityTag {
     /// (``gzipVariant(of:)``, passed in by callers that keep it), by weak comparison (a `W/` prefix is ignored); `*`
     /// matches any current representation. The list is read up to its first malformed member.
     static func ifNoneMatch(_ field: String, matches etag: String, gzip: String? = nil) -> Bool {
-        // The usual case, a client sending back the one tag it was given, costs one comparison.
-        if field == etag { return true }
-        let gzip = gzip ?? gzipVariant(of: etag)
-        if field == gzip { return true }
         var field = field
-        return field.withUTF8 { bytes in
-            var found = false
-            forEachTag(in: bytes) { tag in
-                found = tag.elementsEqual("*".utf8) || tag.elementsEqual(etag.utf8) || tag.elementsEqual(gzip.utf8)
-                return !found
-            }
-            return found
+        return field.withUTF8 { ifNoneMatch($0, matches: etag, gzip: gzip) }
+    }
+
+    /// The same rules over the field's bytes, as the hot path reads them in place.
+    static func ifNoneMatch(_ field: UnsafeBufferPointer<UInt8>, matches etag: String, gzip: String? = nil) -> Bool {
+        // The usual case, a client sending back the one tag it was given, costs one comparison.
+        if equal(field, etag) { return true }
+        let gzip = gzip ?? gzipVariant(of: etag)
+        if equal(field, gzip) { return true }
+        var found = false
+        forEachTag(in: field) { tag in
+            found = tag.elementsEqual("*".utf8) || equal(tag, etag) || equal(tag, gzip)
+            return !found
         }
+        return found
+    }
+
+    private static func equal(_ bytes: UnsafeBufferPointer<UInt8>, _ text: String) -> Bool {
+        bytes.count == text.utf8.count && bytes.elementsEqual(text.utf8)
     }
 
     /// Calls `body` with each member of an entity-tag list (`"a", W/"b"` or `*`), quotes included and `W/` dropped,

@@ -50,6 +50,26 @@ struct ParsedRequest: Sendable {
 
     /// Whether an `Accept` header asks for Server-Sent Events.
     static func acceptsEventStream(_ accept: String?) -> Bool {
-        accept?.lowercased().contains("text/event-stream") == true
+        guard var accept else { return false }
+        return accept.withUTF8 { acceptsEventStream($0) }
+    }
+
+    /// The same over the field's bytes (the hot path reads them in place): `text/event-stream` anywhere in it, in
+    /// any letter case.
+    static func acceptsEventStream(_ accept: UnsafeBufferPointer<UInt8>?) -> Bool {
+        let wanted = eventStreamType
+        guard let accept, accept.count >= wanted.count else { return false }
+        for start in 0...(accept.count - wanted.count) {
+            var index = 0
+            while index < wanted.count, lowercased(accept[start + index]) == wanted[index] { index += 1 }
+            if index == wanted.count { return true }
+        }
+        return false
+    }
+
+    private static let eventStreamType = Array("text/event-stream".utf8)
+
+    private static func lowercased(_ byte: UInt8) -> UInt8 {
+        byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
     }
 }
