@@ -20,7 +20,10 @@
 #      out to DELTA_STREAMS streams of that list, full values vs patches, a fresh gateway each, twice in turn.
 # Usage: Benchmarks/run-gateway.sh [hot|hot-origin|hot-browser|latency|fanout|multi|delta|all]
 #   env: THREADS (default: cores), RUNS=3, DURATION=10s, CONNECTIONS=64, LATENCY_REQUESTS=1000,
-#        STREAMS=10000, SMALL_STREAMS=1000, ROUNDS=5, MULTI_STREAMS=2000, DELTA_STREAMS=5000
+#        STREAMS=10000, SMALL_STREAMS=1000, ROUNDS=5, MULTI_STREAMS=2000, DELTA_STREAMS=5000,
+#        PIN=1: the wrk comparisons (hot, hot-origin, hot-browser) run the servers on SERVER_CPUS (default 0) and wrk
+#        (one thread) on LOAD_CPUS (default 1), so the load generator cannot take the server's core: on a 2-core
+#        machine, unpinned, the servers and wrk share both cores and the scheduler's choices move the ratios.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,6 +38,9 @@ SMALL_STREAMS=${SMALL_STREAMS:-1000}
 ROUNDS=${ROUNDS:-5}
 MULTI_STREAMS=${MULTI_STREAMS:-2000}
 DELTA_STREAMS=${DELTA_STREAMS:-5000}
+PIN=${PIN:-0}
+SERVER_CPUS=${SERVER_CPUS:-0}
+LOAD_CPUS=${LOAD_CPUS:-1}
 GW_PORT=${GW_PORT:-18090}
 LOCAL_PORT=${LOCAL_PORT:-18091}
 C_PORT=${C_PORT:-18092}
@@ -46,6 +52,16 @@ command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install -y wr
 pkg-config --exists libmicrohttpd || { echo "libmicrohttpd-dev is not installed" >&2; exit 1; }
 
 machine() { echo "-- $(date -u +%H:%M:%S) UTC, load average:$(uptime | sed 's/.*load average://')"; }
+
+# With PIN=1, servers run on SERVER_CPUS and wrk, with one thread, on LOAD_CPUS.
+# (taskset execs the server, so $! is still the server's pid.)
+ON_SERVER_CPUS=()
+WRK=(wrk -t2)
+if [ "$PIN" = 1 ]; then
+    ON_SERVER_CPUS=(taskset -c "$SERVER_CPUS")
+    WRK=(taskset -c "$LOAD_CPUS" wrk -t1)
+    echo "== pinned: servers on CPU(s) $SERVER_CPUS, wrk (one thread) on CPU(s) $LOAD_CPUS"
+fi
 
 echo "== building (release)"
 # shellcheck disable=SC2046
@@ -77,7 +93,7 @@ wait_for() { # url
 start_gateway() { # log-name [extra flags...]
     local log=$1
     shift
-    "$GATEWAY" --port "$GW_PORT" --local-port "$LOCAL_PORT" --threads "$THREADS" --heartbeat-seconds 3600 \
+    "${ON_SERVER_CPUS[@]}" "$GATEWAY" --port "$GW_PORT" --local-port "$LOCAL_PORT" --threads "$THREADS" --heartbeat-seconds 3600 \
         --max-connections 12000 --log-level notice "$@" >"$OUT/$log.log" 2>&1 &
     GW_PID=$!
     wait_for "http://127.0.0.1:$GW_PORT/readyz"
@@ -94,7 +110,7 @@ wrk_one() { # name url run [wrk options...]
     shift 3
     local ticks_before=0 cpu=""
     [ -n "${SERVER_PID:-}" ] && ticks_before=$(cpu_ticks "$SERVER_PID")
-    wrk -t2 -c"$CONNECTIONS" -d"$DURATION" --latency "$@" "$url" >"$OUT/hot-$name-$run.txt"
+    "${WRK[@]}" -c"$CONNECTIONS" -d"$DURATION" --latency "$@" "$url" >"$OUT/hot-$name-$run.txt"
     local rps p50 p99 bad
     rps=$(awk '/^Requests\/sec/ {print $2}' "$OUT/hot-$name-$run.txt")
     p50=$(awk '$1 == "50%" {print $2}' "$OUT/hot-$name-$run.txt")
@@ -111,7 +127,7 @@ wrk_one() { # name url run [wrk options...]
 }
 
 hot() {
-    echo "== 1. hot GET /query vs C hello-world (wrk -t2 -c$CONNECTIONS -d$DURATION, $THREADS server threads, $RUNS interleaved runs each)"
+    echo "== 1. hot GET /query vs C hello-world (${WRK[*]} -c$CONNECTIONS -d$DURATION, $THREADS server threads, $RUNS interleaved runs each)"
     start_gateway hot-gateway
     local path="/query/mlb:first_place_team?division=AL%20Central"
     local url="http://127.0.0.1:$GW_PORT$path"
@@ -127,7 +143,7 @@ hot() {
     rm -f "$OUT/hot-c.rps" "$OUT/hot-gateway.rps"
     machine
     for run in $(seq 1 "$RUNS"); do
-        .build-release/mhd-hello-c "$C_PORT" "$THREADS" "$body" "ETag: $etag" >"$OUT/hot-c-server.log" 2>&1 &
+        "${ON_SERVER_CPUS[@]}" .build-release/mhd-hello-c "$C_PORT" "$THREADS" "$body" "ETag: $etag" >"$OUT/hot-c-server.log" 2>&1 &
         C_PID=$!
         wait_for "http://127.0.0.1:$C_PORT/"
         wrk_one c "http://127.0.0.1:$C_PORT/" "$run"
@@ -145,7 +161,7 @@ hot() {
 }
 
 hot_origin() {
-    echo "== 4. hot GET with Origin under CORS vs without (wrk -t2 -c$CONNECTIONS -d$DURATION, $RUNS interleaved runs each)"
+    echo "== 4. hot GET with Origin under CORS vs without (${WRK[*]} -c$CONNECTIONS -d$DURATION, $RUNS interleaved runs each)"
     start_gateway hot-origin-gateway --cors-origins https://app.test
     local url="http://127.0.0.1:$GW_PORT/query/mlb:first_place_team?division=AL%20Central"
     curl -s -o /dev/null -H "Origin: https://app.test" "$url"
@@ -168,7 +184,7 @@ hot_origin() {
 }
 
 hot_browser() {
-    echo "== 6. hot GET with a browser's headers (Origin, Accept-Encoding: gzip) of a ~20 KB value vs C hello-world, 200 and 304 (wrk -t2 -c$CONNECTIONS -d$DURATION, $RUNS interleaved runs each)"
+    echo "== 6. hot GET with a browser's headers (Origin, Accept-Encoding: gzip) of a ~20 KB value vs C hello-world, 200 and 304 (${WRK[*]} -c$CONNECTIONS -d$DURATION, $RUNS interleaved runs each)"
     start_gateway hot-browser-gateway --cors-origins https://app.test
     local url="http://127.0.0.1:$GW_PORT/query/messages:list?channel=bench20k"
     local i=0
@@ -196,7 +212,7 @@ hot_browser() {
     rm -f "$OUT"/hot-{c,gw}-{gzip,304}.{rps,cpu}
     machine
     for run in $(seq 1 "$RUNS"); do
-        .build-release/mhd-hello-c "$C_PORT" "$THREADS" "@$OUT/browser-body.gz" "${replay[@]}" \
+        "${ON_SERVER_CPUS[@]}" .build-release/mhd-hello-c "$C_PORT" "$THREADS" "@$OUT/browser-body.gz" "${replay[@]}" \
             >"$OUT/hot-browser-c-server.log" 2>&1 &
         C_PID=$!
         wait_for "http://127.0.0.1:$C_PORT/"
