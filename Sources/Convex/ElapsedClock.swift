@@ -9,7 +9,12 @@ public struct ElapsedClock: Sendable {
     public init<C: Clock>(_ clock: C) where C.Duration == Duration {
         let start = clock.now
         elapsed = { start.duration(to: clock.now) }
-        sleeper = { try await clock.sleep(for: $0) }
+        sleeper = { duration in
+            // As a real clock does, and `TestClock` would not: a sleep of no time returns (it would wait for the
+            // test clock to move).
+            guard duration > .zero else { return try Task.checkCancellation() }
+            try await clock.sleep(for: duration)
+        }
         deadlineSleeper = { deadline in
             let instant = start.advanced(by: deadline)
             // A deadline already reached returns here: some clocks (swift-clocks' `TestClock`) would otherwise

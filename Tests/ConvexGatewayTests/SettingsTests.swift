@@ -90,7 +90,8 @@ import Testing
     @Test(arguments: [
         ("GATEWAY_PORT", "http", "GATEWAY_PORT must be a whole number in 0...65535, not 'http'"),
         ("GATEWAY_PORT", "70000", "GATEWAY_PORT must be a whole number in 0...65535"),
-        ("GATEWAY_HEARTBEAT_SECONDS", "0", "GATEWAY_HEARTBEAT_SECONDS must be a number of seconds above 0"),
+        ("GATEWAY_HEARTBEAT_SECONDS", "0", "GATEWAY_HEARTBEAT_SECONDS must be a number of seconds from 0.001"),
+        ("GATEWAY_HEARTBEAT_SECONDS", "0.0004", "GATEWAY_HEARTBEAT_SECONDS must be a number of seconds from 0.001"),
         ("GATEWAY_KEEP_WARM_SECONDS", "nan", "GATEWAY_KEEP_WARM_SECONDS must be a number of seconds"),
         ("GATEWAY_FORMAT", "xml", "GATEWAY_FORMAT must be one of plain, clean, encoded, not 'xml'"),
         ("LOG_LEVEL", "loud", "LOG_LEVEL must be one of trace, debug, info, notice, warning, error, critical"),

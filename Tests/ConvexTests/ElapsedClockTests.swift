@@ -27,6 +27,14 @@ struct ElapsedClockTests {
         #expect(elapsed.now == .seconds(seconds))
     }
 
+    @Test func aSleepOfNoTimeReturnsAtOnce() async throws {
+        let clock = TestClock<Duration>()
+        let elapsed = ElapsedClock(clock)
+        try await elapsed.sleep(for: .zero)  // the test clock never moves: a wait here would hang
+        try await elapsed.sleep(for: .seconds(-1))
+        #expect(elapsed.now == .zero)
+    }
+
     @Test func aCancelledDeadlineSleepThrows() async throws {
         let clock = TestClock<Duration>()
         let elapsed = ElapsedClock(clock)

@@ -67,13 +67,14 @@ extension Setting {
         }
     }
 
-    /// A number of seconds above 0, at most a day; kept to the millisecond.
+    /// A number of seconds from a millisecond to a day, kept to the millisecond.
     static func seconds(_ flag: String, _ environment: String, _ path: Path<Duration>, help: String) -> Setting {
         value(flag, environment, path, valueName: "<seconds>", describe: secondsText, help: help) {
             text, name throws(SettingError) in
-            guard let number = Double(text), number > 0, number <= 86_400 else {
+            // Kept to the millisecond: a smaller positive number would become no time at all.
+            guard let number = Double(text), number >= 0.001, number <= 86_400 else {
                 throw SettingError(
-                    "\(name) must be a number of seconds above 0, at most 86400, not '\(printable(text))'")
+                    "\(name) must be a number of seconds from 0.001 to 86400, not '\(printable(text))'")
             }
             return .milliseconds(Int64(number * 1000))
         }
