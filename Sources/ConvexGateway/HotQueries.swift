@@ -160,8 +160,8 @@ extension GatewayCore {
         // The representation fields are read in place (HTTPRequestHead): nothing is copied for the usual answer.
         let sentIfNoneMatch = request.hasHeader("If-None-Match")
         // A long-poll waits in full handling.
-        if sentIfNoneMatch, configuration.maxWaitSeconds > 0, let wait = Prefer.wait(request.header("Prefer")),
-            wait > 0
+        if sentIfNoneMatch,
+            Prefer.longPollWait(request.header("Prefer"), maxSeconds: configuration.maxWaitSeconds) != nil
         {
             return nil
         }

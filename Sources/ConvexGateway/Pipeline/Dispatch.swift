@@ -153,10 +153,8 @@ extension GatewayCore {
     /// The wait a `GET` asks for with `If-None-Match` and `Prefer: wait=<seconds>`, bounded by `--max-wait-seconds`;
     /// `nil` when it asks for none (or waiting is off).
     private func longPollWait(_ request: ParsedRequest, _ context: ResponseContext) -> Int? {
-        guard request.method == "GET", context.representation.ifNoneMatch != nil, configuration.maxWaitSeconds > 0,
-            let wait = Prefer.wait(request.request.header("prefer")), wait > 0
-        else { return nil }
-        return min(wait, configuration.maxWaitSeconds)
+        guard request.method == "GET", context.representation.ifNoneMatch != nil else { return nil }
+        return Prefer.longPollWait(request.request.header("prefer"), maxSeconds: configuration.maxWaitSeconds)
     }
 
     /// Whether the request's `If-None-Match` names the value `answer` carries, i.e. the client holds it already.

@@ -8,13 +8,6 @@ protocol HeaderFields {
     func withField<R>(_ name: String, _ body: (UnsafeBufferPointer<UInt8>?) -> R) -> R
 }
 
-extension HeaderFields {
-    /// The field named `name` as text, or `nil`.
-    func field(_ name: String) -> String? {
-        withField(name) { bytes in bytes.map { String(decoding: $0, as: UTF8.self) } }
-    }
-}
-
 extension GatewayRequest: HeaderFields {
     func withField<R>(_ name: String, _ body: (UnsafeBufferPointer<UInt8>?) -> R) -> R {
         guard var value = header(name) else { return body(nil) }

@@ -19,4 +19,12 @@ enum Prefer {
         }
         return nil
     }
+
+    /// The wait a long-poll `GET` (one with `If-None-Match`) asks for in its `Prefer` field, bounded by
+    /// `--max-wait-seconds` (`maxSeconds`); `nil` when it asks for none or waiting is off (`maxSeconds` 0, and then
+    /// the field is not read).
+    static func longPollWait(_ field: @autoclosure () -> String?, maxSeconds: Int) -> Int? {
+        guard maxSeconds > 0, let wait = wait(field()), wait > 0 else { return nil }
+        return min(wait, maxSeconds)
+    }
 }

@@ -43,9 +43,8 @@ final class MultiSubscriptionStream: Sendable {
         var held: StreamResumeID
         /// Per subscription, a held result the first update may repeat (from `Last-Event-ID`): then it is not sent.
         var resumed: [UInt64?]
+        /// Per subscription, the result last sent (or queued): its hash is the base a patch must apply to.
         var latest: [Latest?]
-        /// Per subscription, the full hash of the result the client holds (or will, once what is queued is sent).
-        var sent: [UInt64?]
         var ended = false
     }
 
@@ -70,10 +69,7 @@ final class MultiSubscriptionStream: Sendable {
         self.limit = limit
         let held =
             resumeFrom.flatMap { StreamResumeID(parsing: $0, count: ids.count) } ?? StreamResumeID(count: ids.count)
-        state = Mutex(
-            State(
-                held: held, resumed: held.held, latest: Array(repeating: nil, count: ids.count),
-                sent: Array(repeating: nil, count: ids.count)))
+        state = Mutex(State(held: held, resumed: held.held, latest: Array(repeating: nil, count: ids.count)))
     }
 
     /// The hub-facing sinks, one per subscription, in the order of ``ids`` (call once; the caller keeps them to
@@ -92,9 +88,8 @@ final class MultiSubscriptionStream: Sendable {
             }
             let token = StreamResumeID.token(update.hash)
             state.held.held[index] = token
+            let base = state.latest[index]?.hash
             state.latest[index] = Latest(isFailure: update.isFailure, hash: update.hash, body: update.body)
-            let base = state.sent[index]
-            state.sent[index] = update.hash
             if let resumed = state.resumed[index] {
                 state.resumed[index] = nil
                 if resumed == token { return }  // the client already has it
@@ -107,7 +102,6 @@ final class MultiSubscriptionStream: Sendable {
                     if let latest { everything += event(index: other, latest, id: id) }
                 }
                 output.replacePending(with: everything)
-                for (other, latest) in state.latest.enumerated() { state.sent[other] = latest?.hash }
             } else if wantsPatches, let patch = update.patch, patch.base == base {
                 output.write(patchEvent(index: index, patch, id: id))
             } else {
