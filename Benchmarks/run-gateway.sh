@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Gateway benchmarks (BENCHMARKS.md, "Gateway"), all on loopback, every load run bounded in time:
 #   1. hot GET /query (answered from a live subscription) vs the C libmicrohttpd hello-world serving a body of the
-#      same bytes and the same extra header: wrk -t2 -c64 -d10s, interleaved RUNS times each, medians, ratio;
+#      same bytes and the same extra header, asked the same request (path and query too): wrk -t2 -c64 -d10s,
+#      interleaved RUNS times each, medians, ratio;
 #   2. cold GET/POST latency added over the embedded deployment's own HTTP API (Benchmarks/gateway_latency.py);
 #   3. SSE fan-out: STREAMS streams on one query, ROUNDS mutations, time until each stream has the event, and memory
 #      per idle stream (Benchmarks/sse-fanout/sse_fanout.c), after a smaller SMALL_STREAMS run to show how latency
@@ -14,7 +15,8 @@
 #      and a check that no stream gets an event for a query that did not change.
 #   6. hot GET with a browser's headers (hot-browser): Origin under CORS and Accept-Encoding: gzip, of a ~20 KB value
 #      (messages:list of a channel filled first), vs the C hello-world serving the same gzip-coded bytes with the same
-#      headers; then the same with the value's If-None-Match, a 304 from both (the C one compares the tag too).
+#      headers, asked the same request; then the same with the value's If-None-Match, a 304 from both (the C one
+#      compares the tag too). Besides the ratio of medians, the ratio of each back-to-back pair and their median.
 #   7. JSON Patch deltas (delta): bytes on the wire per change for a live query of a 1,000-document list (one
 #      document inserted, changed, removed), patch vs full value (Benchmarks/delta_bytes.py); then one change fanned
 #      out to DELTA_STREAMS streams of that list, full values vs patches, a fresh gateway each, twice in turn.
@@ -101,6 +103,11 @@ start_gateway() { # log-name [extra flags...]
 
 median() { sort -n "$1" | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
+# The ratio of each run of one series to the same run of another (runs are interleaved, so each pair ran back to back).
+pair_ratios() { # series-a series-b
+    paste -d' ' "$OUT/$1.rps" "$OUT/$2.rps" | awk '{printf "%s%.2f", (NR > 1 ? " " : ""), $1 / $2}'
+}
+
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 # With SERVER_PID set, also the server's CPU time (user + system) per request, which other load disturbs less than
@@ -146,7 +153,7 @@ hot() {
         "${ON_SERVER_CPUS[@]}" .build-release/mhd-hello-c "$C_PORT" "$THREADS" "$body" "ETag: $etag" >"$OUT/hot-c-server.log" 2>&1 &
         C_PID=$!
         wait_for "http://127.0.0.1:$C_PORT/"
-        wrk_one c "http://127.0.0.1:$C_PORT/" "$run"
+        wrk_one c "http://127.0.0.1:$C_PORT$path" "$run"
         stop C_PID
         wrk_one gateway "$url" "$run"
     done
@@ -186,7 +193,8 @@ hot_origin() {
 hot_browser() {
     echo "== 6. hot GET with a browser's headers (Origin, Accept-Encoding: gzip) of a ~20 KB value vs C hello-world, 200 and 304 (${WRK[*]} -c$CONNECTIONS -d$DURATION, $RUNS interleaved runs each)"
     start_gateway hot-browser-gateway --cors-origins https://app.test
-    local url="http://127.0.0.1:$GW_PORT/query/messages:list?channel=bench20k"
+    local path="/query/messages:list?channel=bench20k"
+    local url="http://127.0.0.1:$GW_PORT$path"
     local i=0
     while [ "$(curl -s "$url" | wc -c)" -lt 20000 ]; do
         i=$((i + 1))
@@ -216,8 +224,8 @@ hot_browser() {
             >"$OUT/hot-browser-c-server.log" 2>&1 &
         C_PID=$!
         wait_for "http://127.0.0.1:$C_PORT/"
-        SERVER_PID=$C_PID wrk_one c-gzip "http://127.0.0.1:$C_PORT/" "$run" "${browser[@]}"
-        SERVER_PID=$C_PID wrk_one c-304 "http://127.0.0.1:$C_PORT/" "$run" "${browser[@]}" -H "If-None-Match: $etag"
+        SERVER_PID=$C_PID wrk_one c-gzip "http://127.0.0.1:$C_PORT$path" "$run" "${browser[@]}"
+        SERVER_PID=$C_PID wrk_one c-304 "http://127.0.0.1:$C_PORT$path" "$run" "${browser[@]}" -H "If-None-Match: $etag"
         stop C_PID
         SERVER_PID=$GW_PID wrk_one gw-gzip "$url" "$run" "${browser[@]}"
         SERVER_PID=$GW_PID wrk_one gw-304 "$url" "$run" "${browser[@]}" -H "If-None-Match: $etag"
@@ -231,6 +239,9 @@ hot_browser() {
     echo "medians: 200 gzip: C hello-world $c req/s, gateway $g req/s; 304: C $c3 req/s, gateway $g3 req/s"
     awk -v g="$g" -v c="$c" -v g3="$g3" -v c3="$c3" \
         'BEGIN { printf "ratio gateway/C: 200 gzip %.2f, 304 %.2f (target >= 0.90 each)\n", g / c, g3 / c3 }'
+    echo "per-run ratios gateway/C (each pair run back to back): 200 gzip $(pair_ratios hot-gw-gzip hot-c-gzip)," \
+        "median $(pair_ratios hot-gw-gzip hot-c-gzip | tr ' ' '\n' >"$OUT/pairs" && median "$OUT/pairs");" \
+        "304 $(pair_ratios hot-gw-304 hot-c-304), median $(pair_ratios hot-gw-304 hot-c-304 | tr ' ' '\n' >"$OUT/pairs" && median "$OUT/pairs")"
     echo "server CPU per request (medians): 200 gzip: C $(median "$OUT/hot-c-gzip.cpu") us, gateway" \
         "$(median "$OUT/hot-gw-gzip.cpu") us; 304: C $(median "$OUT/hot-c-304.cpu") us, gateway $(median "$OUT/hot-gw-304.cpu") us"
     stop GW_PID

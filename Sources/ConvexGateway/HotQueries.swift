@@ -52,8 +52,14 @@ final class HotQueries: Sendable {
             var prepared: HTTPPreparedResponse
 
             func matches(gzip: Bool, notModified: Bool, accessHeaders: [(String, String)]) -> Bool {
-                self.gzip == gzip && self.notModified == notModified
-                    && self.accessHeaders.elementsEqual(accessHeaders) { $0.0 == $1.0 && $0.1 == $1.1 }
+                guard self.gzip == gzip, self.notModified == notModified,
+                    self.accessHeaders.count == accessHeaders.count
+                else { return false }
+                // The access stage hands out the same prepared strings each time, so each comparison is short.
+                for index in accessHeaders.indices where self.accessHeaders[index] != accessHeaders[index] {
+                    return false
+                }
+                return true
             }
         }
 
@@ -143,7 +149,8 @@ extension GatewayCore {
     /// The hot path (see ``HotQueries``): the prepared answer to a `GET` of a remembered target whose subscription
     /// has a current value, or `nil` for full handling.
     package func hotAnswer(_ request: HTTPRequestHead) -> HTTPPreparedResponse? {
-        let started = ContinuousClock.now
+        // One clock for the answer's duration and the subscription's last read: two readings per answer.
+        let started = clock.now
         guard request.method == "GET", let target = request.target, let route = hotQueries.route(for: target)
         else { return nil }
         // The parse stage's conditions for an answer that depends on the target alone: no credentials.
@@ -174,13 +181,13 @@ extension GatewayCore {
         {
         case .answer(let refusal):
             let context = ResponseContext(
-                template: Route.queryTemplate, startedAt: started, headers: [],
+                template: Route.queryTemplate, startedAt: .now - (clock.now - started), headers: [],
                 representation: RepresentationPreferences(method: "GET", header: request.header))
             return try? HTTPPreparedResponse(HTTPResponse(finish(refusal, context)))
         case .proceed(let headers):
             accessHeaders = headers
         }
-        route.live.touch(at: clock.now)
+        route.live.touch(at: started)
         let value: HotQueries.PreparedValue
         if let held = route.prepared.withLock({ $0 }), held.revision == revision {
             value = held
@@ -212,7 +219,7 @@ extension GatewayCore {
             value.keep(.init(gzip: gzip, notModified: notModified, accessHeaders: accessHeaders, prepared: made))
             prepared = made
         }
-        (notModified ? hotQueries.notModifiedRecorder : hotQueries.recorder).record(.now - started)
+        (notModified ? hotQueries.notModifiedRecorder : hotQueries.recorder).record(clock.now - started)
         return prepared
     }
 

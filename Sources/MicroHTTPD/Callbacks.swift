@@ -7,13 +7,33 @@ import CMicroHTTPDShim
 let accessHandlerThunk: MHD_AccessHandlerCallback = {
     serverPointer, connection, url, method, version, uploadData, uploadDataSize, requestContext in
     guard let serverPointer, let connection, let uploadDataSize, let requestContext else { return MHD_Result.NO }
-    guard let existing = requestContext.pointee else {
+    let exchange: Exchange
+    switch requestContext.pointee {
+    case nil:
         let server = Unmanaged<HTTPServer>.fromOpaque(serverPointer).takeUnretainedValue()
-        let exchange = Exchange(server: server, connection: ConnectionHandle(raw: connection))
-        requestContext.pointee = Unmanaged.passRetained(exchange).toOpaque()
-        return exchange.firstCall()
+        let handle = ConnectionHandle(raw: connection)
+        if server.mayAnswerQuickly(handle) {
+            requestContext.pointee = quickRequestMarker
+            return MHD_Result.YES
+        }
+        let made = Exchange(server: server, connection: handle, target: handle.takePendingTarget())
+        requestContext.pointee = Unmanaged.passRetained(made).toOpaque()
+        return made.firstCall()
+    case quickRequestMarker:
+        let server = Unmanaged<HTTPServer>.fromOpaque(serverPointer).takeUnretainedValue()
+        let handle = ConnectionHandle(raw: connection)
+        let target = handle.takePendingTarget()
+        let noBody = uploadDataSize.pointee == 0
+        if noBody, let prepared = server.quickAnswer(handle, method: method, target: target) {
+            return prepared.queue(on: handle)
+        }
+        // Full handling after all: a body arrived (chunked, no Content-Length), or the quick responder declined.
+        let made = Exchange(server: server, connection: handle, target: target, quickResponderTried: noBody)
+        requestContext.pointee = Unmanaged.passRetained(made).toOpaque()
+        exchange = made
+    case let existing?:
+        exchange = Unmanaged<Exchange>.fromOpaque(existing).takeUnretainedValue()
     }
-    let exchange = Unmanaged<Exchange>.fromOpaque(existing).takeUnretainedValue()
     if uploadDataSize.pointee > 0 {
         exchange.receiveBody(UnsafeRawBufferPointer(start: uploadData, count: uploadDataSize.pointee))
         uploadDataSize.pointee = 0
@@ -22,9 +42,14 @@ let accessHandlerThunk: MHD_AccessHandlerCallback = {
     return exchange.finalCall(url: url, method: method, version: version)
 }
 
+/// The per-request context of a request the quick responder may answer, in place of an ``Exchange``: none is made
+/// unless the request needs one (see ``HTTPServer/mayAnswerQuickly(_:)``). A fixed non-null address, never read.
+nonisolated(unsafe) let quickRequestMarker = UnsafeMutableRawPointer(bitPattern: 1)
+
 let requestCompletedThunk: MHD_RequestCompletedCallback = { _, _, requestContext, code in
     guard let requestContext, let pointer = requestContext.pointee else { return }
     requestContext.pointee = nil
+    if pointer == quickRequestMarker { return }
     Unmanaged<Exchange>.fromOpaque(pointer).takeRetainedValue().completed(code)
 }
 
@@ -55,7 +80,7 @@ typealias URILogCallback =
 /// connection's context; returns NULL so the first access-handler call still sees `*con_cls == NULL`.
 let uriLogThunk: URILogCallback = { _, uri, connection in
     guard let uri, let connection, let context = cmhd_connection_socket_context(connection) else { return nil }
-    Unmanaged<ConnectionContext>.fromOpaque(context).takeUnretainedValue().pendingTarget = String(cString: uri)
+    Unmanaged<ConnectionContext>.fromOpaque(context).takeUnretainedValue().noteTarget(uri)
     return nil
 }
 

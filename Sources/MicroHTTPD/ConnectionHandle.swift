@@ -1,5 +1,6 @@
 import CMicroHTTPD
 import CMicroHTTPDShim
+import Glibc
 
 /// A libmicrohttpd connection pointer that may cross threads. Which calls are legal from which
 /// thread is libmicrohttpd's rule (resume: any thread; everything else: the connection's thread).
@@ -11,6 +12,14 @@ struct ConnectionHandle: @unchecked Sendable {
         guard let context = cmhd_connection_socket_context(raw) else { return nil }
         return Unmanaged<ConnectionContext>.fromOpaque(context).takeUnretainedValue().remote(of: self)
     }
+
+    /// The raw request-target of the request being parsed (from the URI log callback), handed over once.
+    func takePendingTarget() -> String? {
+        guard let context = cmhd_connection_socket_context(raw) else { return nil }
+        let connectionContext = Unmanaged<ConnectionContext>.fromOpaque(context).takeUnretainedValue()
+        defer { connectionContext.pendingTarget = nil }
+        return connectionContext.pendingTarget
+    }
 }
 
 /// Per-TCP-connection state, created in the connection-started notification and released when the
@@ -18,8 +27,27 @@ struct ConnectionHandle: @unchecked Sendable {
 final class ConnectionContext: @unchecked Sendable {
     /// The raw request-target of the request being parsed (from the URI log callback).
     var pendingTarget: String?
+    /// The previous request's target: a keep-alive client often asks for the same one again, which then costs no
+    /// new `String`.
+    private var lastTarget: String?
     /// The client address, computed on first use.
     private var cachedRemote: (host: String, port: UInt16)??
+
+    /// Records the request-target libmicrohttpd reports (a C string) as ``pendingTarget``.
+    func noteTarget(_ uri: UnsafePointer<CChar>) {
+        let length = strlen(uri)
+        if let lastTarget, lastTarget.utf8.count == length,
+            lastTarget.utf8.withContiguousStorageIfAvailable({
+                length == 0 || memcmp($0.baseAddress!, uri, length) == 0
+            }) == true
+        {
+            pendingTarget = lastTarget
+            return
+        }
+        let target = String(cString: uri)
+        lastTarget = target
+        pendingTarget = target
+    }
 
     func remote(of connection: ConnectionHandle) -> (host: String, port: UInt16)? {
         if let cachedRemote { return cachedRemote }

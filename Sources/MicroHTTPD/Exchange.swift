@@ -6,23 +6,30 @@ import Synchronization
 /// One request on one connection, from the first access-handler call to the completion callback.
 ///
 /// Retained in libmicrohttpd's per-request context pointer (`*con_cls`), released in the
-/// completion callback. The `var`s are only touched on the connection's libmicrohttpd thread;
-/// `machine` is shared with responders and shutdown.
+/// completion callback. A request the quick responder answers gets none (see `quickRequestMarker`).
+/// The `var`s are only touched on the connection's libmicrohttpd thread; `machine` is shared with
+/// responders and shutdown.
 final class Exchange: @unchecked Sendable {
     let server: HTTPServer
     let connection: ConnectionHandle
     private let machine = Mutex(ExchangeStateMachine())
 
+    /// The request-target exactly as sent (see ``HTTPRequestHead/target``).
+    let target: String?
+    /// Whether the quick responder has already seen (and declined) this request.
+    let quickResponderTried: Bool
+
     // libmicrohttpd-thread only:
-    var target: String?
     var body: [UInt8] = []
     var bodyTooLarge = false
     var handlerInvoked = false
     var isParked = false
 
-    init(server: HTTPServer, connection: ConnectionHandle) {
+    init(server: HTTPServer, connection: ConnectionHandle, target: String?, quickResponderTried: Bool = false) {
         self.server = server
         self.connection = connection
+        self.target = target
+        self.quickResponderTried = quickResponderTried
     }
 
     // MARK: Any thread
@@ -65,11 +72,6 @@ final class Exchange: @unchecked Sendable {
     // MARK: libmicrohttpd thread
 
     func firstCall() -> MHD_Result {
-        if let context = cmhd_connection_socket_context(connection.raw) {
-            let connectionContext = Unmanaged<ConnectionContext>.fromOpaque(context).takeUnretainedValue()
-            target = connectionContext.pendingTarget
-            connectionContext.pendingTarget = nil
-        }
         if server.connectionCount.load(ordering: .relaxed) > server.configuration.connectionLimit {
             return queueEarly(.connectionLimitReached)
         }
@@ -110,14 +112,10 @@ final class Exchange: @unchecked Sendable {
             machine.withLock { $0.answeredEarly() }
             return queue(server.configuration.rejectionResponse(.payloadTooLarge))
         }
-        if let quickResponder = server.configuration.quickResponder {
-            let head = HTTPRequestHead(
-                connection: connection, method: method.map { String(cString: $0) } ?? "", target: target)
-            if let prepared = quickResponder(head) {
-                body = []
-                machine.withLock { $0.answeredEarly() }
-                return prepared.queue(on: connection)
-            }
+        if !quickResponderTried, let prepared = server.quickAnswer(connection, method: method, target: target) {
+            body = []
+            machine.withLock { $0.answeredEarly() }
+            return prepared.queue(on: connection)
         }
         let request = makeRequest(url: url, method: method, version: version)
         body = []

@@ -209,6 +209,23 @@ public final class HTTPServer: Sendable {
         streamCount.subtract(1, ordering: .relaxed)
     }
 
+    /// At a request's first call: whether it can wait for its second call without an ``Exchange``, which the quick
+    /// responder may then make unnecessary. Not when there is no quick responder, when the connection limit is
+    /// exceeded (an early 503), or when a `Content-Length` is declared (a body to receive, or an early 413).
+    func mayAnswerQuickly(_ connection: ConnectionHandle) -> Bool {
+        configuration.quickResponder != nil
+            && connectionCount.load(ordering: .relaxed) <= configuration.connectionLimit
+            && MHD_lookup_connection_value(connection.raw, MHD_ValueKind.HEADER_KIND, "Content-Length") == nil
+    }
+
+    /// The quick responder's answer to a request with no body, if it has one.
+    func quickAnswer(
+        _ connection: ConnectionHandle, method: UnsafePointer<CChar>?, target: String?
+    ) -> HTTPPreparedResponse? {
+        guard let quickResponder = configuration.quickResponder else { return nil }
+        return quickResponder(
+            HTTPRequestHead(connection: connection, method: method.map { String(cString: $0) } ?? "", target: target))
+    }
     func libraryLogged(_ message: String) {
         lastLibraryMessage.withLock { $0 = message }
         logger.debug("libmicrohttpd message", metadata: ["mhd.message": "\(message)"])

@@ -133,6 +133,44 @@ struct RequestResponseTests {
         }
     }
 
+    @Test("with a quick responder on, bodies still reach the handler, and each keep-alive request has its own target")
+    func quickResponderBodiesAndTargets() async throws {
+        let prepared = try HTTPPreparedResponse(HTTPResponse(status: 200, body: "quick"))
+        let configuration = testConfiguration {
+            $0.quickResponder = { head in head.method == "GET" && head.target == "/hot" ? prepared : nil }
+        }
+        let handler: HTTPHandler = { request, responder in
+            responder.respond(
+                HTTPResponse(status: 200, body: "handler \(request.target ?? "-") \(request.body.count)"))
+        }
+        try await withHTTPServer(configuration: configuration, logger: quietLogger, handler: handler) { server in
+            let port = try #require(server.port)
+            let texts = try await blocking {
+                let connection = try RawConnection(port: port)
+                return try [
+                    "GET /hot HTTP/1.1\r\nHost: x\r\n\r\n",
+                    "GET /cold HTTP/1.1\r\nHost: x\r\n\r\n",
+                    "GET /hot HTTP/1.1\r\nHost: x\r\n\r\n",
+                    "GET /hot HTTP/1.1\r\nHost: x\r\n\r\n",
+                    "GET /hotter HTTP/1.1\r\nHost: x\r\n\r\n",
+                    // A body, declared or chunked, is received whole for the handler.
+                    "POST /hot HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc",
+                    "POST /hot HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n0\r\n\r\n",
+                    "GET /hot HTTP/1.1\r\nHost: x\r\n\r\n",
+                ].map { request in
+                    try connection.send(request)
+                    let response = try connection.readResponse()
+                    return "\(response.status) \(response.text)"
+                }
+            }
+            #expect(
+                texts == [
+                    "200 quick", "200 handler /cold 0", "200 quick", "200 quick", "200 handler /hotter 0",
+                    "200 handler /hot 3", "200 handler /hot 4", "200 quick",
+                ])
+        }
+    }
+
     @Test("a header with CR/LF is refused and the client gets 500, not a split response")
     func headerInjection() async throws {
         let handler: HTTPHandler = { _, responder in

@@ -124,7 +124,7 @@ package final class AccessControl: Sendable {
     private func originCheck(_ bytes: UnsafeBufferPointer<UInt8>?) -> OriginCheck {
         guard let bytes else { return .absent }
         if let corsHeadersForAnyOrigin { return .allowed(corsHeadersForAnyOrigin) }
-        for entry in corsHeadersByOrigin where entry.origin.count == bytes.count && entry.origin.elementsEqual(bytes) {
+        for entry in corsHeadersByOrigin where bytes.hasSameBytes(as: entry.origin) {
             return .allowed(entry.headers)
         }
         let origin = String(decoding: bytes, as: UTF8.self)

@@ -33,7 +33,7 @@ enum EntityTag {
     }
 
     private static func equal(_ bytes: UnsafeBufferPointer<UInt8>, _ text: String) -> Bool {
-        bytes.count == text.utf8.count && bytes.elementsEqual(text.utf8)
+        bytes.hasSameBytes(as: text)
     }
 
     /// Calls `body` with each member of an entity-tag list (`"a", W/"b"` or `*`), quotes included and `W/` dropped,

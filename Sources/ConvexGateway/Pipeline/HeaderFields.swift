@@ -1,3 +1,4 @@
+import Glibc
 import MicroHTTPD
 
 /// A request's header fields as the access stage and the representation rules read them: by name (ASCII
@@ -18,5 +19,22 @@ extension GatewayRequest: HeaderFields {
 extension HTTPRequestHead: HeaderFields {
     func withField<R>(_ name: String, _ body: (UnsafeBufferPointer<UInt8>?) -> R) -> R {
         withHeader(name, body)
+    }
+}
+
+extension UnsafeBufferPointer<UInt8> {
+    /// Whether a field's bytes are exactly `bytes` (one `memcmp`, as the hot path compares them on every request).
+    func hasSameBytes(as bytes: [UInt8]) -> Bool {
+        count == bytes.count && bytes.withUnsafeBufferPointer { Self.memoryEqual(self, $0) }
+    }
+
+    /// Whether a field's bytes are exactly the UTF-8 of `text`.
+    func hasSameBytes(as text: String) -> Bool {
+        guard count == text.utf8.count else { return false }
+        return text.utf8.withContiguousStorageIfAvailable { Self.memoryEqual(self, $0) } ?? elementsEqual(text.utf8)
+    }
+
+    private static func memoryEqual(_ a: Self, _ b: Self) -> Bool {
+        a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0
     }
 }
