@@ -11,17 +11,16 @@ public final class GatewayMetrics: Sendable {
     private let upstreamSubscriptions: Gauge
     private let upstreamReconnects: Counter
     private let requestCounters = Mutex<[RequestKey: Counter]>([:])
-    private let durations = Mutex<[String: DurationHistogram]>([:])
+    private let durations = Mutex<[String: ValueHistogram]>([:])
 
     private struct RequestKey: Hashable {
         var route: String
         var status: Int
     }
 
-    static let durationBuckets: [Duration] = [
-        .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2.5),
-        .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
-        .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10),
+    /// Request-duration bucket bounds, in seconds.
+    static let durationBuckets: [Double] = [
+        0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
     ]
 
     package init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
@@ -50,11 +49,14 @@ public final class GatewayMetrics: Sendable {
     /// one instead of finding both on every request.
     package struct RequestRecorder: Sendable {
         let counter: Counter
-        let histogram: DurationHistogram
+        let histogram: ValueHistogram
 
         package func record(_ duration: Duration) {
             counter.increment()
-            histogram.record(duration)
+            // In seconds as a `Double`: the same bucket labels as `Duration` buckets render, and each bucket's
+            // comparison is one instruction instead of a call (this runs on every hot `GET`).
+            let (seconds, attoseconds) = duration.components
+            histogram.record(Double(seconds) + Double(attoseconds) * 1e-18)
         }
     }
 
@@ -72,7 +74,7 @@ public final class GatewayMetrics: Sendable {
         }
         let histogram = durations.withLock { histograms in
             if let existing = histograms[route] { return existing }
-            let made = registry.makeDurationHistogram(
+            let made = registry.makeValueHistogram(
                 descriptor: MetricNameDescriptor(
                     namespace: "convex_gateway", subsystem: "http_server", metricName: "request_duration",
                     unitName: "seconds",

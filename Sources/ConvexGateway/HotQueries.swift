@@ -113,6 +113,35 @@ final class HotQueries: Sendable {
     static let capacity = 4096
 
     private let routes = Mutex<[String: Route]>([:])
+    /// Moves on whenever a target is remembered or forgotten, so a connection's memo of its last lookup
+    /// (``ConnectionMemo``) is trusted only while nothing changed.
+    private let generation = Atomic<UInt64>(0)
+
+    /// What a keep-alive connection's previous hot request looked up (kept with the connection by MicroHTTPD): the next
+    /// request for the same target then needs no dictionary lookup (no hashing of the target).
+    final class ConnectionMemo {
+        let target: String
+        let route: Route
+        let generation: UInt64
+
+        init(target: String, route: Route, generation: UInt64) {
+            self.target = target
+            self.route = route
+            self.generation = generation
+        }
+    }
+
+    /// The route for `target`, from the connection's memo when it still holds, else from the remembered targets
+    /// (and then kept as the connection's memo).
+    func route(for target: String, on request: HTTPRequestHead) -> Route? {
+        let current = generation.load(ordering: .acquiring)
+        if let memo = request.connectionMemo as? ConnectionMemo, memo.generation == current, memo.target == target {
+            return memo.route
+        }
+        guard let route = route(for: target) else { return nil }
+        request.connectionMemo = ConnectionMemo(target: target, route: route, generation: current)
+        return route
+    }
     /// Answers on the hot path are counted like any other `GET /query` answer (200, or 304 to `If-None-Match`).
     let recorder: GatewayMetrics.RequestRecorder
     let notModifiedRecorder: GatewayMetrics.RequestRecorder
@@ -135,12 +164,16 @@ final class HotQueries: Sendable {
                 if routes.count >= Self.capacity { routes = [:] }
             }
             routes[target] = route
+            generation.add(1, ordering: .releasing)
         }
     }
 
     func forget(_ route: Route, for target: String) {
         routes.withLock { routes in
-            if routes[target] === route { routes[target] = nil }
+            if routes[target] === route {
+                routes[target] = nil
+                generation.add(1, ordering: .releasing)
+            }
         }
     }
 }
@@ -151,7 +184,8 @@ extension GatewayCore {
     package func hotAnswer(_ request: HTTPRequestHead) -> HTTPPreparedResponse? {
         // One clock for the answer's duration and the subscription's last read: two readings per answer.
         let started = clock.now
-        guard request.method == "GET", let target = request.target, let route = hotQueries.route(for: target)
+        guard request.method == "GET", let target = request.target,
+            let route = hotQueries.route(for: target, on: request)
         else { return nil }
         // The parse stage's conditions for an answer that depends on the target alone: no credentials.
         guard !request.hasHeader("Authorization"),

@@ -13,6 +13,11 @@ struct ConnectionHandle: @unchecked Sendable {
         return Unmanaged<ConnectionContext>.fromOpaque(context).takeUnretainedValue().remote(of: self)
     }
 
+    /// The connection's context, if libmicrohttpd has one for it (it does from the connection-started notification).
+    var context: ConnectionContext? {
+        cmhd_connection_socket_context(raw).map { Unmanaged<ConnectionContext>.fromOpaque($0).takeUnretainedValue() }
+    }
+
     /// The raw request-target of the request being parsed (from the URI log callback), handed over once.
     func takePendingTarget() -> String? {
         guard let context = cmhd_connection_socket_context(raw) else { return nil }
@@ -27,6 +32,8 @@ struct ConnectionHandle: @unchecked Sendable {
 final class ConnectionContext: @unchecked Sendable {
     /// The raw request-target of the request being parsed (from the URI log callback).
     var pendingTarget: String?
+    /// What the quick responder keeps with this connection between its requests (``HTTPRequestHead/connectionMemo``).
+    var quickResponderMemo: AnyObject?
     /// The previous request's target: a keep-alive client often asks for the same one again, which then costs no
     /// new `String`.
     private var lastTarget: String?

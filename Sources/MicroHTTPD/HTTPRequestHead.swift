@@ -39,6 +39,14 @@ public struct HTTPRequestHead {
             UnsafeBufferPointer(start: UnsafeRawPointer(value).assumingMemoryBound(to: UInt8.self), count: size))
     }
 
+    /// An object the quick responder keeps with the TCP connection from one of its requests to the next (e.g. what a
+    /// request-target it saw last resolved to), `nil` on a new connection. Read and set on the connection's thread only,
+    /// which a quick responder always runs on; released with the connection.
+    public var connectionMemo: AnyObject? {
+        get { connection.context?.quickResponderMemo }
+        nonmutating set { connection.context?.quickResponderMemo = newValue }
+    }
+
     /// The client's numeric IP address, as ``HTTPRequest/remoteAddress`` gives it.
     public var remoteAddress: String? { connection.remote?.host }
 

@@ -184,7 +184,16 @@ struct GatewayEndToEndTests {
             #expect(
                 metrics.text.contains(
                     #"convex_gateway_http_server_requests_total{route="/query/{function}",status="200"}"#))
-            #expect(metrics.text.contains("convex_gateway_http_server_request_duration_seconds_bucket"))
+            // Bucket bounds in seconds, labelled as Prometheus clients expect them.
+            for bound in ["0.0001", "0.00025", "0.001", "1.0", "10.0", "+Inf"] {
+                #expect(
+                    metrics.text.contains(
+                        #"convex_gateway_http_server_request_duration_seconds_bucket{route="/query/{function}",le="\#(bound)"}"#
+                    ))
+            }
+            #expect(
+                metrics.text.contains(
+                    #"convex_gateway_http_server_request_duration_seconds_count{route="/query/{function}"} 1"#))
             #expect(metrics.text.contains("convex_gateway_sse_active_streams"))
             #expect(metrics.text.contains("convex_gateway_upstream_active_subscriptions"))
             #expect(metrics.text.contains("convex_gateway_upstream_reconnects_total"))

@@ -124,6 +124,40 @@ struct HotQueryTests {
         }
     }
 
+    /// A keep-alive connection keeps its last lookup (HotQueries.ConnectionMemo); it must give way when the target is
+    /// remembered anew.
+    @Test func aKeepAliveConnectionFollowsATargetRememberedAnew() async throws {
+        try await GatewayHarness.run(configure: { $0.keepWarm = .milliseconds(200) }) { h in
+            let target = "/query/messages:list?channel=hot-memo"
+            _ = try await Self.warm(h, target)
+            let port = h.port
+            let connection = try RawConnection(port: port)
+            let request = "GET \(target) HTTP/1.1\r\nHost: x\r\n\r\n"
+            try connection.send(request)
+            #expect(try connection.readResponse().text == "[]")
+            let remembered = try #require(h.gateway.core.hotQueries.route(for: target))
+            let hub = h.gateway.core.hub
+            #expect(await eventually { hub.subscriptionCount == 0 }, "the subscription never expired")
+
+            _ = try await h.post("/mutation/messages:send", json: #"{"body":"later","channel":"hot-memo"}"#)
+            for _ in 0..<3 {
+                try connection.send(request)
+                let response = try connection.readResponse()
+                #expect(response.status == 200)
+                #expect(response.text.contains("later"), "got \(response.text)")
+            }
+            let renewed = try #require(h.gateway.core.hotQueries.route(for: target))
+            #expect(renewed !== remembered)
+            // The same connection's next change is seen too, once the renewed subscription has it.
+            _ = try await h.post("/mutation/messages:send", json: #"{"body":"again","channel":"hot-memo"}"#)
+            #expect(
+                await eventually {
+                    (try? connection.send(request)) != nil
+                        && (try? connection.readResponse().text.contains("again")) == true
+                })
+        }
+    }
+
     @Test func anExpiredSubscriptionIsForgottenAndTheTargetStillAnswers() async throws {
         try await GatewayHarness.run(configure: { $0.keepWarm = .milliseconds(200) }) { h in
             let target = "/query/messages:list?channel=hot-expiry"
