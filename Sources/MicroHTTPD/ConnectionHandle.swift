@@ -9,8 +9,7 @@ struct ConnectionHandle: @unchecked Sendable {
 
     /// The client's address and port (cached per TCP connection); call on the connection's thread.
     var remote: (host: String, port: UInt16)? {
-        guard let context = cmhd_connection_socket_context(raw) else { return nil }
-        return Unmanaged<ConnectionContext>.fromOpaque(context).takeUnretainedValue().remote(of: self)
+        context?.remote(of: self)
     }
 
     /// The connection's context, if libmicrohttpd has one for it (it does from the connection-started notification).
@@ -20,10 +19,9 @@ struct ConnectionHandle: @unchecked Sendable {
 
     /// The raw request-target of the request being parsed (from the URI log callback), handed over once.
     func takePendingTarget() -> String? {
-        guard let context = cmhd_connection_socket_context(raw) else { return nil }
-        let connectionContext = Unmanaged<ConnectionContext>.fromOpaque(context).takeUnretainedValue()
-        defer { connectionContext.pendingTarget = nil }
-        return connectionContext.pendingTarget
+        guard let context else { return nil }
+        defer { context.pendingTarget = nil }
+        return context.pendingTarget
     }
 }
 
