@@ -3,18 +3,11 @@
 /// client's call deadlines and token refreshes read it, and so does every stage of the gateway (`GatewayClock`).
 public struct ElapsedClock: Sendable {
     private let elapsed: @Sendable () -> Duration
-    private let sleeper: @Sendable (Duration) async throws -> Void
     private let deadlineSleeper: @Sendable (Duration) async throws -> Void
 
     public init<C: Clock>(_ clock: C) where C.Duration == Duration {
         let start = clock.now
         elapsed = { start.duration(to: clock.now) }
-        sleeper = { duration in
-            // As a real clock does, and `TestClock` would not: a sleep of no time returns (it would wait for the
-            // test clock to move).
-            guard duration > .zero else { return try Task.checkCancellation() }
-            try await clock.sleep(for: duration)
-        }
         deadlineSleeper = { deadline in
             let instant = start.advanced(by: deadline)
             // A deadline already reached returns here: some clocks (swift-clocks' `TestClock`) would otherwise
@@ -30,10 +23,11 @@ public struct ElapsedClock: Sendable {
     /// Time since this clock was made.
     public var now: Duration { elapsed() }
 
-    /// Sleeps on the clock.
+    /// Sleeps on the clock. A sleep of no time returns at once, as a real clock's does (swift-clocks' `TestClock`
+    /// would hold it until the clock next moves).
     /// - Throws: `CancellationError` when the task is cancelled.
     public func sleep(for duration: Duration) async throws {
-        try await sleeper(duration)
+        try await sleep(until: now + duration)
     }
 
     /// Sleeps until the clock reads `deadline` (a reading of `now`); returns at once when it has passed. Unlike

@@ -131,17 +131,6 @@ final class HotQueries: Sendable {
         }
     }
 
-    /// The route for `target`, from the connection's memo when it still holds, else from the remembered targets
-    /// (and then kept as the connection's memo).
-    func route(for target: String, on request: HTTPRequestHead) -> Route? {
-        let current = generation.load(ordering: .acquiring)
-        if let memo = request.connectionMemo as? ConnectionMemo, memo.generation == current, memo.target == target {
-            return memo.route
-        }
-        guard let route = route(for: target) else { return nil }
-        request.connectionMemo = ConnectionMemo(target: target, route: route, generation: current)
-        return route
-    }
     /// Answers on the hot path are counted like any other `GET /query` answer (200, or 304 to `If-None-Match`).
     let recorder: GatewayMetrics.RequestRecorder
     let notModifiedRecorder: GatewayMetrics.RequestRecorder
@@ -155,6 +144,18 @@ final class HotQueries: Sendable {
 
     func route(for target: String) -> Route? {
         routes.withLock { $0[target] }
+    }
+
+    /// The route for `target`, from the connection's memo when it still holds, else from the remembered targets
+    /// (and then kept as the connection's memo).
+    func route(for target: String, on request: HTTPRequestHead) -> Route? {
+        let current = generation.load(ordering: .acquiring)
+        if let memo = request.connectionMemo as? ConnectionMemo, memo.generation == current, memo.target == target {
+            return memo.route
+        }
+        guard let route = route(for: target) else { return nil }
+        request.connectionMemo = ConnectionMemo(target: target, route: route, generation: current)
+        return route
     }
 
     func remember(_ route: Route, for target: String) {

@@ -79,8 +79,8 @@ typealias URILogCallback =
 /// Records the raw request-target (before libmicrohttpd percent-decodes the path) in the
 /// connection's context; returns NULL so the first access-handler call still sees `*con_cls == NULL`.
 let uriLogThunk: URILogCallback = { _, uri, connection in
-    guard let uri, let connection, let context = cmhd_connection_socket_context(connection) else { return nil }
-    Unmanaged<ConnectionContext>.fromOpaque(context).takeUnretainedValue().noteTarget(uri)
+    guard let uri, let connection else { return nil }
+    ConnectionHandle(raw: connection).context?.noteTarget(uri)
     return nil
 }
 

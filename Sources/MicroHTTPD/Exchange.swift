@@ -72,7 +72,7 @@ final class Exchange: @unchecked Sendable {
     // MARK: libmicrohttpd thread
 
     func firstCall() -> MHD_Result {
-        if server.connectionCount.load(ordering: .relaxed) > server.configuration.connectionLimit {
+        if server.connectionLimitExceeded {
             return queueEarly(.connectionLimitReached)
         }
         if let lengthText = MHD_lookup_connection_value(connection.raw, MHD_ValueKind.HEADER_KIND, "Content-Length") {

@@ -214,7 +214,7 @@ public final class HTTPServer: Sendable {
     /// exceeded (an early 503), or when a `Content-Length` is declared (a body to receive, or an early 413).
     func mayAnswerQuickly(_ connection: ConnectionHandle) -> Bool {
         configuration.quickResponder != nil
-            && connectionCount.load(ordering: .relaxed) <= configuration.connectionLimit
+            && !connectionLimitExceeded
             && MHD_lookup_connection_value(connection.raw, MHD_ValueKind.HEADER_KIND, "Content-Length") == nil
     }
 
@@ -226,6 +226,12 @@ public final class HTTPServer: Sendable {
         return quickResponder(
             HTTPRequestHead(connection: connection, method: method.map { String(cString: $0) } ?? "", target: target))
     }
+
+    /// Whether more connections are open than the configured limit (the headroom above it is for the 503s).
+    var connectionLimitExceeded: Bool {
+        activeConnectionCount > configuration.connectionLimit
+    }
+
     func libraryLogged(_ message: String) {
         lastLibraryMessage.withLock { $0 = message }
         logger.debug("libmicrohttpd message", metadata: ["mhd.message": "\(message)"])

@@ -21,19 +21,15 @@ enum EntityTag {
     /// The same rules over the field's bytes, as the hot path reads them in place.
     static func ifNoneMatch(_ field: UnsafeBufferPointer<UInt8>, matches etag: String, gzip: String? = nil) -> Bool {
         // The usual case, a client sending back the one tag it was given, costs one comparison.
-        if equal(field, etag) { return true }
+        if field.hasSameBytes(as: etag) { return true }
         let gzip = gzip ?? gzipVariant(of: etag)
-        if equal(field, gzip) { return true }
+        if field.hasSameBytes(as: gzip) { return true }
         var found = false
         forEachTag(in: field) { tag in
-            found = tag.elementsEqual("*".utf8) || equal(tag, etag) || equal(tag, gzip)
+            found = tag.elementsEqual("*".utf8) || tag.hasSameBytes(as: etag) || tag.hasSameBytes(as: gzip)
             return !found
         }
         return found
-    }
-
-    private static func equal(_ bytes: UnsafeBufferPointer<UInt8>, _ text: String) -> Bool {
-        bytes.hasSameBytes(as: text)
     }
 
     /// Calls `body` with each member of an entity-tag list (`"a", W/"b"` or `*`), quotes included and `W/` dropped,
