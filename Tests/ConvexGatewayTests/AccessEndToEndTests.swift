@@ -1,3 +1,4 @@
+import Clocks
 import ConvexValues
 import Foundation
 import TestSupport
@@ -145,10 +146,14 @@ struct AccessEndToEndTests {
     }
 
     @Test func rateLimitAnswers429WithRetryAfterPerClient() async throws {
-        try await GatewayHarness.run(configure: {
-            $0.access.rateLimit = 0.2
-            $0.access.rateLimitBurst = 3
-        }) { h in
+        // The gateway's clock stands still: on the real one, a busy machine taking 5 s between the first GET and the
+        // POST would refill a token (0.2 per second) and the POST would go through.
+        try await GatewayHarness.run(
+            configure: {
+                $0.access.rateLimit = 0.2
+                $0.access.rateLimitBurst = 3
+            }, clock: GatewayClock(TestClock<Duration>())
+        ) { h in
             for _ in 0..<3 {
                 #expect(try await h.get("/query/messages:list?channel=rl").status == 200)
             }
