@@ -310,26 +310,24 @@ struct ClientReconnectTests {
     @Test func serverClosingSocketsMidMutationsAppliesEachExactlyOnce() async throws {
         try await withClientAndDeployment { client, deployment in
             let total = 300
-            let closer = Task {
-                for _ in 0..<8 {
-                    try await Task.sleep(for: .milliseconds(15))
-                    deployment.closeSyncConnections()
-                }
-            }
+            let batches = 8
             let results = try await withThrowingTaskGroup(of: ConvexValue.self) { group in
-                for index in 0..<total {
-                    group.addTask {
-                        // Spread over the closing window (8 × 15 ms), so closes land while mutations are in flight
-                        // instead of after a burst that the server has already queued in full.
-                        try await Task.sleep(for: .microseconds(400 * index))
-                        return try await client.mutation("conformance:increment", with: ["name": "closing"])
+                // The mutations start in batches, and once the client has a socket open the server closes it right
+                // after each batch starts: each close lands while that batch is in flight or still to be sent, and
+                // the later batches need a new socket. (A closer on a timer could fire before the client's first
+                // socket was open on a busy machine, and then close nothing.)
+                for batch in 0..<batches {
+                    for _ in (batch * total / batches)..<((batch + 1) * total / batches) {
+                        group.addTask { try await client.mutation("conformance:increment", with: ["name": "closing"]) }
                     }
+                    while deployment.syncConnectionCount == 0 { try await Task.sleep(for: .milliseconds(1)) }
+                    deployment.closeSyncConnections()
+                    try await Task.sleep(for: .milliseconds(15))
                 }
                 var all: [ConvexValue] = []
                 for try await value in group { all.append(value) }
                 return all
             }
-            try await closer.value
             #expect(Set(results).count == total)
             #expect(try deployment.query("conformance:counter", ["name": "closing"]) == .int64(Int64(total)))
             #expect(client.socketsOpened > 1)
