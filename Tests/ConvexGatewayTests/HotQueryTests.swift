@@ -1,3 +1,4 @@
+import Clocks
 import ConvexSyncProtocol
 import ConvexValues
 import Foundation
@@ -127,7 +128,10 @@ struct HotQueryTests {
     /// A keep-alive connection keeps its last lookup (HotQueries.ConnectionMemo); it must give way when the target is
     /// remembered anew.
     @Test func aKeepAliveConnectionFollowsATargetRememberedAnew() async throws {
-        try await GatewayHarness.run(configure: { $0.keepWarm = .milliseconds(200) }) { h in
+        // Keep-warm expiry on a test clock, moved on when the test wants the subscription gone (on the real clock, a
+        // busy machine could expire it between any two steps).
+        let clock = TestClock<Duration>()
+        try await GatewayHarness.run(configure: { $0.keepWarm = .milliseconds(200) }, clock: GatewayClock(clock)) { h in
             let target = "/query/messages:list?channel=hot-memo"
             _ = try await Self.warm(h, target)
             let port = h.port
@@ -137,6 +141,7 @@ struct HotQueryTests {
             #expect(try connection.readResponse().text == "[]")
             let remembered = try #require(h.gateway.core.hotQueries.route(for: target))
             let hub = h.gateway.core.hub
+            await clock.advance(by: .seconds(1))
             #expect(await eventually { hub.subscriptionCount == 0 }, "the subscription never expired")
 
             _ = try await h.post("/mutation/messages:send", json: #"{"body":"later","channel":"hot-memo"}"#)
