@@ -110,3 +110,8 @@ unsigned int cmhd_daemon_flags(struct MHD_Daemon *daemon) {
 enum MHD_Result cmhd_response_set_flags(struct MHD_Response *response, enum MHD_ResponseFlags flags) {
     return MHD_set_response_options(response, flags, MHD_RO_END);
 }
+
+int cmhd_connection_fd(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info == NULL ? -1 : info->connect_fd;
+}

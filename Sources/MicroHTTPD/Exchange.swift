@@ -24,6 +24,8 @@ final class Exchange: @unchecked Sendable {
     var bodyTooLarge = false
     var handlerInvoked = false
     var isParked = false
+    /// The hang-up watch on this request's socket while it is parked.
+    var hangUpWatch: HangUpWatcher.Watch?
 
     init(server: HTTPServer, connection: ConnectionHandle, target: String?, quickResponderTried: Bool = false) {
         self.server = server
@@ -52,6 +54,30 @@ final class Exchange: @unchecked Sendable {
     func responderReleased() {
         if provide(.rejection(.noResponse)) {
             server.logger.error("HTTP handler released its responder without answering")
+        }
+    }
+
+    /// Calls `handler` once if the client leaves while the request waits for its answer (at once if it already has).
+    func onAbandon(_ handler: @escaping @Sendable () -> Void) {
+        if !machine.withLock({ $0.onAbandon(handler) }) { handler() }
+    }
+
+    /// The hang-up watcher's thread: the client closed its side of the connection.
+    func peerHungUp() {
+        let action = machine.withLock { machine -> ExchangeStateMachine.HangUpAction in
+            let action = machine.peerHungUp()
+            if case .resume = action {
+                MHD_resume_connection(connection.raw)
+            }
+            return action
+        }
+        switch action {
+        case .none:
+            break
+        case .resume(let onAbandon):
+            onAbandon?()
+        case .abortStream(let writer):
+            writer.peerHungUp()
         }
     }
 
@@ -127,6 +153,7 @@ final class Exchange: @unchecked Sendable {
         if machine.withLock({ $0.needsParking }) && !isParked {
             if server.park(self) {
                 isParked = true
+                hangUpWatch = server.hangUpWatcher.watch(self)
             } else {
                 // Shutdown already started: this request must neither suspend nor stream on.
                 _ = machine.withLock { $0.shutdown() }
@@ -147,6 +174,9 @@ final class Exchange: @unchecked Sendable {
         switch action {
         case .suspend:
             return MHD_Result.YES
+        case .close(let onAbandon):
+            onAbandon?()
+            return MHD_Result.NO
         case .unexpected:
             server.logger.error("libmicrohttpd called the access handler in an unexpected state")
             return MHD_Result.NO
@@ -163,6 +193,10 @@ final class Exchange: @unchecked Sendable {
     }
 
     func completed(_ code: MHD_RequestTerminationCode) {
+        if let hangUpWatch {
+            server.hangUpWatcher.unwatch(hangUpWatch)
+            self.hangUpWatch = nil
+        }
         if isParked {
             server.unpark(self)
         }

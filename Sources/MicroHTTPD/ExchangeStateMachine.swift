@@ -17,13 +17,17 @@ enum ExchangeOutcome: Sendable {
 /// provided meanwhile is queued by that thread when the handler returns. Otherwise the connection
 /// is suspended (`suspended`); a later `provide` from any thread moves it to `resumed` and asks the
 /// owner to resume, after which libmicrohttpd calls the access handler again and the owner queues
-/// the outcome (`answered`). Shutdown turns a pending request into a 503 and ends streams.
+/// the outcome (`answered`). Shutdown turns a pending request into a 503 and ends streams. A client
+/// that hangs up while its request waits leaves it `abandoned`: the connection is resumed only to be
+/// closed, and a later answer is refused.
 struct ExchangeStateMachine: Sendable {
     enum State: Sendable {
         case handling(ExchangeOutcome?)
         case suspended
         case resumed(ExchangeOutcome)
         case answered(HTTPStreamWriter?)
+        /// The client hung up before an answer was queued: close the connection when it resumes.
+        case abandoned
         case completed
     }
 
@@ -41,8 +45,18 @@ struct ExchangeStateMachine: Sendable {
         case queue(ExchangeOutcome, endStream: Bool)
         /// Suspend the connection (under the lock) until an outcome is provided.
         case suspend
+        /// Close the connection without an answer (the client is gone); then call `onAbandon`, if any.
+        case close(onAbandon: (@Sendable () -> Void)?)
         /// Called in a state where there is nothing to queue.
         case unexpected
+    }
+
+    enum HangUpAction {
+        case none
+        /// The owner must call `MHD_resume_connection` (under the lock) so that libmicrohttpd closes the connection.
+        case resume(onAbandon: (@Sendable () -> Void)?)
+        /// End this stream as a disconnect.
+        case abortStream(HTTPStreamWriter)
     }
 
     enum ShutdownAction {
@@ -53,6 +67,10 @@ struct ExchangeStateMachine: Sendable {
 
     private(set) var state: State = .handling(nil)
     private(set) var shutdownRequested = false
+    /// The client hung up (reported by the hang-up watcher).
+    private(set) var clientGone = false
+    /// Told once if the request is abandoned.
+    private var abandonHandler: (@Sendable () -> Void)?
 
     /// Whether the request may outlive the handler call (so shutdown must know about it).
     var needsParking: Bool {
@@ -70,8 +88,36 @@ struct ExchangeStateMachine: Sendable {
         case .suspended:
             state = .resumed(outcome)
             return .resume
-        case .handling(.some), .resumed, .answered, .completed:
+        case .handling(.some), .resumed, .answered, .abandoned, .completed:
             return .rejected
+        }
+    }
+
+    /// Keeps `handler` to call if the client leaves before the answer; `false` if it already has (call it now).
+    mutating func onAbandon(_ handler: @escaping @Sendable () -> Void) -> Bool {
+        switch state {
+        case .abandoned:
+            return false
+        case .completed where clientGone:
+            return false
+        default:
+            abandonHandler = handler
+            return true
+        }
+    }
+
+    /// The client hung up.
+    mutating func peerHungUp() -> HangUpAction {
+        clientGone = true
+        switch state {
+        case .suspended:
+            state = .abandoned
+            defer { abandonHandler = nil }
+            return .resume(onAbandon: abandonHandler)
+        case .handling(.stream(_, _, let writer)?), .resumed(.stream(_, _, let writer)), .answered(let writer?):
+            return .abortStream(writer)
+        case .handling, .resumed, .answered, .abandoned, .completed:
+            return .none
         }
     }
 
@@ -81,13 +127,18 @@ struct ExchangeStateMachine: Sendable {
             state = .answered(outcome.writer)
             return .queue(outcome, endStream: shutdownRequested)
         case .handling(nil):
+            if clientGone {
+                state = .abandoned
+                defer { abandonHandler = nil }
+                return .close(onAbandon: abandonHandler)
+            }
             if shutdownRequested {
                 state = .answered(nil)
                 return .queue(.rejection(.shuttingDown), endStream: false)
             }
             state = .suspended
             return .suspend
-        case .suspended, .resumed, .answered, .completed:
+        case .suspended, .resumed, .answered, .abandoned, .completed:
             return .unexpected
         }
     }
@@ -98,6 +149,8 @@ struct ExchangeStateMachine: Sendable {
         case .resumed(let outcome):
             state = .answered(outcome.writer)
             return .queue(outcome, endStream: shutdownRequested)
+        case .abandoned:
+            return .close(onAbandon: nil)
         case .handling, .suspended, .answered, .completed:
             return .unexpected
         }
@@ -116,19 +169,22 @@ struct ExchangeStateMachine: Sendable {
             return .resume
         case .resumed(.stream(_, _, let writer)), .answered(let writer?):
             return .finishStream(writer)
-        case .handling, .resumed, .answered, .completed:
+        case .handling, .resumed, .answered, .abandoned, .completed:
             return .none
         }
     }
 
     /// The request is over; returns the stream writer to close, if any.
     mutating func completed() -> HTTPStreamWriter? {
-        defer { state = .completed }
+        defer {
+            state = .completed
+            abandonHandler = nil
+        }
         switch state {
         case .handling(let outcome): return outcome?.writer
         case .resumed(let outcome): return outcome.writer
         case .answered(let writer): return writer
-        case .suspended, .completed: return nil
+        case .suspended, .abandoned, .completed: return nil
         }
     }
 }

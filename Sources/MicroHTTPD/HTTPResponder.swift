@@ -38,6 +38,13 @@ public final class HTTPResponder: Sendable {
         respond(HTTPResponse(status: status, headers: headers, body: body))
     }
 
+    /// Calls `handler` once, on a server thread, if the client closes the connection while the request still waits
+    /// for its answer (at once if it already has): the moment to stop working on it. A later answer is refused. It
+    /// must not block.
+    public func onClientGone(_ handler: @escaping @Sendable () -> Void) {
+        exchange.onAbandon(handler)
+    }
+
     /// Starts a streaming response: `status` and `headers` go out at once, the body is chunked
     /// (`Transfer-Encoding: chunked` for HTTP/1.1 clients; close-delimited for HTTP/1.0) and
     /// written through the returned writer. For Server-Sent Events pass

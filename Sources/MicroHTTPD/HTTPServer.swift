@@ -31,6 +31,8 @@ public final class HTTPServer: Sendable {
     let connectionCount = Atomic<Int>(0)
     private let streamCount = Atomic<Int>(0)
     private let lastLibraryMessage = Mutex<String?>(nil)
+    /// Watches the sockets of waiting requests and idle streams for a client that leaves.
+    let hangUpWatcher = HangUpWatcher()
 
     /// Creates a stopped server.
     /// - Parameters:
@@ -74,6 +76,9 @@ public final class HTTPServer: Sendable {
         }
         guard claimed else { throw .alreadyStarted("the server was already started or stopped") }
         warnIfFileLimitTooLow()
+        if !hangUpWatcher.start() {
+            logger.warning("Could not watch idle streams for clients that leave; they are noticed at their next write")
+        }
         do {
             let (daemon, port) = try startDaemon()
             lifecycle.withLock {
@@ -81,6 +86,7 @@ public final class HTTPServer: Sendable {
                 $0.port = port
             }
         } catch {
+            hangUpWatcher.stop()
             lifecycle.withLock { $0.state = .idle }
             throw error
         }
@@ -173,6 +179,7 @@ public final class HTTPServer: Sendable {
         // Safe: every parked request was resumed and none can suspend again (shuttingDown is set);
         // MHD_stop_daemon processes pending resumes before it checks for suspended connections.
         MHD_stop_daemon(daemon.daemon.raw)
+        hangUpWatcher.stop()
         if listenSocket >= 0 {
             close(listenSocket)
         }

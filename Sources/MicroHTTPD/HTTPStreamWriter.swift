@@ -5,8 +5,8 @@ import Synchronization
 public enum HTTPStreamCloseReason: Sendable, Hashable {
     /// ``HTTPStreamWriter/finish()`` was called and the terminating chunk went out.
     case finished
-    /// The client went away (write or read error, abort). Detected on the next write after the
-    /// disconnect (usually the second), so send heartbeats to bound detection time.
+    /// The client went away: it closed the connection (noticed at once, even while the stream is
+    /// idle), or a write or read failed.
     case clientDisconnected
     /// The connection was idle for longer than ``HTTPServerConfiguration/idleTimeoutSeconds``
     /// while not suspended (e.g. a client that stopped reading).
@@ -131,8 +131,15 @@ public final class HTTPStreamWriter: Sendable {
                 // Check-and-suspend under the lock: a concurrent write sees the flag and resumes.
                 MHD_suspend_connection(connection.raw)
                 return 0
+            case .abort:
+                return Int(MHD_CONTENT_READER_END_WITH_ERROR)
             }
         }
+    }
+
+    /// The client hung up (hang-up watcher's thread): the next read ends the response.
+    func peerHungUp() {
+        _ = perform { $0.peerHungUp() }
     }
 
     /// Ends the stream because the server is shutting down.

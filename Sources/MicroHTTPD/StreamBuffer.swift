@@ -21,6 +21,8 @@ struct StreamBuffer: Sendable {
         case endOfStream
         /// Nothing to send: the owner must call `MHD_suspend_connection` and return 0.
         case suspend
+        /// The client is gone: end the response with an error so that libmicrohttpd closes the connection.
+        case abort
     }
 
     private var messages: [[UInt8]] = []
@@ -35,8 +37,10 @@ struct StreamBuffer: Sendable {
     private(set) var closeReason: HTTPStreamCloseReason?
     /// The stream was ended by server shutdown (reported as ``HTTPStreamCloseReason/serverShutdown``).
     private(set) var endedByShutdown = false
+    /// The client hung up: nothing more is sent, and the next read ends the response.
+    private(set) var clientGone = false
 
-    var acceptsWrites: Bool { !isFinishing && closeReason == nil }
+    var acceptsWrites: Bool { !isFinishing && closeReason == nil && !clientGone }
 
     mutating func write(_ bytes: [UInt8]) -> WriteAction {
         guard acceptsWrites else { return .rejected }
@@ -70,8 +74,21 @@ struct StreamBuffer: Sendable {
         return takeResume()
     }
 
+    /// The client hung up: drop what is queued and have the connection resumed if it is suspended, so that its next
+    /// read ends it.
+    mutating func peerHungUp() -> WriteAction {
+        guard closeReason == nil, !clientGone else { return .rejected }
+        clientGone = true
+        messages = []
+        head = 0
+        headOffset = 0
+        pendingByteCount = 0
+        return takeResume()
+    }
+
     /// Called by libmicrohttpd's content reader on the connection's thread.
     mutating func read(into buffer: UnsafeMutableRawBufferPointer) -> ReadAction {
+        if clientGone { return .abort }
         if pendingByteCount == 0 {
             if isFinishing || closeReason != nil { return .endOfStream }
             isSuspended = true

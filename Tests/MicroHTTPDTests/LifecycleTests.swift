@@ -205,6 +205,74 @@ struct ExchangeStateMachineTests {
         #expect(machine.provide(.response(HTTPResponse())) == .rejected)
     }
 
+    @Test func aHangUpWhileWaitingAbandonsTheRequestOnce() {
+        var machine = ExchangeStateMachine()
+        guard case .suspend = machine.handlerReturned() else {
+            Issue.record("expected suspend")
+            return
+        }
+        let told = Box(0)
+        #expect(machine.onAbandon { told.update { $0 += 1 } })
+        guard case .resume(let onAbandon?) = machine.peerHungUp() else {
+            Issue.record("expected a resume that tells the handler")
+            return
+        }
+        onAbandon()
+        #expect(told.value == 1)
+        guard case .none = machine.peerHungUp() else {
+            Issue.record("a second report must do nothing")
+            return
+        }
+        #expect(machine.provide(.response(HTTPResponse())) == .rejected, "a late answer is refused")
+        guard case .close(nil) = machine.calledAfterResume() else {
+            Issue.record("the resumed connection must be closed without an answer")
+            return
+        }
+        guard case .none = machine.shutdown() else {
+            Issue.record("shutdown has nothing left to do")
+            return
+        }
+        #expect(machine.completed() == nil)
+        #expect(!machine.onAbandon {}, "asking after the fact: the caller runs the handler itself")
+    }
+
+    @Test func aHangUpBeforeTheHandlerReturnsClosesInsteadOfSuspending() {
+        var machine = ExchangeStateMachine()
+        let told = Box(0)
+        _ = machine.onAbandon { told.update { $0 += 1 } }
+        guard case .none = machine.peerHungUp() else {
+            Issue.record("nothing to resume while the handler runs")
+            return
+        }
+        guard case .close(let onAbandon?) = machine.handlerReturned() else {
+            Issue.record("expected close with the abandon handler")
+            return
+        }
+        onAbandon()
+        #expect(told.value == 1)
+    }
+
+    @Test func aHangUpOnAStreamAbortsItsWriterAndLeavesAnswersAlone() {
+        var streaming = ExchangeStateMachine()
+        // Never touched: an aborted stream's writer is resumed only if its own state says it is suspended.
+        let writer = HTTPStreamWriter(connection: ConnectionHandle(raw: OpaquePointer(bitPattern: 1)!))
+        _ = streaming.provide(.stream(status: 200, headers: HTTPHeaders(), writer: writer))
+        _ = streaming.handlerReturned()
+        guard case .abortStream(let aborted) = streaming.peerHungUp() else {
+            Issue.record("expected the stream's writer to abort")
+            return
+        }
+        #expect(aborted === writer)
+
+        var answered = ExchangeStateMachine()
+        _ = answered.provide(.response(HTTPResponse()))
+        _ = answered.handlerReturned()
+        guard case .none = answered.peerHungUp() else {
+            Issue.record("a queued response goes out (or fails) as it is")
+            return
+        }
+    }
+
     @Test func shutdownResolvesSuspendedWith503AndPreventsSuspension() {
         var suspended = ExchangeStateMachine()
         _ = suspended.handlerReturned()

@@ -159,7 +159,7 @@ struct StreamingTests {
         }
     }
 
-    @Test("a client that went away is detected after writes")
+    @Test("a client that went away while writes go on is noticed")
     func clientDisconnect() async throws {
         let collector = WriterCollector()
         try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: collector.handler) {
@@ -268,6 +268,27 @@ struct StreamBufferTests {
         #expect(buffer.close(.finished) == true)
         #expect(buffer.closeReason == .finished)
         #expect(buffer.close(.clientDisconnected) == false)
+    }
+
+    @Test func aHangUpResumesAnIdleStreamWhoseNextReadEndsIt() {
+        var buffer = StreamBuffer()
+        var storage = [UInt8](repeating: 0, count: 8)
+        #expect(storage.withUnsafeMutableBytes { buffer.read(into: $0) } == .suspend)
+        #expect(buffer.peerHungUp() == .acceptedResume)
+        #expect(buffer.peerHungUp() == .rejected, "reported once")
+        #expect(buffer.write([1]) == .rejected)
+        #expect(storage.withUnsafeMutableBytes { buffer.read(into: $0) } == .abort)
+    }
+
+    @Test func aHangUpWhileBytesArePendingDropsThemAndEndsAtTheNextRead() {
+        var buffer = StreamBuffer()
+        _ = buffer.write([1, 2, 3])
+        #expect(buffer.peerHungUp() == .accepted, "not suspended: nothing to resume")
+        #expect(buffer.pendingByteCount == 0)
+        var storage = [UInt8](repeating: 0, count: 8)
+        #expect(storage.withUnsafeMutableBytes { buffer.read(into: $0) } == .abort)
+        #expect(buffer.close(.clientDisconnected) == true)
+        #expect(buffer.peerHungUp() == .rejected, "a closed stream is not resumed")
     }
 
     @Test func shutdownFinishIsReportedAsShutdown() {

@@ -61,6 +61,33 @@ unsigned int cmhd_daemon_flags(struct MHD_Daemon *daemon);
 /// `MHD_set_response_options(r, flags, MHD_RO_END)`.
 enum MHD_Result cmhd_response_set_flags(struct MHD_Response *response, enum MHD_ResponseFlags flags);
 
+/// `MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD)->connect_fd`, or -1.
+int cmhd_connection_fd(struct MHD_Connection *connection);
+
+// MARK: Hang-up watcher
+
+/// Told, on the watcher's thread, the token of a watched socket whose peer hung up (or that failed).
+typedef void (*cmhd_hangup_function)(void *context, uint64_t token);
+
+/// One epoll set and one thread that report when the peer of a watched socket closes its side
+/// (`EPOLLRDHUP`, `EPOLLHUP`, `EPOLLERR`). libmicrohttpd does not watch suspended connections; this does.
+struct cmhd_hangup_watcher;
+
+/// Starts the watcher's thread; `function` is called with `context` for every hang-up, once per watch.
+/// Returns NULL (with errno set) if the epoll set, the wake-up eventfd or the thread cannot be made.
+struct cmhd_hangup_watcher *cmhd_hangup_watcher_start(cmhd_hangup_function function, void *context);
+
+/// Watches `fd` under `token` (not 0) until `cmhd_hangup_watcher_remove`. A peer that already hung up
+/// is reported at once. Returns 0, or -1 with errno set.
+int cmhd_hangup_watcher_add(struct cmhd_hangup_watcher *watcher, int fd, uint64_t token);
+
+/// Stops watching `fd` (still open). A report already taken from the set may still arrive: the owner
+/// matches tokens, not descriptors.
+void cmhd_hangup_watcher_remove(struct cmhd_hangup_watcher *watcher, int fd);
+
+/// Stops the thread, waits for it, and frees the watcher. Not from the watcher's own thread.
+void cmhd_hangup_watcher_stop(struct cmhd_hangup_watcher *watcher);
+
 #ifdef __cplusplus
 }
 #endif
