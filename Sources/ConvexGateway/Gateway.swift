@@ -47,9 +47,11 @@ public final class Gateway: Sendable {
                 }
             return HTTPResponse(core.errorResponse(error, format: configuration.defaultFormat))
         }
-        server = HTTPServer(configuration: http, logger: logger) { request, responder in
+        let server = HTTPServer(configuration: http, logger: logger) { request, responder in
             Self.serve(request, responder, core: core)
         }
+        self.server = server
+        core.metrics.countConnections { server.activeConnectionCount }
     }
 
     /// The bound port once started.
@@ -113,20 +115,24 @@ public final class Gateway: Sendable {
         case .respond(let response):
             responder.respond(HTTPResponse(response))
         case .deferred(let work):
-            Task {
+            let task = Task {
                 switch await work() {
                 case .response(let response):
                     responder.respond(HTTPResponse(response))
                 case .stream(let start):
                     guard let writer = responder.startStream(status: 200, headers: HTTPHeaders(start.headers)) else {
+                        start.notStarted()
                         return
                     }
                     writer.write(start.preamble)
                     let output = HTTPEventStreamOutput(writer: writer)
-                    writer.onClose { _ in start.detach(output) }
+                    // Attached first, so that a stream already over is detached after it, never before.
                     start.attach(output)
+                    writer.onClose { _ in start.detach(output) }
                 }
             }
+            // A long-poll, or a stream waiting for its first results, stops waiting when its client leaves.
+            responder.onClientGone { task.cancel() }
         }
     }
 }

@@ -26,6 +26,14 @@ public struct GatewayConfiguration: Sendable {
     public var maxWaitSeconds = 30
     /// Simultaneous HTTP connections; more get 503.
     public var maxConnections = 10_000
+    /// Open event streams; a new one beyond it gets 503 `Overloaded`. 0 means nine tenths of ``maxConnections``, so
+    /// that streams never take the connections calls and `GET`s need. Never more than ``maxConnections`` − 1.
+    public var maxStreams = 0
+    /// The stream limit in force (``maxStreams``, or its default).
+    public var effectiveMaxStreams: Int {
+        let limit = maxStreams > 0 ? maxStreams : maxConnections * 9 / 10
+        return max(1, min(limit, maxConnections - 1))
+    }
     /// Largest request body accepted; larger gets 413.
     public var maxBodyBytes = 16 << 20
     /// Worker threads of the HTTP server; 0 means one per core.

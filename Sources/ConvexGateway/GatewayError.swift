@@ -126,6 +126,12 @@ extension GatewayError {
         headers: [("Retry-After", "1")]
     )
 
+    /// A new event stream while `--max-streams` are open: the connections left are kept for calls and `GET`s.
+    package static let streamLimitReached = GatewayError(
+        status: 503, code: .overloaded, message: "Stream limit reached; try again later",
+        headers: [("Retry-After", "5")]
+    )
+
     package static let shuttingDown = GatewayError(
         status: 503, code: .shuttingDown, message: "Gateway is shutting down",
         headers: [("Retry-After", "1")]

@@ -8,6 +8,9 @@ import Synchronization
 public final class GatewayMetrics: Sendable {
     package let registry: PrometheusCollectorRegistry
     private let activeStreams: Gauge
+    private let openConnections: Gauge
+    /// Reads the HTTP server's open-connection count when the metrics are rendered.
+    private let connectionCounter = Mutex<(@Sendable () -> Int)?>(nil)
     private let upstreamSubscriptions: Gauge
     private let upstreamReconnects: Counter
     private let requestCounters = Mutex<[RequestKey: Counter]>([:])
@@ -29,6 +32,10 @@ public final class GatewayMetrics: Sendable {
             descriptor: MetricNameDescriptor(
                 namespace: "convex_gateway", subsystem: "sse", metricName: "active", unitName: "streams",
                 helpText: "Server-Sent Event streams currently open"))
+        openConnections = registry.makeGauge(
+            descriptor: MetricNameDescriptor(
+                namespace: "convex_gateway", subsystem: "http", metricName: "open", unitName: "connections",
+                helpText: "TCP connections the HTTP server holds open now, streams and waiting requests included"))
         upstreamSubscriptions = registry.makeGauge(
             descriptor: MetricNameDescriptor(
                 namespace: "convex_gateway", subsystem: "upstream", metricName: "active", unitName: "subscriptions",
@@ -93,8 +100,14 @@ public final class GatewayMetrics: Sendable {
     package func upstreamSubscriptionRemoved() { upstreamSubscriptions.decrement() }
     package func upstreamReconnected() { upstreamReconnects.increment() }
 
+    /// Where the open-connection gauge reads its figure, at each render.
+    package func countConnections(with counter: @escaping @Sendable () -> Int) {
+        connectionCounter.withLock { $0 = counter }
+    }
+
     /// Prometheus text exposition format.
     package func render() -> [UInt8] {
+        if let counter = connectionCounter.withLock({ $0 }) { openConnections.set(Int64(counter())) }
         var out: [UInt8] = []
         registry.emit(into: &out)
         return out

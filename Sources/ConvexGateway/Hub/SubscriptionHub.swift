@@ -182,7 +182,12 @@ package final class SubscriptionHub: Sendable {
             waiter.end(with: nil)
         }
         defer { timer.cancel() }
-        return await waiter.outcome()
+        // The request's task is cancelled when its client leaves: the wait ends, and the sink is detached.
+        return await withTaskCancellationHandler {
+            await waiter.outcome()
+        } onCancel: {
+            waiter.end(with: nil)
+        }
     }
 
     /// Sinks attached now, over every subscription (streams and long-polls).

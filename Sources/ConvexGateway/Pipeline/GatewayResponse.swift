@@ -43,4 +43,6 @@ package struct EventStreamStart: Sendable {
     package var preamble: [UInt8]
     package var attach: @Sendable (any EventStreamOutput) -> Void
     package var detach: @Sendable (any EventStreamOutput) -> Void
+    /// Called instead of `attach` when the stream could not start (its client left while it waited).
+    package var notStarted: @Sendable () -> Void = {}
 }

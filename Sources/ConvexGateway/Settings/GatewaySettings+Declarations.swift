@@ -152,6 +152,12 @@ extension GatewaySettings {
                 .integer(
                     "--max-connections", "GATEWAY_MAX_CONNECTIONS", \.gateway.maxConnections, in: 1...1_000_000,
                     help: "Simultaneous HTTP connections before 503."),
+                .integer(
+                    "--max-streams", "GATEWAY_MAX_STREAMS", \.gateway.maxStreams, in: 0...1_000_000,
+                    note: "nine tenths of the connections",
+                    help:
+                        "Open event streams before a new one gets 503, so that calls and GETs always find a connection."
+                ),
             ])
 
     private static func section(_ section: Setting.Section, _ settings: [Setting]) -> [Setting] {
