@@ -21,9 +21,14 @@
 #   7. JSON Patch deltas (delta): bytes on the wire per change for a live query of a 1,000-document list (one
 #      document inserted, changed, removed), patch vs full value (Benchmarks/delta_bytes.py); then one change fanned
 #      out to DELTA_STREAMS streams of that list, full values vs patches, a fresh gateway each, twice in turn.
-# Usage: Benchmarks/run-gateway.sh [hot|hot-origin|hot-browser|latency|fanout|multi|delta|all]
+#   8. clients that leave (churn): CHURN_RATE streams a second opened on a live query, each dropped after 1 s, for
+#      CHURN_SECONDS; then 6 bursts of CHURN_BURST streams opened and dropped together; the heartbeat is off, and
+#      another client sends mutations and GETs throughout (Benchmarks/stream_churn.py): dead connections held,
+#      time from a client's close to the gateway's release, and that client's answers that were not 200.
+# Usage: Benchmarks/run-gateway.sh [hot|hot-origin|hot-browser|latency|fanout|multi|delta|churn|all]
 #   env: THREADS (default: cores), RUNS=3, DURATION=10s, CONNECTIONS=64, LATENCY_REQUESTS=1000,
 #        STREAMS=10000, SMALL_STREAMS=1000, ROUNDS=5, MULTI_STREAMS=2000, DELTA_STREAMS=5000,
+#        CHURN_RATE=500, CHURN_SECONDS=20, CHURN_BURST=1500,
 #        PIN=1: the wrk comparisons (hot, hot-origin, hot-browser) run the servers on SERVER_CPUS (default 0) and wrk
 #        (one thread) on LOAD_CPUS (default 1), so the load generator cannot take the server's core: on a 2-core
 #        machine, unpinned, the servers and wrk share both cores and the scheduler's choices move the ratios.
@@ -41,6 +46,9 @@ SMALL_STREAMS=${SMALL_STREAMS:-1000}
 ROUNDS=${ROUNDS:-5}
 MULTI_STREAMS=${MULTI_STREAMS:-2000}
 DELTA_STREAMS=${DELTA_STREAMS:-5000}
+CHURN_RATE=${CHURN_RATE:-500}
+CHURN_SECONDS=${CHURN_SECONDS:-20}
+CHURN_BURST=${CHURN_BURST:-1500}
 PIN=${PIN:-0}
 SERVER_CPUS=${SERVER_CPUS:-0}
 LOAD_CPUS=${LOAD_CPUS:-1}
@@ -331,6 +339,17 @@ delta() {
     done
 }
 
+churn() {
+    echo "== 8. clients that leave: streams opened and dropped with the heartbeat off, a client calling meanwhile"
+    start_gateway churn-gateway
+    machine
+    python3 Benchmarks/stream_churn.py "$GW_PORT" "$GW_PID" steady "$CHURN_RATE" "$CHURN_SECONDS" 1
+    machine
+    python3 Benchmarks/stream_churn.py "$GW_PORT" "$GW_PID" bursts "$CHURN_BURST" 6
+    machine
+    stop GW_PID
+}
+
 case "$WHAT" in
     hot) hot ;;
     hot-origin) hot_origin ;;
@@ -339,6 +358,7 @@ case "$WHAT" in
     fanout) fanout ;;
     multi) multi ;;
     delta) delta ;;
-    all) hot; hot_origin; hot_browser; latency; fanout; multi; delta ;;
-    *) echo "usage: $0 [hot|hot-origin|hot-browser|latency|fanout|multi|delta|all]" >&2; exit 2 ;;
+    churn) churn ;;
+    all) hot; hot_origin; hot_browser; latency; fanout; multi; delta; churn ;;
+    *) echo "usage: $0 [hot|hot-origin|hot-browser|latency|fanout|multi|delta|churn|all]" >&2; exit 2 ;;
 esac
