@@ -84,9 +84,11 @@ struct ExchangeStateMachine: Sendable {
         switch state {
         case .handling(nil):
             state = .handling(outcome)
+            abandonHandler = nil
             return .stored
         case .suspended:
             state = .resumed(outcome)
+            abandonHandler = nil
             return .resume
         case .handling(.some), .resumed, .answered, .abandoned, .completed:
             return .rejected
@@ -94,14 +96,17 @@ struct ExchangeStateMachine: Sendable {
     }
 
     /// Keeps `handler` to call if the client leaves before the answer; `false` if it already has (call it now).
+    /// Once an answer is provided there is nothing to abandon: the handler is dropped (with whatever it holds).
     mutating func onAbandon(_ handler: @escaping @Sendable () -> Void) -> Bool {
         switch state {
+        case .handling(nil), .suspended:
+            abandonHandler = handler
+            return true
         case .abandoned:
             return false
         case .completed where clientGone:
             return false
-        default:
-            abandonHandler = handler
+        case .handling(.some), .resumed, .answered, .completed:
             return true
         }
     }

@@ -236,6 +236,20 @@ struct ExchangeStateMachineTests {
         #expect(!machine.onAbandon {}, "asking after the fact: the caller runs the handler itself")
     }
 
+    @Test func anAnswerDropsTheAbandonHandler() {
+        var machine = ExchangeStateMachine()
+        _ = machine.handlerReturned()
+        let told = Box(0)
+        _ = machine.onAbandon { told.update { $0 += 1 } }
+        #expect(machine.provide(.response(HTTPResponse())) == .resume)
+        guard case .none = machine.peerHungUp() else {
+            Issue.record("an answered request has nothing to abandon")
+            return
+        }
+        #expect(machine.onAbandon { told.update { $0 += 1 } }, "not kept, not called")
+        #expect(told.value == 0)
+    }
+
     @Test func aHangUpBeforeTheHandlerReturnsClosesInsteadOfSuspending() {
         var machine = ExchangeStateMachine()
         let told = Box(0)
