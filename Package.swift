@@ -60,7 +60,16 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
-        .testTarget(name: "HTTPFetchTests", dependencies: ["HTTPFetch"]),
+        .testTarget(
+            name: "HTTPFetchTests",
+            dependencies: [
+                "HTTPFetch",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
         .target(
             name: "Convex",
             dependencies: [

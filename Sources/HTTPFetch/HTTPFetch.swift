@@ -9,22 +9,26 @@ import NIOSSL
 ///
 /// Redirects (301, 302, 303, 307, 308) are followed up to five times; a 303, or a 301/302 answering a POST, turns the
 /// request into a body-less GET, as browsers do. The whole exchange, redirects included, is bounded by `timeout`, and
-/// the body by `maxBodyBytes`.
+/// the body by `maxBodyBytes`. `tls` replaces the default client configuration (full verification against the
+/// system's trust roots) for https URLs.
 package func httpFetch(
     _ method: HTTPMethod = .GET,
     _ url: String,
     headers: [(String, String)] = [],
     body: [UInt8]? = nil,
     timeout: Duration = .seconds(10),
-    maxBodyBytes: Int = 8 << 20
+    maxBodyBytes: Int = 8 << 20,
+    tls: TLSConfiguration? = nil
 ) async throws(HTTPFetchError) -> HTTPFetchResponse {
     let host = URLComponents(string: url)?.host ?? url
     do {
         return try await withThrowingTaskGroup(of: HTTPFetchResponse.self) { group in
             group.addTask {
                 var request = FetchTarget.Request(method: method, url: url, headers: headers, body: body)
+                let tlsContext = try tls.map { try NIOSSLContext(configuration: $0) }
                 for _ in 0...5 {
-                    let response = try await fetchOnce(request, connectTimeout: timeout, maxBodyBytes: maxBodyBytes)
+                    let response = try await fetchOnce(
+                        request, tlsContext: tlsContext, connectTimeout: timeout, maxBodyBytes: maxBodyBytes)
                     guard let next = request.following(response) else { return response }
                     request = next
                 }
@@ -103,10 +107,10 @@ private let sharedTLSContext: Result<NIOSSLContext, any Error> = Result {
 
 /// One exchange. A connection attempt is not cancellable, hence bounded by itself; the rest ends with the task.
 private func fetchOnce(
-    _ request: FetchTarget.Request, connectTimeout: Duration, maxBodyBytes: Int
+    _ request: FetchTarget.Request, tlsContext: NIOSSLContext?, connectTimeout: Duration, maxBodyBytes: Int
 ) async throws -> HTTPFetchResponse {
     let target = try FetchTarget(request.url)
-    let tlsContext = target.tls ? try sharedTLSContext.get() : nil
+    let tlsContext = target.tls ? try tlsContext ?? sharedTLSContext.get() : nil
     let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
         .connectTimeout(TimeAmount(connectTimeout))
         .connect(host: target.host, port: target.port) { channel in

@@ -1,6 +1,7 @@
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 
 /// A request as the loopback server saw it.
 struct ReceivedRequest: Sendable {
@@ -11,14 +12,17 @@ struct ReceivedRequest: Sendable {
 /// What the loopback server answers: a status, headers and a body, or `nil` to keep the connection open and silent.
 typealias Responder = @Sendable (ReceivedRequest) -> (HTTPResponseStatus, [(String, String)], [UInt8])?
 
-/// Runs an HTTP/1.1 server on 127.0.0.1 (an ephemeral port) for the duration of `body`.
+/// Runs an HTTP/1.1 server on 127.0.0.1 (an ephemeral port), over TLS with `tls`, for the duration of `body`.
 func withLoopbackServer<Result: Sendable>(
-    _ respond: @escaping Responder, _ body: @Sendable (_ port: Int) async throws -> Result
+    tls: NIOSSLContext? = nil, _ respond: @escaping Responder, _ body: @Sendable (_ port: Int) async throws -> Result
 ) async throws -> Result {
     let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
         .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
         .bind(host: "127.0.0.1", port: 0) { channel in
             channel.eventLoop.makeCompletedFuture {
+                if let tls {
+                    try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls))
+                }
                 try channel.pipeline.syncOperations.configureHTTPServerPipeline()
                 return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
                     wrappingChannelSynchronously: channel)
