@@ -50,11 +50,32 @@ let package = Package(
         // MARK: Sync protocol and client
         .target(name: "ConvexSyncProtocol", dependencies: ["ConvexValues"]),
         .testTarget(name: "ConvexSyncProtocolTests", dependencies: ["ConvexSyncProtocol", "ConvexValues"]),
+        // One HTTP/1.1 request over SwiftNIO: the few plain fetches, without FoundationNetworking (libcurl).
+        .target(
+            name: "HTTPFetch",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
+        .testTarget(
+            name: "HTTPFetchTests",
+            dependencies: [
+                "HTTPFetch",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
         .target(
             name: "Convex",
             dependencies: [
                 "ConvexValues",
                 "ConvexSyncProtocol",
+                "HTTPFetch",
                 .product(name: "WebSocketKit", package: "websocket-kit"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -84,6 +105,7 @@ let package = Package(
             dependencies: [
                 "ConvexValues",
                 "ConvexSyncProtocol",
+                "HTTPFetch",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "JWTKit", package: "jwt-kit"),

@@ -1,11 +1,8 @@
 import ConvexValues
 import Foundation
+import HTTPFetch
 import JWTKit
 import Synchronization
-
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
 
 /// The verification keys of one provider: parsed once from a `data:` URI or `file:` path, or fetched over HTTP (for
 /// OIDC through discovery) when a token needs them and kept for ``AuthProvider/keyCacheLifetime``.
@@ -138,12 +135,12 @@ final class ProviderKeys: Sendable {
             response = try await httpGet(url)
         } catch {
             throw .invalidAuthHeader(
-                "Could not fetch JWKS from URL '\(url)': \(error.localizedDescription). Check that the URL is correct and accessible."
+                "Could not fetch JWKS from URL '\(url)': \(error). Check that the URL is correct and accessible."
             )
         }
         guard response.status == 200 else {
             throw .invalidAuthHeader(
-                "Could not fetch JWKS from URL '\(url)': HTTP \(response.status) \(HTTPURLResponse.localizedString(forStatusCode: response.status).capitalized). Check that the URL is correct and accessible."
+                "Could not fetch JWKS from URL '\(url)': HTTP \(response.status) \(response.reasonPhrase). Check that the URL is correct and accessible."
             )
         }
         let contentType = response.contentType ?? "unknown"
@@ -190,17 +187,15 @@ final class ProviderKeys: Sendable {
 
 struct HTTPGetResponse: Sendable {
     var status: Int
+    var reasonPhrase: String
     var contentType: String?
     var body: Data
 }
 
 /// One HTTP GET with a 10 s timeout.
-func httpGet(_ url: String) async throws -> HTTPGetResponse {
-    guard let target = URL(string: url) else { throw URLError(.badURL) }
-    var request = URLRequest(url: target, timeoutInterval: 10)
-    request.setValue("application/json", forHTTPHeaderField: "Accept")
-    let (data, response) = try await URLSession.shared.data(for: request)
-    guard let http = response as? HTTPURLResponse else { throw URLError(.badServerResponse) }
+func httpGet(_ url: String) async throws(HTTPFetchError) -> HTTPGetResponse {
+    let response = try await httpFetch(.GET, url, headers: [("Accept", "application/json")], timeout: .seconds(10))
     return HTTPGetResponse(
-        status: http.statusCode, contentType: http.value(forHTTPHeaderField: "Content-Type"), body: data)
+        status: response.status, reasonPhrase: response.reasonPhrase, contentType: response.header("Content-Type"),
+        body: Data(response.body))
 }
