@@ -90,7 +90,7 @@ import Testing
 
     @Test func aPatchIsMadeOnlyWhenSmallerThanHalfTheValue() {
         func snapshot(_ value: ConvexValue, _ hash: UInt64) -> SubscriptionHub.Snapshot {
-            SubscriptionHub.Snapshot(id: "1-\(String(hash, radix: 16))", hash: hash, result: .value(value))
+            SubscriptionHub.Snapshot(id: "1-\(String(hash, radix: 16))", sequence: 1, hash: hash, result: .value(value))
         }
         let old = ConvexValue.array(Self.list(1000))
         let inserted = ConvexValue.array([Self.document(1000)] + Self.list(1000))
@@ -111,7 +111,8 @@ import Testing
                 from: snapshot(old, 1), to: snapshot(renumbered, 2), body: renumbered.json(mode: .plain)
             ) { $0.json(mode: .plain) } == nil)
         // A failure on either side: no patch.
-        let failure = SubscriptionHub.Snapshot(id: "2-3", hash: 3, result: .failure(.unauthenticated("expired")))
+        let failure = SubscriptionHub.Snapshot(
+            id: "2-3", sequence: 2, hash: 3, result: .failure(.unauthenticated("expired")))
         #expect(ValueDelta.patch(from: failure, to: snapshot(inserted, 4), body: body) { $0.json(mode: .plain) } == nil)
     }
 }

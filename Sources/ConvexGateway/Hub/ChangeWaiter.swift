@@ -21,8 +21,8 @@ final class ChangeWaiter: EventSink {
         self.heldHash = heldHash
     }
 
-    func deliver(_ update: SubscriptionUpdate) {
-        if update.hash != heldHash { end(with: update) }
+    func deliver(_ transition: StreamTransition) {
+        if let update = transition.changes.last?.update, update.hash != heldHash { end(with: update) }
     }
 
     func finish() { end(with: nil) }

@@ -28,12 +28,29 @@ package final class SubscriptionHub: Sendable {
         }
     }
 
-    /// The current result of a subscription with its event id.
+    /// A subscription's current result, with its event id.
     package struct Snapshot: Sendable {
+        /// `<sequence>-<hash in hex>`: the resume id of a one-subscription stream holding this result.
         package var id: String
+        /// Grows with every change of the subscription (and with the wall clock, across restarts).
+        package var sequence: UInt64
         /// Identifies the result: equal results have equal hashes.
         package var hash: UInt64
         package var result: UpstreamResult
+    }
+
+    /// One subscription of a stream, as it attaches.
+    package struct Member: Sendable {
+        package var key: Key
+        package var args: ConvexValue
+        /// The hash of the result the client holds (from its `Last-Event-ID`): not sent again while it is current.
+        package var held: UInt64?
+
+        package init(key: Key, args: ConvexValue, held: UInt64? = nil) {
+            self.key = key
+            self.args = args
+            self.held = held
+        }
     }
 
     package enum AttachError: Error, Sendable {
@@ -41,10 +58,20 @@ package final class SubscriptionHub: Sendable {
         case shuttingDown
     }
 
+    /// The upstream query set of one identity, with the task that reads its transitions.
+    private struct QuerySet {
+        let generation: UInt64
+        let set: any UpstreamQuerySet
+        var task: Task<Void, Never>?
+        /// The entry of each member token (the entry's generation).
+        var members: [UInt64: Key] = [:]
+    }
+
     private struct Locked {
         var hub: HubState
-        /// The running upstream subscription of each entry, with the entry's generation.
-        var tasks: [Key: (generation: UInt64, task: Task<Void, Never>)] = [:]
+        /// Per identity, the query set that holds its entries' upstream subscriptions.
+        var querySets: [String: QuerySet] = [:]
+        var nextQuerySet: UInt64 = 1
         var waiters: [UInt64: CheckedContinuation<Snapshot?, Never>] = [:]
         var nextWaiter: UInt64 = 1
     }
@@ -137,24 +164,23 @@ package final class SubscriptionHub: Sendable {
 
     // MARK: SSE
 
-    /// Attaches a sink: it gets the current result at once (unless `skipHash` shows the client already has it),
-    /// then one update per change, until `detach`.
+    /// Attaches a stream's subscriptions (all of one identity, on `upstream`): the stream gets the current result of
+    /// every member at once, all from one snapshot (except those whose `held` hash shows the client has it), then one
+    /// delivery per upstream transition that changes any of them, until `detach`.
     package func attach(
-        _ sink: any EventSink, to key: Key, args: ConvexValue, upstream: any ConvexUpstream, skipHash: UInt64?
+        _ sink: any EventSink, members: [Member], upstream: any ConvexUpstream
     ) throws(AttachError) {
-        let initial = try state.withLock { locked throws(AttachError) -> Snapshot? in
-            let (initial, actions) = try locked.hub.attach(
-                sink, to: key, args: args, skipHash: skipHash, now: clock.now)
+        let initial = try state.withLock { locked throws(AttachError) -> HubState.Delivery? in
+            let (initial, actions) = try locked.hub.attach(sink, members: members, now: clock.now)
             startUpstream(actions, &locked, upstream: upstream)
             return initial
         }
-        if let initial {
-            sink.deliver(update(for: key, snapshot: initial, format: sink.format))
-        }
+        if let initial { perform([.deliver(initial, to: sink)]) }
     }
 
-    package func detach(_ sink: any EventSink, from key: Key) {
-        state.withLock { _ = $0.hub.detach(ObjectIdentifier(sink), from: key, now: clock.now) }
+    /// Detaches a stream; `members` are the keys of its subscriptions, in the order they were attached.
+    package func detach(_ sink: any EventSink, members: [Key]) {
+        state.withLock { _ = $0.hub.detach(ObjectIdentifier(sink), members: members, now: clock.now) }
     }
 
     // MARK: Long-poll
@@ -172,11 +198,11 @@ package final class SubscriptionHub: Sendable {
         let deadline = clock.now + timeout
         let waiter = ChangeWaiter(format: format, heldHash: heldHash)
         do {
-            try attach(waiter, to: key, args: args, upstream: upstream, skipHash: heldHash)
+            try attach(waiter, members: [Member(key: key, args: args, held: heldHash)], upstream: upstream)
         } catch {
             return nil
         }
-        defer { detach(waiter, from: key) }
+        defer { detach(waiter, members: [key]) }
         let timer = Task { [clock] in
             guard (try? await clock.sleep(until: deadline)) != nil else { return }
             waiter.end(with: nil)
@@ -233,31 +259,46 @@ package final class SubscriptionHub: Sendable {
 
     // MARK: Carrying out actions
 
-    /// Starts the upstream subscriptions among `actions` (under the lock, so a later `unsubscribe` finds the task).
+    /// Adds the upstream subscriptions among `actions` to their identity's query set, made (with the task that reads
+    /// it) if the identity has none (under the lock, so a later `unsubscribe` finds the member).
     private func startUpstream(_ actions: [HubState.Action], _ locked: inout Locked, upstream: any ConvexUpstream) {
         for case .subscribe(let key, let generation, let args) in actions {
-            let function = key.function
-            locked.tasks[key] = (
-                generation,
-                Task { [weak self] in
-                    for await result in upstream.subscribe(function, args: args) {
+            let identity = key.identity
+            if locked.querySets[identity] == nil {
+                let setGeneration = locked.nextQuerySet
+                locked.nextQuerySet += 1
+                let set = upstream.makeQuerySet()
+                var querySet = QuerySet(generation: setGeneration, set: set)
+                querySet.task = Task { [weak self] in
+                    for await transition in set.transitions {
                         guard let self else { return }
-                        self.receive(result, key: key, generation: generation)
+                        self.receive(transition, identity: identity, querySet: setGeneration)
                     }
-                    self?.upstreamEnded(key: key, generation: generation)
+                    self?.querySetEnded(identity: identity, generation: setGeneration)
                 }
-            )
+                locked.querySets[identity] = querySet
+            }
+            locked.querySets[identity]!.members[generation] = key
+            locked.querySets[identity]!.set.add(generation, key.function, args: args)
             metrics.upstreamSubscriptionAdded()
-            logger.debug("upstream subscription opened", metadata: ["convex.function": "\(function)"])
+            logger.debug("upstream subscription opened", metadata: ["convex.function": "\(key.function)"])
         }
     }
 
-    /// Cancels the upstream subscriptions among `actions` (under the lock).
+    /// Removes the upstream subscriptions among `actions` from their query sets; a set left empty is closed (under
+    /// the lock).
     private func stopUpstream(_ actions: [HubState.Action], _ locked: inout Locked) {
         for case .unsubscribe(let key, let generation) in actions {
-            guard let running = locked.tasks[key], running.generation == generation else { continue }
-            locked.tasks[key] = nil
-            running.task.cancel()
+            let identity = key.identity
+            guard locked.querySets[identity]?.members.removeValue(forKey: generation) != nil,
+                let querySet = locked.querySets[identity]
+            else { continue }
+            querySet.set.remove(generation)
+            if querySet.members.isEmpty {
+                locked.querySets[identity] = nil
+                querySet.task?.cancel()
+                querySet.set.close()
+            }
             metrics.upstreamSubscriptionRemoved()
             logger.debug("upstream subscription closed", metadata: ["convex.function": "\(key.function)"])
         }
@@ -265,6 +306,9 @@ package final class SubscriptionHub: Sendable {
 
     /// Carries out the actions that happen outside the lock: waking waiters, delivering events, ending streams.
     private func perform(_ actions: [HubState.Action]) {
+        // Rendered once per result and output mode; a patch once per change and mode, only if a stream reads patches.
+        var rendered: [RenderedKey: SubscriptionUpdate] = [:]
+        var patched: Set<RenderedKey> = []
         for action in actions {
             switch action {
             case .subscribe, .unsubscribe:
@@ -274,43 +318,61 @@ package final class SubscriptionHub: Sendable {
                     waiters.compactMap { locked.waiters.removeValue(forKey: $0) }
                 }
                 for continuation in continuations { continuation.resume(returning: snapshot) }
-            case .deliver(let snapshot, let previous, let key, let sinks):
-                // Rendered once per output mode; the patch once per mode too, and only if a stream reads patches.
-                var rendered: [OutputFormat: SubscriptionUpdate] = [:]
-                var patched: Set<OutputFormat> = []
-                for sink in sinks {
-                    let format = sink.format
-                    var update = rendered[format] ?? update(for: key, snapshot: snapshot, format: format)
-                    if sink.wantsPatches, let previous, patched.insert(format).inserted {
-                        update.patch = ValueDelta.patch(from: previous, to: snapshot, body: update.body) {
+            case .deliver(let delivery, let sink):
+                let format = sink.format
+                let changes = delivery.changes.map { change -> StreamTransition.Change in
+                    let renderedKey = RenderedKey(key: change.key, snapshot: change.snapshot.id, format: format)
+                    var update =
+                        rendered[renderedKey] ?? update(for: change.key, snapshot: change.snapshot, format: format)
+                    if sink.wantsPatches, let previous = change.previous, patched.insert(renderedKey).inserted {
+                        update.patch = ValueDelta.patch(from: previous, to: change.snapshot, body: update.body) {
                             render($0, format)
                         }
                     }
-                    rendered[format] = update
-                    sink.deliver(update)
+                    rendered[renderedKey] = update
+                    return StreamTransition.Change(member: change.member, update: update)
                 }
+                sink.deliver(StreamTransition(ts: delivery.ts, changes: changes))
             case .finish(let sinks):
                 for sink in sinks { sink.finish() }
             }
         }
     }
 
-    private func receive(_ result: UpstreamResult, key: Key, generation: UInt64) {
-        let hash = Self.hash(of: result)
+    private struct RenderedKey: Hashable {
+        var key: Key
+        var snapshot: String
+        var format: OutputFormat
+    }
+
+    /// A transition of the query set `querySet` of `identity`.
+    private func receive(_ transition: UpstreamTransition, identity: String, querySet: UInt64) {
+        // Hashed before taking the lock: hashing reads the whole value.
+        let hashes = transition.changes.map { Self.hash(of: $0.result) }
         let wallMilliseconds = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
-        let actions = state.withLock { locked in
-            locked.hub.receive(
-                result, hash: hash, key: key, generation: generation, wallMilliseconds: wallMilliseconds,
+        let actions = state.withLock { locked -> [HubState.Action] in
+            guard let set = locked.querySets[identity], set.generation == querySet else { return [] }
+            var changes: [HubState.Change] = []
+            for (change, hash) in zip(transition.changes, hashes) {
+                guard let key = set.members[change.token] else { continue }
+                changes.append(HubState.Change(key: key, generation: change.token, result: change.result, hash: hash))
+            }
+            return locked.hub.receive(
+                ts: transition.ts, identity: identity, changes: changes, wallMilliseconds: wallMilliseconds,
                 now: clock.now)
         }
         perform(actions)
     }
 
-    private func upstreamEnded(key: Key, generation: UInt64) {
+    /// The query set's transitions ended without it being closed (its connection closed, or refused the
+    /// credentials): every entry it held ends, so that streams reconnect and resubscribe.
+    private func querySetEnded(identity: String, generation: UInt64) {
         let actions = state.withLock { locked -> [HubState.Action] in
-            let actions = locked.hub.upstreamEnded(key, generation: generation)
-            if let running = locked.tasks[key], running.generation == generation {
-                locked.tasks[key] = nil
+            guard let set = locked.querySets[identity], set.generation == generation else { return [] }
+            locked.querySets[identity] = nil
+            var actions: [HubState.Action] = []
+            for (token, key) in set.members {
+                actions += locked.hub.upstreamEnded(key, generation: token)
                 metrics.upstreamSubscriptionRemoved()
             }
             return actions
@@ -363,10 +425,5 @@ package final class SubscriptionHub: Sendable {
             hasher.combine(Array(String(describing: failure).utf8))
         }
         return hasher.value
-    }
-
-    static func hash(fromEventID id: String) -> UInt64? {
-        guard let dash = id.lastIndex(of: "-") else { return nil }
-        return UInt64(id[id.index(after: dash)...], radix: 16)
     }
 }

@@ -44,15 +44,17 @@ extension GatewayCore {
                 let input = ArgumentStage.Input.query(request.query)
                 let args = try arguments(input, for: function)
                 if request.wantsEventStream {
-                    return .deferred { [self] in await startStream(request, context, function, args) }
+                    let subscription = StreamSubscription(id: nil, function: function, args: args)
+                    return .deferred { [self] in await startStream(request, context, [subscription]) }
                 }
                 return hotOrColdQuery(request, context, function, input, args, specGeneration: specGeneration)
             case .subscribe(let function):
                 let args = try arguments(.query(request.query), for: function)
-                return .deferred { [self] in await startStream(request, context, function, args) }
+                let subscription = StreamSubscription(id: nil, function: function, args: args)
+                return .deferred { [self] in await startStream(request, context, [subscription]) }
             case .subscribeMany:
                 let subscriptions = try streamSubscriptions(request)
-                return .deferred { [self] in await startMultiStream(request, context, subscriptions) }
+                return .deferred { [self] in await startStream(request, context, subscriptions) }
             case .streamTickets:
                 return .respond(finish(try streamTicket(for: request), context))
             case .mutation(let function), .action(let function):

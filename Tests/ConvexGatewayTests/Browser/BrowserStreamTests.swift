@@ -42,9 +42,8 @@ struct BrowserStreamTests {
                   }
                   const values = {}, errors = [];
                   const source = new EventSource(`/subscribe?${params}`);
-                  source.addEventListener("value", (event) => {
-                    const { sub, value } = JSON.parse(event.data);
-                    (values[sub] ??= []).push(value);
+                  source.addEventListener("transition", (event) => {
+                    for (const { sub, value } of JSON.parse(event.data).changes) (values[sub] ??= []).push(value);
                     changed();
                   });
                   source.addEventListener("error", (event) => { if (event.data) errors.push(event.data); });
@@ -174,8 +173,9 @@ struct BrowserStreamTests {
                   globalThis.EventSource = class extends Native {
                     constructor(...args) { super(...args); opened += 1; }
                     addEventListener(type, listener, options) {
-                      if (type !== "patch") return super.addEventListener(type, listener, options);
+                      if (type !== "transition") return super.addEventListener(type, listener, options);
                       return super.addEventListener(type, (event) => {
+                        if (!JSON.parse(event.data).changes.some((change) => change.ops)) return listener(event);
                         patches += 1;
                         if (dropNext) { dropNext = false; dropped += 1; return; }
                         listener(event);
