@@ -12,14 +12,14 @@ import Testing
     /// The update from `old` to `new`, with its patch as the hub makes it.
     func update(from old: (ConvexValue, UInt64)?, to new: ConvexValue, hash: UInt64) -> SubscriptionUpdate {
         let body = new.json(mode: .plain)
-        let snapshot = SubscriptionHub.Snapshot(
+        let current = SubscriptionHub.CurrentResult(
             id: "1-\(String(hash, radix: 16))", sequence: 1, hash: hash, result: .value(new))
         var update = SubscriptionUpdate(
-            snapshot: snapshot, hash: hash, body: body, event: ServerSentEvent(id: snapshot.id, data: body).encoded())
+            current: current, hash: hash, body: body, event: ServerSentEvent(id: current.id, data: body).encoded())
         if let old {
-            let previous = SubscriptionHub.Snapshot(
+            let previous = SubscriptionHub.CurrentResult(
                 id: "0-\(String(old.1, radix: 16))", sequence: 0, hash: old.1, result: .value(old.0))
-            update.patch = ValueDelta.patch(from: previous, to: snapshot, body: body) { $0.json(mode: .plain) }
+            update.patch = ValueDelta.patch(from: previous, to: current, body: body) { $0.json(mode: .plain) }
         }
         return update
     }

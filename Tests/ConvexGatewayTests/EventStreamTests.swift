@@ -39,7 +39,7 @@ final class RecordingOutput: EventStreamOutput {
     func update(_ value: ConvexValue, hash: UInt64, sequence: UInt64 = 1) -> SubscriptionUpdate {
         let body = value.json(mode: .plain)
         return SubscriptionUpdate(
-            snapshot: .init(
+            current: .init(
                 id: "\(sequence)-\(String(hash, radix: 16))", sequence: sequence, hash: hash, result: .value(value)),
             hash: hash, body: body, event: ServerSentEvent(data: body).encoded())
     }
@@ -47,7 +47,7 @@ final class RecordingOutput: EventStreamOutput {
     func failure(_ failure: UpstreamFailure, hash: UInt64) -> SubscriptionUpdate {
         let body = failure.gatewayError.body { $0.json(mode: .plain) }
         return SubscriptionUpdate(
-            snapshot: .init(id: "1-\(String(hash, radix: 16))", sequence: 1, hash: hash, result: .failure(failure)),
+            current: .init(id: "1-\(String(hash, radix: 16))", sequence: 1, hash: hash, result: .failure(failure)),
             hash: hash, body: body, event: ServerSentEvent(event: "error", data: body).encoded())
     }
 
@@ -105,12 +105,12 @@ final class RecordingOutput: EventStreamOutput {
         let first = stream(["a", "b", "c"], before)
         first.deliver(transition(1, (0, update(1.0, hash: 1)), (1, update(2.0, hash: 2)), (2, update(3.0, hash: 3))))
         let lastID = try #require(before.events.last?.id)
-        #expect(stream(["a", "b", "c"], RecordingOutput(), resume: lastID).resumed == [1, 2, 3])
+        #expect(stream(["a", "b", "c"], RecordingOutput(), resume: lastID).held == [1, 2, 3])
 
         // An id of another stream (another subscription count, garbage) holds nothing: everything is sent.
         for foreign in ["1-abc", lastID + "x", lastID + ".", "1-.", "x-1.2.3", "1-1.2.10000000000000000"] {
             #expect(
-                stream(["a", "b", "c"], RecordingOutput(), resume: foreign).resumed == [nil, nil, nil], "\(foreign)")
+                stream(["a", "b", "c"], RecordingOutput(), resume: foreign).held == [nil, nil, nil], "\(foreign)")
         }
     }
 
@@ -152,7 +152,7 @@ final class RecordingOutput: EventStreamOutput {
         let output = RecordingOutput()
         let stream = EventStream(
             framing: .function, count: 1, format: .plain, output: output, limit: 1 << 20, resumeFrom: "5-abc")
-        #expect(stream.resumed == [0xABC])
+        #expect(stream.held == [0xABC])
         let value = update("v", hash: 1)
         stream.deliver(transition(1, (0, value)))
         #expect(output.events.map(\.data) == [#""v""#])

@@ -18,14 +18,14 @@ import Testing
     }
 
     /// The results delivered, each with the number of streams it went to.
-    func delivered(_ actions: [HubState.Action]) -> [(SubscriptionHub.Snapshot, Int)] {
-        var delivered: [(SubscriptionHub.Snapshot, Int)] = []
+    func delivered(_ actions: [HubState.Action]) -> [(SubscriptionHub.CurrentResult, Int)] {
+        var delivered: [(SubscriptionHub.CurrentResult, Int)] = []
         for case .deliver(let delivery, _) in actions {
             for change in delivery.changes {
-                if let index = delivered.firstIndex(where: { $0.0.id == change.snapshot.id }) {
+                if let index = delivered.firstIndex(where: { $0.0.id == change.current.id }) {
                     delivered[index].1 += 1
                 } else {
-                    delivered.append((change.snapshot, 1))
+                    delivered.append((change.current, 1))
                 }
             }
         }
@@ -36,16 +36,16 @@ import Testing
     func deliveries(_ actions: [HubState.Action]) -> [(sink: ObjectIdentifier, ts: UInt64, changes: [String])] {
         actions.compactMap {
             guard case .deliver(let delivery, let sink) = $0 else { return nil }
-            return (ObjectIdentifier(sink), delivery.ts, delivery.changes.map { "\($0.member):\($0.snapshot.id)" })
+            return (ObjectIdentifier(sink), delivery.ts, delivery.changes.map { "\($0.member):\($0.current.id)" })
         }
     }
 
     @Test func theFirstReaderSubscribesAndLaterReadersShare() throws {
         var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
-        let (initial, actions) = try hub.attach(RecordingSink(), to: key, args: [:], skipHash: nil, now: .zero)
+        let (initial, actions) = try hub.attach(RecordingSink(), to: key, args: [:], held: nil, now: .zero)
         #expect(initial == nil)
         #expect(subscribed(actions) == [1])
-        let (_, again) = try hub.attach(RecordingSink(), to: key, args: [:], skipHash: nil, now: .zero)
+        let (_, again) = try hub.attach(RecordingSink(), to: key, args: [:], held: nil, now: .zero)
         #expect(again.isEmpty)
         guard case .waiting(let waitActions) = hub.wait(7, for: key, args: [:], now: .zero) else {
             Issue.record("a GET before the first result waits")
@@ -68,14 +68,14 @@ import Testing
 
     @Test func aLastEventIDWithTheCurrentHashSkipsTheFirstEventOnly() throws {
         var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
-        _ = try hub.attach(RecordingSink(), to: key, args: [:], skipHash: nil, now: .zero)
+        _ = try hub.attach(RecordingSink(), to: key, args: [:], held: nil, now: .zero)
         _ = hub.receive(.value("a"), hash: 5, key: key, generation: 1, wallMilliseconds: 1, now: .zero)
-        #expect(try hub.attach(RecordingSink(), to: key, args: [:], skipHash: 5, now: .zero).initial == nil)
-        #expect(try hub.attach(RecordingSink(), to: key, args: [:], skipHash: 6, now: .zero).initial?.id == "1-5")
+        #expect(try hub.attach(RecordingSink(), to: key, args: [:], held: 5, now: .zero).initial == nil)
+        #expect(try hub.attach(RecordingSink(), to: key, args: [:], held: 6, now: .zero).initial?.id == "1-5")
 
         // Attached before any result: the first result is skipped only if it is the one the client has.
         var fresh = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
-        _ = try fresh.attach(RecordingSink(), to: key, args: [:], skipHash: 5, now: .zero)
+        _ = try fresh.attach(RecordingSink(), to: key, args: [:], held: 5, now: .zero)
         let skipped = fresh.receive(.value("a"), hash: 5, key: key, generation: 1, wallMilliseconds: 1, now: .zero)
         #expect(delivered(skipped).isEmpty)
         let changed = fresh.receive(.value("b"), hash: 6, key: key, generation: 1, wallMilliseconds: 2, now: .zero)
@@ -85,7 +85,7 @@ import Testing
     @Test func keepWarmCountsFromTheLastReaderAndTheLastRead() throws {
         var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
         let sink = RecordingSink()
-        _ = try hub.attach(sink, to: key, args: [:], skipHash: nil, now: .seconds(0))
+        _ = try hub.attach(sink, to: key, args: [:], held: nil, now: .seconds(0))
         _ = hub.receive(.value(1.0), hash: 1, key: key, generation: 1, wallMilliseconds: 1, now: .seconds(1))
         #expect(hub.tick(now: .seconds(100)).isEmpty, "a stream is reading it")
         let detached = hub.detach(ObjectIdentifier(sink), from: key, now: .seconds(100))
@@ -99,7 +99,7 @@ import Testing
         #expect(unsubscribed(expired) == [1])
         #expect(hub.entries[key] == nil)
         // The next reader subscribes anew.
-        let (_, actions) = try hub.attach(RecordingSink(), to: key, args: [:], skipHash: nil, now: .seconds(120))
+        let (_, actions) = try hub.attach(RecordingSink(), to: key, args: [:], held: nil, now: .seconds(120))
         #expect(subscribed(actions) == [2])
     }
 
@@ -119,21 +119,21 @@ import Testing
 
     @Test func theSubscriptionLimitRefusesNewKeysOnly() throws {
         var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 1)
-        _ = try hub.attach(RecordingSink(), to: key, args: [:], skipHash: nil, now: .zero)
+        _ = try hub.attach(RecordingSink(), to: key, args: [:], held: nil, now: .zero)
         #expect(throws: SubscriptionHub.AttachError.tooManySubscriptions) {
-            try hub.attach(RecordingSink(), to: other, args: [:], skipHash: nil, now: .zero)
+            try hub.attach(RecordingSink(), to: other, args: [:], held: nil, now: .zero)
         }
         guard case .ready(nil) = hub.wait(2, for: other, args: [:], now: .zero) else {
             Issue.record("a GET of a new key at the limit is answered with nothing")
             return
         }
-        _ = try hub.attach(RecordingSink(), to: key, args: [:], skipHash: nil, now: .zero)
+        _ = try hub.attach(RecordingSink(), to: key, args: [:], held: nil, now: .zero)
     }
 
     @Test func anEndedUpstreamFinishesItsStreamsAndWaitersAndShutdownEndsEverything() throws {
         var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
         let sink = RecordingSink()
-        _ = try hub.attach(sink, to: key, args: [:], skipHash: nil, now: .zero)
+        _ = try hub.attach(sink, to: key, args: [:], held: nil, now: .zero)
         _ = hub.wait(3, for: key, args: [:], now: .zero)
         let ended = hub.upstreamEnded(key, generation: 1)
         #expect(ended.contains { if case .finish(let sinks) = $0 { sinks.count == 1 } else { false } })
@@ -141,14 +141,14 @@ import Testing
         #expect(hub.entries.isEmpty)
         #expect(hub.upstreamEnded(key, generation: 1).isEmpty)
 
-        _ = try hub.attach(RecordingSink(), to: key, args: [:], skipHash: nil, now: .zero)
-        _ = try hub.attach(RecordingSink(), to: other, args: [:], skipHash: nil, now: .zero)
+        _ = try hub.attach(RecordingSink(), to: key, args: [:], held: nil, now: .zero)
+        _ = try hub.attach(RecordingSink(), to: other, args: [:], held: nil, now: .zero)
         let live = try #require(hub.entries[key]?.live)
         let shutdown = hub.shutdown()
         #expect(unsubscribed(shutdown).sorted() == [2, 3])
         #expect(live.revision == nil)
         #expect(throws: SubscriptionHub.AttachError.shuttingDown) {
-            try hub.attach(RecordingSink(), to: key, args: [:], skipHash: nil, now: .zero)
+            try hub.attach(RecordingSink(), to: key, args: [:], held: nil, now: .zero)
         }
         guard case .ready(nil) = hub.wait(4, for: key, args: [:], now: .zero) else {
             Issue.record("a GET after shutdown is answered with nothing")
@@ -240,7 +240,7 @@ import Testing
         }
         #expect(deliveries(actions).count == 1)
         #expect(delivery.changes.map(\.member) == [0, 1, 2])
-        #expect(delivery.changes[1].snapshot.result == .failure(.functionFailed(message: "boom")))
+        #expect(delivery.changes[1].current.result == .failure(.functionFailed(message: "boom")))
         #expect(hub.entries[key]?.current?.hash == 3, "the changes after the failure are applied too")
     }
 
@@ -268,10 +268,10 @@ import Testing
 extension HubState {
     /// A one-subscription stream attaching, as `/subscribe/<function>` does.
     mutating func attach(
-        _ sink: any EventSink, to key: Key, args: ConvexValue, skipHash: UInt64?, now: Duration
-    ) throws(SubscriptionHub.AttachError) -> (initial: Snapshot?, actions: [Action]) {
-        let (initial, actions) = try attach(sink, members: [Member(key: key, args: args, held: skipHash)], now: now)
-        return (initial?.changes.first?.snapshot, actions)
+        _ sink: any EventSink, to key: Key, args: ConvexValue, held: UInt64?, now: Duration
+    ) throws(SubscriptionHub.AttachError) -> (initial: CurrentResult?, actions: [Action]) {
+        let (initial, actions) = try attach(sink, members: [Member(key: key, args: args, held: held)], now: now)
+        return (initial?.changes.first?.current, actions)
     }
 
     mutating func detach(_ sink: ObjectIdentifier, from key: Key, now: Duration) -> Bool {

@@ -118,9 +118,9 @@ final class RecordingSink: EventSink {
 extension SubscriptionHub {
     /// Attaches a one-subscription stream, as `/subscribe/<function>` does.
     func attach(
-        _ sink: any EventSink, to key: Key, args: ConvexValue, upstream: any ConvexUpstream, skipHash: UInt64?
+        _ sink: any EventSink, to key: Key, args: ConvexValue, upstream: any ConvexUpstream, held: UInt64?
     ) throws(AttachError) {
-        try attach(sink, members: [Member(key: key, args: args, held: skipHash)], upstream: upstream)
+        try attach(sink, members: [Member(key: key, args: args, held: held)], upstream: upstream)
     }
 
     func detach(_ sink: any EventSink, from key: Key) {
@@ -129,7 +129,7 @@ extension SubscriptionHub {
 }
 
 /// The hash a one-subscription stream's event id says the client holds.
-func heldHash(fromEventID id: String) -> UInt64? {
+func held(fromEventID id: String) -> UInt64? {
     ResumeID(parsing: id, count: 1)?.held.first ?? nil
 }
 
@@ -156,8 +156,8 @@ func waitUntil(_ condition: () -> Bool) async {
         let upstream = ScriptedUpstream()
         let key = SubscriptionHub.Key(identity: "", function: function, args: [:])
         let a = RecordingSink(), b = RecordingSink()
-        try hub.attach(a, to: key, args: [:], upstream: upstream, skipHash: nil)
-        try hub.attach(b, to: key, args: [:], upstream: upstream, skipHash: nil)
+        try hub.attach(a, to: key, args: [:], upstream: upstream, held: nil)
+        try hub.attach(b, to: key, args: [:], upstream: upstream, held: nil)
         await waitUntil { upstream.activeCount == 1 }
         #expect(upstream.subscribeCount == 1)
         upstream.push(.value(.float64(1)))
@@ -177,7 +177,7 @@ func waitUntil(_ condition: () -> Bool) async {
         let upstream = ScriptedUpstream()
         let key = SubscriptionHub.Key(identity: "", function: function, args: [:])
         let first = RecordingSink()
-        try hub.attach(first, to: key, args: [:], upstream: upstream, skipHash: nil)
+        try hub.attach(first, to: key, args: [:], upstream: upstream, held: nil)
         await waitUntil { upstream.activeCount == 1 }
         upstream.push(.value("hello"))
         await waitUntil { first.received.count == 1 }
@@ -185,10 +185,10 @@ func waitUntil(_ condition: () -> Bool) async {
 
         let same = RecordingSink()
         try hub.attach(
-            same, to: key, args: [:], upstream: upstream, skipHash: heldHash(fromEventID: String(id)))
+            same, to: key, args: [:], upstream: upstream, held: held(fromEventID: String(id)))
         let stale = RecordingSink()
         try hub.attach(
-            stale, to: key, args: [:], upstream: upstream, skipHash: heldHash(fromEventID: "1-abc"))
+            stale, to: key, args: [:], upstream: upstream, held: held(fromEventID: "1-abc"))
         #expect(same.received.isEmpty)
         #expect(stale.received.count == 1)
         upstream.push(.value("changed"))
@@ -201,7 +201,7 @@ func waitUntil(_ condition: () -> Bool) async {
         let upstream = ScriptedUpstream()
         let key = SubscriptionHub.Key(identity: "", function: function, args: [:])
         let sink = RecordingSink()
-        try hub.attach(sink, to: key, args: [:], upstream: upstream, skipHash: nil)
+        try hub.attach(sink, to: key, args: [:], upstream: upstream, held: nil)
         await waitUntil { upstream.activeCount == 1 }
         upstream.push(.failure(.functionFailed(message: "boom")))
         upstream.push(.value(true))
@@ -222,8 +222,8 @@ func waitUntil(_ condition: () -> Bool) async {
         async let first = hub.firstResult(for: key, args: ["n": 1.0], upstream: upstream, timeout: .seconds(5))
         await waitUntil { upstream.activeCount == 1 }
         upstream.push(.value(.int64(7)))
-        let snapshot = try #require(await first)
-        #expect(snapshot.result == .value(.int64(7)))
+        let current = try #require(await first)
+        #expect(current.result == .value(.int64(7)))
         #expect(hub.currentBody(for: key, format: .encoded) != nil)
         await clock.advance(by: .seconds(9))
         #expect(hub.subscriptionCount == 1, "still warm within the keep-warm period")
@@ -251,8 +251,8 @@ func waitUntil(_ condition: () -> Bool) async {
         let a = RecordingSink(), b = RecordingSink()
         let keyA = SubscriptionHub.Key(identity: "alice", function: function, args: [:])
         let keyB = SubscriptionHub.Key(identity: "bob", function: function, args: [:])
-        try hub.attach(a, to: keyA, args: [:], upstream: alice, skipHash: nil)
-        try hub.attach(b, to: keyB, args: [:], upstream: bob, skipHash: nil)
+        try hub.attach(a, to: keyA, args: [:], upstream: alice, held: nil)
+        try hub.attach(b, to: keyB, args: [:], upstream: bob, held: nil)
         await waitUntil { alice.activeCount == 1 && bob.activeCount == 1 }
         alice.push(.value("secret of alice"))
         await waitUntil { a.received.count == 1 }
@@ -264,18 +264,18 @@ func waitUntil(_ condition: () -> Bool) async {
         let upstream = ScriptedUpstream()
         let key = SubscriptionHub.Key(identity: "", function: function, args: [:])
         let sink = RecordingSink()
-        try hub.attach(sink, to: key, args: [:], upstream: upstream, skipHash: nil)
+        try hub.attach(sink, to: key, args: [:], upstream: upstream, held: nil)
         await waitUntil { upstream.activeCount == 1 }
         upstream.endAll()
         await waitUntil { sink.isFinished }
         #expect(sink.isFinished)
 
         let other = RecordingSink()
-        try hub.attach(other, to: key, args: [:], upstream: upstream, skipHash: nil)
+        try hub.attach(other, to: key, args: [:], upstream: upstream, held: nil)
         hub.shutdown()
         #expect(other.isFinished)
         #expect(throws: SubscriptionHub.AttachError.self) {
-            try hub.attach(RecordingSink(), to: key, args: [:], upstream: upstream, skipHash: nil)
+            try hub.attach(RecordingSink(), to: key, args: [:], upstream: upstream, held: nil)
         }
     }
 
@@ -284,11 +284,11 @@ func waitUntil(_ condition: () -> Bool) async {
         let upstream = ScriptedUpstream()
         try hub.attach(
             RecordingSink(), to: .init(identity: "", function: function, args: ["a": 1.0]), args: ["a": 1.0],
-            upstream: upstream, skipHash: nil)
+            upstream: upstream, held: nil)
         #expect(throws: SubscriptionHub.AttachError.self) {
             try hub.attach(
                 RecordingSink(), to: .init(identity: "", function: function, args: ["a": 2.0]), args: ["a": 2.0],
-                upstream: upstream, skipHash: nil)
+                upstream: upstream, held: nil)
         }
     }
 }

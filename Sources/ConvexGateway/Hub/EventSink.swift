@@ -34,7 +34,7 @@ package struct StreamTransition: Sendable {
 
 /// A subscription's new current result, rendered once in one output mode and shared by every sink in that mode.
 package struct SubscriptionUpdate: Sendable {
-    package var snapshot: SubscriptionHub.Snapshot
+    package var current: SubscriptionHub.CurrentResult
     /// Identifies the result (equal results, equal hashes): what `Last-Event-ID` resumption compares.
     package var hash: UInt64
     /// The value's JSON, or for a failure the error body `{"error": {...}}`.
@@ -46,11 +46,11 @@ package struct SubscriptionUpdate: Sendable {
     package var patch: ValueDelta.Patch?
 
     package var isFailure: Bool {
-        if case .failure = snapshot.result { true } else { false }
+        if case .failure = current.result { true } else { false }
     }
 
     /// A failure of the whole stream: the caller's credentials were refused, for every subscription.
     package var endsStream: Bool {
-        if case .failure(.unauthenticated) = snapshot.result { true } else { false }
+        if case .failure(.unauthenticated) = current.result { true } else { false }
     }
 }

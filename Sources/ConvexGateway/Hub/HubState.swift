@@ -9,7 +9,7 @@ import ConvexValues
 /// subscriptions as one delivery: a stream never holds a mix of two snapshots of the database.
 struct HubState {
     typealias Key = SubscriptionHub.Key
-    typealias Snapshot = SubscriptionHub.Snapshot
+    typealias CurrentResult = SubscriptionHub.CurrentResult
     typealias Member = SubscriptionHub.Member
 
     /// One subscription of one stream.
@@ -19,7 +19,7 @@ struct HubState {
         var member: Int
         /// The hash of the result the client holds (from `Last-Event-ID`) while the entry has no result yet: the
         /// first result is not sent if it is that one.
-        var heldHash: UInt64?
+        var held: UInt64?
     }
 
     struct AttachmentID: Hashable {
@@ -32,9 +32,9 @@ struct HubState {
         struct Change {
             var member: Int
             var key: Key
-            var snapshot: Snapshot
+            var current: CurrentResult
             /// The result it replaces (what a JSON Patch is made against).
-            var previous: Snapshot?
+            var previous: CurrentResult?
         }
 
         /// The Convex timestamp of the snapshot the results come from.
@@ -54,7 +54,7 @@ struct HubState {
     struct Entry {
         let generation: UInt64
         let args: ConvexValue
-        var current: (snapshot: Snapshot, hash: UInt64)?
+        var current: CurrentResult?
         var sequence: UInt64 = 0
         var attachments: [AttachmentID: Attachment] = [:]
         var waiters: Set<UInt64> = []
@@ -75,7 +75,7 @@ struct HubState {
         /// Close an entry's upstream subscription.
         case unsubscribe(Key, generation: UInt64)
         /// Wake waiting `GET`s with a result (`nil`: none will come).
-        case resume(waiters: [UInt64], with: Snapshot?)
+        case resume(waiters: [UInt64], with: CurrentResult?)
         /// Send a stream the changes of one transition, at once.
         case deliver(Delivery, to: any EventSink)
         /// End streams (the upstream ended, or the hub shut down).
@@ -85,7 +85,7 @@ struct HubState {
     /// How a `GET`'s wait for a first result begins.
     enum WaitStart {
         /// Answered at once: the current result, or `nil` (shutting down, or at the subscription limit).
-        case ready(Snapshot?)
+        case ready(CurrentResult?)
         /// Waiting; carry out the actions (a new upstream subscription).
         case waiting([Action])
     }
@@ -121,11 +121,11 @@ struct HubState {
             actions += ensureEntry(member.key, args: member.args, now: now)
             let current = entries[member.key]!.current
             entries[member.key]!.attachments[AttachmentID(sink: stream, member: index)] = Attachment(
-                sink: sink, member: index, heldHash: current == nil ? member.held : nil)
+                sink: sink, member: index, held: current == nil ? member.held : nil)
             entries[member.key]!.idleSince = nil
             if let current, current.hash != member.held {
                 initial.append(
-                    Delivery.Change(member: index, key: member.key, snapshot: current.snapshot, previous: nil))
+                    Delivery.Change(member: index, key: member.key, current: current, previous: nil))
             }
         }
         guard !initial.isEmpty, let identity = members.first?.key.identity else { return (nil, actions) }
@@ -148,7 +148,7 @@ struct HubState {
     /// A `GET` waits for the first result of `key`, subscribing upstream if nothing does yet.
     mutating func wait(_ waiter: UInt64, for key: Key, args: ConvexValue, now: Duration) -> WaitStart {
         if isShutDown { return .ready(nil) }
-        if let current = entries[key]?.current { return .ready(current.snapshot) }
+        if let current = entries[key]?.current { return .ready(current) }
         if entries[key] == nil && entries.count >= maxSubscriptions { return .ready(nil) }
         let actions = ensureEntry(key, args: args, now: now)
         entries[key]!.waiters.insert(waiter)
@@ -181,23 +181,23 @@ struct HubState {
             let waiters = entry.waiters
             entry.waiters = []
             if let current = entry.current, current.hash == change.hash {
-                if !waiters.isEmpty { actions.append(.resume(waiters: Array(waiters), with: current.snapshot)) }
+                if !waiters.isEmpty { actions.append(.resume(waiters: Array(waiters), with: current)) }
                 entries[key] = entry
                 markIdleIfUnread(key, now: now)
                 continue
             }
-            let previous = entry.current?.snapshot
+            let previous = entry.current
             entry.sequence = max(entry.sequence + 1, wallMilliseconds)
-            let snapshot = Snapshot(
+            let current = CurrentResult(
                 id: "\(entry.sequence)-\(String(change.hash, radix: 16))", sequence: entry.sequence, hash: change.hash,
                 result: change.result)
-            entry.current = (snapshot, change.hash)
+            entry.current = current
             entry.bodies = [:]
             entry.events = [:]
             entry.live.advance()
             for (id, attachment) in entry.attachments {
-                if let held = attachment.heldHash {
-                    entry.attachments[id]?.heldHash = nil
+                if let held = attachment.held {
+                    entry.attachments[id]?.held = nil
                     if held == change.hash { continue }
                 }
                 let stream = id.sink
@@ -206,11 +206,11 @@ struct HubState {
                     order.append(stream)
                 }
                 deliveries[stream]!.delivery.changes.append(
-                    Delivery.Change(member: attachment.member, key: key, snapshot: snapshot, previous: previous))
+                    Delivery.Change(member: attachment.member, key: key, current: current, previous: previous))
             }
             entries[key] = entry
             markIdleIfUnread(key, now: now)
-            if !waiters.isEmpty { actions.append(.resume(waiters: Array(waiters), with: snapshot)) }
+            if !waiters.isEmpty { actions.append(.resume(waiters: Array(waiters), with: current)) }
         }
         for stream in order {
             var (sink, delivery) = deliveries[stream]!
@@ -266,26 +266,26 @@ struct HubState {
     // MARK: Reads for the owner
 
     /// The current result of `key` with what is cached of its rendering in `format`.
-    func current(_ key: Key, format: OutputFormat) -> (snapshot: Snapshot, body: [UInt8]?, live: LiveResult)? {
+    func current(_ key: Key, format: OutputFormat) -> (current: CurrentResult, body: [UInt8]?, live: LiveResult)? {
         guard let entry = entries[key], let current = entry.current else { return nil }
-        return (current.snapshot, entry.bodies[format], entry.live)
+        return (current, entry.bodies[format], entry.live)
     }
 
     /// The cached body (a value's JSON) of `snapshot` in `format`, while it is still current.
-    func cachedBody(_ key: Key, snapshot: Snapshot, format: OutputFormat) -> [UInt8]? {
-        guard let entry = entries[key], entry.current?.snapshot.id == snapshot.id else { return nil }
+    func cachedBody(_ key: Key, current: CurrentResult, format: OutputFormat) -> [UInt8]? {
+        guard let entry = entries[key], entry.current?.id == current.id else { return nil }
         return entry.bodies[format]
     }
 
     /// The cached SSE event of `snapshot` in `format`, while it is still current.
-    func cachedEvent(_ key: Key, snapshot: Snapshot, format: OutputFormat) -> [UInt8]? {
-        guard let entry = entries[key], entry.current?.snapshot.id == snapshot.id else { return nil }
+    func cachedEvent(_ key: Key, current: CurrentResult, format: OutputFormat) -> [UInt8]? {
+        guard let entry = entries[key], entry.current?.id == current.id else { return nil }
         return entry.events[format]
     }
 
     /// Keeps a rendered body (`isEvent`: an SSE event) of `snapshot`, while it is still current.
-    mutating func cache(_ bytes: [UInt8], key: Key, snapshot: Snapshot, format: OutputFormat, isEvent: Bool) {
-        guard entries[key]?.current?.snapshot.id == snapshot.id else { return }
+    mutating func cache(_ bytes: [UInt8], key: Key, current: CurrentResult, format: OutputFormat, isEvent: Bool) {
+        guard entries[key]?.current?.id == current.id else { return }
         if isEvent {
             entries[key]!.events[format] = bytes
         } else {

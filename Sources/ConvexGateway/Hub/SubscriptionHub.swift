@@ -29,7 +29,7 @@ package final class SubscriptionHub: Sendable {
     }
 
     /// A subscription's current result, with its event id.
-    package struct Snapshot: Sendable {
+    package struct CurrentResult: Sendable {
         /// `<sequence>-<hash in hex>`: the resume id of a one-subscription stream holding this result.
         package var id: String
         /// Grows with every change of the subscription (and with the wall clock, across restarts).
@@ -72,7 +72,7 @@ package final class SubscriptionHub: Sendable {
         /// Per identity, the query set that holds its entries' upstream subscriptions.
         var querySets: [String: QuerySet] = [:]
         var nextQuerySet: UInt64 = 1
-        var waiters: [UInt64: CheckedContinuation<Snapshot?, Never>] = [:]
+        var waiters: [UInt64: CheckedContinuation<CurrentResult?, Never>] = [:]
         var nextWaiter: UInt64 = 1
     }
 
@@ -106,7 +106,7 @@ package final class SubscriptionHub: Sendable {
 
     /// The current result of a live subscription, rendered, with the subscription's ``LiveResult``.
     package struct CurrentBody: Sendable {
-        package var snapshot: Snapshot
+        package var current: CurrentResult
         /// The rendered value (empty for a failure).
         package var body: [UInt8]
         package var live: LiveResult
@@ -115,15 +115,15 @@ package final class SubscriptionHub: Sendable {
     /// The hot path: the rendered body of a live subscription's current result, without waiting. A read extends
     /// the subscription's keep-warm period.
     package func currentBody(for key: Key, format: OutputFormat) -> CurrentBody? {
-        guard let (snapshot, cached, live) = state.withLock({ $0.hub.current(key, format: format) }) else { return nil }
+        guard let (current, cached, live) = state.withLock({ $0.hub.current(key, format: format) }) else { return nil }
         live.touch(at: clock.now)
-        if let cached { return CurrentBody(snapshot: snapshot, body: cached, live: live) }
-        guard case .value(let value) = snapshot.result else {
-            return CurrentBody(snapshot: snapshot, body: [], live: live)
+        if let cached { return CurrentBody(current: current, body: cached, live: live) }
+        guard case .value(let value) = current.result else {
+            return CurrentBody(current: current, body: [], live: live)
         }
         let body = render(value, format)
-        state.withLock { $0.hub.cache(body, key: key, snapshot: snapshot, format: format, isEvent: false) }
-        return CurrentBody(snapshot: snapshot, body: body, live: live)
+        state.withLock { $0.hub.cache(body, key: key, current: current, format: format, isEvent: false) }
+        return CurrentBody(current: current, body: body, live: live)
     }
 
     /// The cold path: subscribes (or joins a subscription that has no result yet) and waits up to `timeout` for the
@@ -131,7 +131,7 @@ package final class SubscriptionHub: Sendable {
     /// when the hub is at its subscription limit (the caller then makes a one-shot call).
     package func firstResult(
         for key: Key, args: ConvexValue, upstream: any ConvexUpstream, timeout: Duration
-    ) async -> Snapshot? {
+    ) async -> CurrentResult? {
         let waiter = state.withLock { locked in
             defer { locked.nextWaiter += 1 }
             return locked.nextWaiter
@@ -140,18 +140,18 @@ package final class SubscriptionHub: Sendable {
         let timeoutTask = Task { [weak self, clock] in
             try? await clock.sleep(until: deadline)
             guard !Task.isCancelled, let self else { return }
-            let continuation = self.state.withLock { locked -> CheckedContinuation<Snapshot?, Never>? in
+            let continuation = self.state.withLock { locked -> CheckedContinuation<CurrentResult?, Never>? in
                 guard locked.hub.stopWaiting(waiter, for: key, now: clock.now) else { return nil }
                 return locked.waiters.removeValue(forKey: waiter)
             }
             continuation?.resume(returning: nil)
         }
         defer { timeoutTask.cancel() }
-        return await withCheckedContinuation { (continuation: CheckedContinuation<Snapshot?, Never>) in
-            let ready: Snapshot?? = state.withLock { locked in
+        return await withCheckedContinuation { (continuation: CheckedContinuation<CurrentResult?, Never>) in
+            let ready: CurrentResult?? = state.withLock { locked in
                 switch locked.hub.wait(waiter, for: key, args: args, now: clock.now) {
-                case .ready(let snapshot):
-                    return .some(snapshot)
+                case .ready(let current):
+                    return .some(current)
                 case .waiting(let actions):
                     locked.waiters[waiter] = continuation
                     startUpstream(actions, &locked, upstream: upstream)
@@ -191,14 +191,14 @@ package final class SubscriptionHub: Sendable {
     /// - Returns: the changed result rendered in `format`; `nil` when the wait ended without a change (the timeout,
     ///   the subscription's end, shutdown, or the subscription limit).
     package func nextChange(
-        of key: Key, from heldHash: UInt64, args: ConvexValue, upstream: any ConvexUpstream, format: OutputFormat,
+        of key: Key, from held: UInt64, args: ConvexValue, upstream: any ConvexUpstream, format: OutputFormat,
         timeout: Duration
     ) async -> SubscriptionUpdate? {
         // The deadline is read before the waiter is visible: the clock may move as soon as it is attached.
         let deadline = clock.now + timeout
-        let waiter = ChangeWaiter(format: format, heldHash: heldHash)
+        let waiter = ChangeWaiter(format: format, held: held)
         do {
-            try attach(waiter, members: [Member(key: key, args: args, held: heldHash)], upstream: upstream)
+            try attach(waiter, members: [Member(key: key, args: args, held: held)], upstream: upstream)
         } catch {
             return nil
         }
@@ -313,19 +313,19 @@ package final class SubscriptionHub: Sendable {
             switch action {
             case .subscribe, .unsubscribe:
                 break  // carried out under the lock
-            case .resume(let waiters, let snapshot):
+            case .resume(let waiters, let current):
                 let continuations = state.withLock { locked in
                     waiters.compactMap { locked.waiters.removeValue(forKey: $0) }
                 }
-                for continuation in continuations { continuation.resume(returning: snapshot) }
+                for continuation in continuations { continuation.resume(returning: current) }
             case .deliver(let delivery, let sink):
                 let format = sink.format
                 let changes = delivery.changes.map { change -> StreamTransition.Change in
-                    let renderedKey = RenderedKey(key: change.key, snapshot: change.snapshot.id, format: format)
+                    let renderedKey = RenderedKey(key: change.key, current: change.current.id, format: format)
                     var update =
-                        rendered[renderedKey] ?? update(for: change.key, snapshot: change.snapshot, format: format)
+                        rendered[renderedKey] ?? update(for: change.key, current: change.current, format: format)
                     if sink.wantsPatches, let previous = change.previous, patched.insert(renderedKey).inserted {
-                        update.patch = ValueDelta.patch(from: previous, to: change.snapshot, body: update.body) {
+                        update.patch = ValueDelta.patch(from: previous, to: change.current, body: update.body) {
                             render($0, format)
                         }
                     }
@@ -341,7 +341,7 @@ package final class SubscriptionHub: Sendable {
 
     private struct RenderedKey: Hashable {
         var key: Key
-        var snapshot: String
+        var current: String
         var format: OutputFormat
     }
 
@@ -384,21 +384,21 @@ package final class SubscriptionHub: Sendable {
 
     /// `snapshot` rendered in `format`: the body and the single-subscription event, each rendered once while the
     /// snapshot is current.
-    private func update(for key: Key, snapshot: Snapshot, format: OutputFormat) -> SubscriptionUpdate {
+    private func update(for key: Key, current: CurrentResult, format: OutputFormat) -> SubscriptionUpdate {
         let cached = state.withLock { locked in
             (
-                body: locked.hub.cachedBody(key, snapshot: snapshot, format: format),
-                event: locked.hub.cachedEvent(key, snapshot: snapshot, format: format)
+                body: locked.hub.cachedBody(key, current: current, format: format),
+                event: locked.hub.cachedEvent(key, current: current, format: format)
             )
         }
         let body: [UInt8]
         let isFailure: Bool
-        switch snapshot.result {
+        switch current.result {
         case .value(let value):
             body = cached.body ?? render(value, format)
             isFailure = false
             if cached.body == nil {
-                state.withLock { $0.hub.cache(body, key: key, snapshot: snapshot, format: format, isEvent: false) }
+                state.withLock { $0.hub.cache(body, key: key, current: current, format: format, isEvent: false) }
             }
         case .failure(let failure):
             body = failure.gatewayError.body { render($0, format) }
@@ -408,10 +408,10 @@ package final class SubscriptionHub: Sendable {
         if let cachedEvent = cached.event {
             event = cachedEvent
         } else {
-            event = ServerSentEvent(event: isFailure ? "error" : nil, id: snapshot.id, data: body).encoded()
-            state.withLock { $0.hub.cache(event, key: key, snapshot: snapshot, format: format, isEvent: true) }
+            event = ServerSentEvent(event: isFailure ? "error" : nil, id: current.id, data: body).encoded()
+            state.withLock { $0.hub.cache(event, key: key, current: current, format: format, isEvent: true) }
         }
-        return SubscriptionUpdate(snapshot: snapshot, hash: snapshot.hash, body: body, event: event)
+        return SubscriptionUpdate(current: current, hash: current.hash, body: body, event: event)
     }
 
     static func hash(of result: UpstreamResult) -> UInt64 {

@@ -67,7 +67,7 @@ extension GatewayCore {
                         framing: stream.framing, count: keys.count, format: format, output: output,
                         limit: Self.streamBufferLimit, patches: stream.patches, resumeFrom: stream.lastEventID)
                     let members = zip(keys, subscriptions).enumerated().map { index, pair in
-                        SubscriptionHub.Member(key: pair.0, args: pair.1.args, held: sink.resumed[index])
+                        SubscriptionHub.Member(key: pair.0, args: pair.1.args, held: sink.held[index])
                     }
                     attachments.attach(sink, keys: keys) { () throws(SubscriptionHub.AttachError) in
                         try hub.attach(sink, members: members, upstream: upstream)
@@ -97,7 +97,7 @@ extension GatewayCore {
         }
         let hub = self.hub
         let timeout = configuration.upstreamTimeout
-        let firsts = await withTaskGroup(of: (Int, SubscriptionHub.Snapshot?).self) { group in
+        let firsts = await withTaskGroup(of: (Int, SubscriptionHub.CurrentResult?).self) { group in
             for (index, subscription) in subscriptions.enumerated() {
                 group.addTask {
                     (
@@ -107,8 +107,8 @@ extension GatewayCore {
                     )
                 }
             }
-            var firsts = [SubscriptionHub.Snapshot?](repeating: nil, count: subscriptions.count)
-            for await (index, snapshot) in group { firsts[index] = snapshot }
+            var firsts = [SubscriptionHub.CurrentResult?](repeating: nil, count: subscriptions.count)
+            for await (index, current) in group { firsts[index] = current }
             return firsts
         }
         for (subscription, first) in zip(subscriptions, firsts) {

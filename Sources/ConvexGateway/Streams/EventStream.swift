@@ -23,8 +23,8 @@ final class EventStream: EventSink {
         case transitions(ids: [String])
     }
 
-    /// A result the client holds, or will once what is queued is sent.
-    private struct Held {
+    /// A subscription's current result as this connection sent (or queued) it.
+    private struct Sent {
         var isFailure: Bool
         var body: [UInt8]
         /// The result's whole `/subscribe/<function>` event.
@@ -35,7 +35,7 @@ final class EventStream: EventSink {
         /// What the client holds of each subscription: the next event's id, and the base a patch must apply to.
         var resume: ResumeID
         /// The results this connection sent or queued, by subscription (`nil` until the first).
-        var sent: [Held?]
+        var sent: [Sent?]
         var ts: UInt64 = 0
         var ended = false
     }
@@ -45,8 +45,8 @@ final class EventStream: EventSink {
     let output: any EventStreamOutput
     let limit: Int
     let wantsPatches: Bool
-    /// Per subscription, the hash of the result the client's `Last-Event-ID` says it holds.
-    let resumed: [UInt64?]
+    /// Per subscription, the hash of the result the client holds when it connects (its `Last-Event-ID`).
+    let held: [UInt64?]
     private let state: Mutex<State>
 
     /// - Parameters:
@@ -64,7 +64,7 @@ final class EventStream: EventSink {
         let resume =
             resumeFrom.flatMap { ResumeID(parsing: $0, count: count) }
             ?? ResumeID(version: 0, held: Array(repeating: nil, count: count))
-        self.resumed = resume.held
+        self.held = resume.held
         state = Mutex(State(resume: resume, sent: Array(repeating: nil, count: count)))
     }
 
@@ -95,8 +95,8 @@ final class EventStream: EventSink {
                 let update = change.update
                 let base = state.resume.held[change.member]
                 state.resume.held[change.member] = update.hash
-                state.resume.version = max(state.resume.version, update.snapshot.sequence)
-                state.sent[change.member] = Held(isFailure: update.isFailure, body: update.body, event: update.event)
+                state.resume.version = max(state.resume.version, update.current.sequence)
+                state.sent[change.member] = Sent(isFailure: update.isFailure, body: update.body, event: update.event)
                 if wantsPatches, let patch = update.patch, patch.base == base {
                     parts.append(part(patch, member: change.member))
                 } else {
@@ -106,9 +106,9 @@ final class EventStream: EventSink {
             if output.pendingByteCount >= limit {
                 // What is queued is dropped, patch bases among it: every subscription's latest, in full, replaces it.
                 var everything: [[UInt8]] = []
-                for (member, held) in state.sent.enumerated() {
-                    if let held, let hash = state.resume.held[member] {
-                        everything.append(part(held, hash: hash, member: member))
+                for (member, sent) in state.sent.enumerated() {
+                    if let sent, let hash = state.resume.held[member] {
+                        everything.append(part(sent, hash: hash, member: member))
                     }
                 }
                 output.replacePending(with: event(everything, state))
@@ -133,18 +133,18 @@ final class EventStream: EventSink {
 
     /// One subscription's full result: the whole event of a `/subscribe/<function>` stream, a transition's change
     /// otherwise.
-    private func part(_ held: Held, hash: UInt64, member: Int) -> [UInt8] {
-        guard case .transitions(let ids) = framing else { return held.event }
+    private func part(_ sent: Sent, hash: UInt64, member: Int) -> [UInt8] {
+        guard case .transitions(let ids) = framing else { return sent.event }
         var data: [UInt8] = []
-        data.reserveCapacity(held.body.count + ids[member].utf8.count + 48)
+        data.reserveCapacity(sent.body.count + ids[member].utf8.count + 48)
         data += #"{"sub":""#.utf8
         data += ids[member].utf8  // ids are [A-Za-z0-9_-]: no escaping needed
-        if held.isFailure {
+        if sent.isFailure {
             data += #"","#.utf8
-            data += held.body.dropFirst()  // {"error":{…}} becomes {"sub":"…","error":{…}}
+            data += sent.body.dropFirst()  // {"error":{…}} becomes {"sub":"…","error":{…}}
         } else {
             data += #"","value":"#.utf8
-            data += held.body
+            data += sent.body
             data += #","v":""#.utf8
             data += ValueDelta.hashText(hash).utf8
             data += #""}"#.utf8
