@@ -36,18 +36,22 @@ final class RecordingOutput: EventStreamOutput {
 /// The event stream on its own: transition framing, resumption ids, coalescing and the whole-stream error, with no
 /// server and no hub.
 @Suite struct EventStreamTests {
-    func update(_ value: ConvexValue, hash: UInt64, sequence: UInt64 = 1) -> SubscriptionUpdate {
+    /// A result of sequence `sequence` (by default the hash, so that later test values are newer).
+    func update(_ value: ConvexValue, hash: UInt64, sequence: UInt64? = nil) -> SubscriptionUpdate {
         let body = value.json(mode: .plain)
+        let sequence = sequence ?? hash
         return SubscriptionUpdate(
             current: .init(
                 id: "\(sequence)-\(String(hash, radix: 16))", sequence: sequence, hash: hash, result: .value(value)),
             hash: hash, body: body, event: ServerSentEvent(data: body).encoded())
     }
 
-    func failure(_ failure: UpstreamFailure, hash: UInt64) -> SubscriptionUpdate {
+    func failure(_ failure: UpstreamFailure, hash: UInt64, sequence: UInt64? = nil) -> SubscriptionUpdate {
         let body = failure.gatewayError.body { $0.json(mode: .plain) }
+        let sequence = sequence ?? hash
         return SubscriptionUpdate(
-            current: .init(id: "1-\(String(hash, radix: 16))", sequence: 1, hash: hash, result: .failure(failure)),
+            current: .init(
+                id: "\(sequence)-\(String(hash, radix: 16))", sequence: sequence, hash: hash, result: .failure(failure)),
             hash: hash, body: body, event: ServerSentEvent(event: "error", data: body).encoded())
     }
 
@@ -68,12 +72,12 @@ final class RecordingOutput: EventStreamOutput {
     @Test func oneTransitionIsOneEventNamingEachSubscriptionAndCarryingWhatTheClientHolds() throws {
         let output = RecordingOutput()
         let stream = stream(["a", "b-2"], output)
-        stream.deliver(transition(1_700_000_000_000_000_001, (1, update(["n": 1.0], hash: 0xAAAA))))
+        stream.deliver(transition(1_700_000_000_000_000_001, (1, update(["n": 1.0], hash: 0xAAAA, sequence: 1))))
         stream.deliver(
             transition(
-                1_700_000_000_000_000_002, (0, failure(.functionFailed(message: "boom"), hash: 0xBBBB)),
+                1_700_000_000_000_000_002, (0, failure(.functionFailed(message: "boom"), hash: 0xBBBB, sequence: 2)),
                 (1, update(["n": 2.0], hash: 0xDDDD, sequence: 7))))
-        stream.deliver(transition(1_700_000_000_000_000_003, (0, update("ok", hash: 0xCCCC))))
+        stream.deliver(transition(1_700_000_000_000_000_003, (0, update("ok", hash: 0xCCCC, sequence: 3))))
 
         let events = output.events
         #expect(events.map(\.event) == ["transition", "transition", "transition"])
@@ -146,6 +150,26 @@ final class RecordingOutput: EventStreamOutput {
             try json(events[1].data)
                 == ["error": ["code": "Unauthenticated", "message": "Convex token identity expired"]])
         #expect(output.isFinished)
+    }
+
+    @Test func aResultOlderThanTheOneSentIsDropped() throws {
+        // The first delivery of a stream is rendered outside the hub's lock: a transition may overtake it.
+        let output = RecordingOutput()
+        let stream = stream(["a", "b"], output)
+        stream.deliver(transition(2, (0, update("a2", hash: 0xA2, sequence: 2))))
+        stream.deliver(
+            transition(1, (0, update("a1", hash: 0xA1, sequence: 1)), (1, update("b1", hash: 0xB1, sequence: 1))))
+        let events = try output.events.map { try json($0.data) }
+        #expect(events.count == 2)
+        #expect(events[1]["changes"] == [["sub": "b", "value": "b1", "v": "b1"]], "a keeps its newer value")
+        #expect(output.events.last?.id == "2-a2.b1")
+
+        let single = RecordingOutput()
+        let function = EventStream(
+            framing: .function, count: 1, format: .plain, output: single, limit: 1 << 20, resumeFrom: nil)
+        function.deliver(transition(2, (0, update("new", hash: 2))))
+        function.deliver(transition(1, (0, update("old", hash: 1))))
+        #expect(single.events.map(\.data) == [#""new""#])
     }
 
     @Test func aFunctionStreamSendsTheHubsEventsAsTheyAre() throws {

@@ -36,6 +36,8 @@ final class EventStream: EventSink {
         var resume: ResumeID
         /// The results this connection sent or queued, by subscription (`nil` until the first).
         var sent: [Sent?]
+        /// The sequence of each subscription's result last sent (0: none).
+        var sequences: [UInt64]
         var ts: UInt64 = 0
         var ended = false
     }
@@ -65,24 +67,30 @@ final class EventStream: EventSink {
             resumeFrom.flatMap { ResumeID(parsing: $0, count: count) }
             ?? ResumeID(version: 0, held: Array(repeating: nil, count: count))
         self.held = resume.held
-        state = Mutex(State(resume: resume, sent: Array(repeating: nil, count: count)))
+        state = Mutex(
+            State(
+                resume: resume, sent: Array(repeating: nil, count: count), sequences: Array(repeating: 0, count: count))
+        )
     }
 
     func deliver(_ transition: StreamTransition) {
-        if case .function = framing, !wantsPatches, let update = transition.changes.last?.update,
-            !update.endsStream
-        {
-            // Full values of one subscription: the hub's shared event as it is, no lock on the fan-out path.
-            if output.pendingByteCount < limit {
-                output.write(update.event)
-            } else {
-                output.replacePending(with: update.event)
-            }
-            return
-        }
         state.withLock { state in
             guard !state.ended else { return }
-            if let refused = transition.changes.first(where: { $0.update.endsStream }) {
+            // A stream's first delivery is rendered outside the hub's lock, so a transition right after it may
+            // arrive first: a result older than the one sent is dropped, never sent after it.
+            let changes = transition.changes.filter { $0.update.current.sequence > state.sequences[$0.member] }
+            guard !changes.isEmpty else { return }
+            for change in changes { state.sequences[change.member] = change.update.current.sequence }
+            if case .function = framing, !wantsPatches, let update = changes.last?.update, !update.endsStream {
+                // Full values of one subscription: the hub's shared event as it is.
+                if output.pendingByteCount < limit {
+                    output.write(update.event)
+                } else {
+                    output.replacePending(with: update.event)
+                }
+                return
+            }
+            if let refused = changes.first(where: { $0.update.endsStream }) {
                 // The credentials are gone for every subscription: one error for the stream, then its end.
                 state.ended = true
                 output.write(ServerSentEvent(event: "error", data: refused.update.body).encoded())
@@ -91,7 +99,7 @@ final class EventStream: EventSink {
             }
             state.ts = transition.ts
             var parts: [[UInt8]] = []
-            for change in transition.changes {
+            for change in changes {
                 let update = change.update
                 let base = state.resume.held[change.member]
                 state.resume.held[change.member] = update.hash
