@@ -291,7 +291,8 @@ fanout() {
     fanout_one "$STREAMS"
 }
 
-# One line per stream kind for sse-fanout: "10 1 <path>", 10 subscriptions of conformance:counter, the first on the
+# One line per stream kind for sse-fanout: "1 1 <path>" (one first event, a transition holding every subscription's
+# value), 10 subscriptions of conformance:counter, the first on the
 # counter the mutation changes ("fanout"), the other nine on 120 counters that never change, a different nine per line.
 multi_paths() {
     local enc_open='%7B%22name%22%3A%22' enc_close='%22%7D'
@@ -300,7 +301,7 @@ multi_paths() {
         for j in $(seq 1 9); do
             path+="&sub.s$j=conformance:counter&args.s$j=${enc_open}q$(((k * 9 + j) % 120))${enc_close}"
         done
-        echo "10 1 $path"
+        echo "1 1 $path"
     done
 }
 

@@ -11,7 +11,7 @@
  *    the last stream had it.
  *
  * STREAM_PATH may instead be `@FILE`: one line per stream kind, `INITIAL AFFECTED PATH` (stream i uses line
- * i % lines): INITIAL events open the stream (a multi-subscription stream sends one per subscription), AFFECTED
+ * i % lines): INITIAL events open the stream (one: the first transition holds every subscription's value), AFFECTED
  * (0 or 1) says whether the mutation changes one of its queries. Latencies are then measured over the affected
  * streams only, and an event on an unaffected stream is counted as spurious.
  *

@@ -36,6 +36,12 @@ final class ClientCore: Sendable {
         var sweeper: Task<Void, Never>?
         /// Sleeps until the planned token refresh.
         var refreshTimer: Task<Void, Never>?
+        /// Who hears of transitions (``ConvexClient/transitions()``, ``ConvexQuerySet``), by id.
+        var listeners: [UInt64: Listener] = [:]
+        /// The query-set listener of each query-set member.
+        var listenerMembers: [SubscriberID: UInt64] = [:]
+        /// The timestamp of the last applied Transition: the snapshot of the results the client holds.
+        var viewTimestamp = ConvexTimestamp.zero
     }
 
     /// Deadlines are times of ``ConvexClientConfiguration/clock``.
@@ -98,6 +104,7 @@ final class ClientCore: Sendable {
         for (subscriber, result) in effects.deliveries {
             l.mailboxes[subscriber]?.deliver(result)
         }
+        reportLocked(effects, &l)
         for (id, result) in effects.completions {
             l.callDeadlines[id] = nil
             if let waiter = l.waiters.removeValue(forKey: id) {
@@ -165,12 +172,16 @@ final class ClientCore: Sendable {
 
     // MARK: Subscriptions
 
-    func addSubscriber(udfPath: String, args: [String: ConvexValue], mailbox: ResultMailbox) -> SubscriberID {
+    /// A new subscriber: its results go to `mailbox`, or to the query set `listener` (``ConvexQuerySet``).
+    func addSubscriber(
+        udfPath: String, args: [String: ConvexValue], mailbox: ResultMailbox?, listener: UInt64? = nil
+    ) -> SubscriberID {
         var id = SubscriberID(raw: 0)
         withState { l in
             id = SubscriberID(raw: l.nextID)
             l.nextID += 1
             l.mailboxes[id] = mailbox
+            l.listenerMembers[id] = listener
             return l.sync.subscribe(id, udfPath: udfPath, args: args)
         }
         return id
@@ -179,6 +190,7 @@ final class ClientCore: Sendable {
     func removeSubscriber(_ id: SubscriberID) {
         withState { l in
             l.mailboxes[id] = nil
+            l.listenerMembers[id] = nil
             l.queryDeadlines[id] = nil
             return l.sync.unsubscribe(id)
         }
@@ -381,8 +393,8 @@ final class ClientCore: Sendable {
     // MARK: Closing
 
     func close() async {
-        let (task, deferred, observers, mailboxes):
-            (Task<Void, Never>?, Deferred, [AsyncStream<ConnectionState>.Continuation], [ResultMailbox]) =
+        let (task, deferred, observers, mailboxes, listeners):
+            (Task<Void, Never>?, Deferred, [AsyncStream<ConnectionState>.Continuation], [ResultMailbox], [Listener]) =
                 state.withLock { l in
                     let effects = l.sync.close()
                     let deferred = applyLocked(effects, &l)
@@ -399,10 +411,13 @@ final class ClientCore: Sendable {
                     l.refreshTimer = nil
                     l.callDeadlines.removeAll()
                     l.queryDeadlines.removeAll()
-                    return (task, deferred, observers, Array(l.mailboxes.values))
+                    let listeners = Array(l.listeners.values)
+                    l.listeners.removeAll()
+                    return (task, deferred, observers, Array(l.mailboxes.values), listeners)
                 }
         deferred.run(self)
         for mailbox in mailboxes { mailbox.finish() }
+        for listener in listeners { Self.finish(listener) }
         for observer in observers { observer.finish() }
         task?.cancel()
         wakeSignal.signal()

@@ -94,6 +94,21 @@ public final class ConvexClient: Sendable {
         ConvexSubscription(core: core, functionPath: name, arguments: args) { value throws(ConvexClientError) in value }
     }
 
+    /// Every Transition the client applies that changes one of its queries, from now until the client is closed:
+    /// its timestamp and the changed queries with their new results (convex-js' `onTransition`). Each call returns an
+    /// independent stream that keeps every transition until it is read.
+    public func transitions() -> AsyncStream<ConvexTransition> {
+        let (stream, continuation) = AsyncStream.makeStream(of: ConvexTransition.self)
+        let id = core.addListener(.all(continuation))
+        continuation.onTermination = { [core] _ in core.removeListener(id) }
+        return stream
+    }
+
+    /// A new, empty ``ConvexQuerySet``: live queries whose results are delivered transition by transition.
+    public func makeQuerySet() -> ConvexQuerySet {
+        ConvexQuerySet(core: core)
+    }
+
     // MARK: One-shot calls
 
     /// The current result of query `name` with `args`.

@@ -86,6 +86,8 @@ struct SyncState {
         var send: [ClientMessage] = []
         /// New results for subscribers (deliver in this order, before leaving the lock).
         var deliveries: [(SubscriberID, QueryResult)] = []
+        /// The server Transition applied by this event, with the queries whose result it changed.
+        var transition: AppliedTransition?
         /// Finished mutations and actions.
         var completions: [(RequestID, QueryResult)] = []
         /// A connection is wanted and none is running or scheduled.
@@ -96,6 +98,13 @@ struct SyncState {
         var wakeConnectionLoop = false
         /// The deployment confirmed the provider's current token: plan its refresh (``planTokenRefresh(now:leeway:)``).
         var tokenConfirmed = false
+    }
+
+    /// A server Transition the client applied: the timestamp its view moved to and the queries whose result changed,
+    /// in the order of the Transition's modifications.
+    struct AppliedTransition {
+        let ts: ConvexTimestamp
+        var changed: [QueryID] = []
     }
 
     /// When to ask the token provider for a fresh token.
@@ -601,6 +610,8 @@ struct SyncState {
                 effects.tokenConfirmed = true
             }
         }
+        var applied = AppliedTransition(ts: end.ts)
+        defer { effects.transition = applied }
         for modification in t.modifications {
             let id = modification.queryId
             guard let query = queries[id] else { continue }  // removed meanwhile
@@ -619,6 +630,7 @@ struct SyncState {
             }
             if query.result == result { continue }
             queries[id]?.result = result
+            applied.changed.append(id)
             for subscriber in query.subscribers.sorted() {
                 effects.deliveries.append((subscriber, result))
             }

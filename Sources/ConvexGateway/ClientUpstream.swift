@@ -7,8 +7,8 @@ import Synchronization
 public final class ClientUpstream: ConvexUpstream {
     public let client: ConvexClient
     private let watcher: Task<Void, Never>
-    /// Open subscriptions, ended with an `unauthenticated` failure when the deployment refuses the credentials.
-    private let subscriptions: OpenSubscriptions
+    /// Open query sets, ended with an `unauthenticated` failure when the deployment refuses the credentials.
+    private let subscriptions: OpenQuerySets
 
     /// Opens (lazily) a connection to `deploymentUrl` acting as `identity`; reconnects are counted in `metrics`.
     public init(
@@ -20,7 +20,7 @@ public final class ClientUpstream: ConvexUpstream {
             client.setAuth(token: token)
         }
         self.client = client
-        let subscriptions = OpenSubscriptions()
+        let subscriptions = OpenQuerySets()
         self.subscriptions = subscriptions
         let states = client.connectionStates
         watcher = Task {
@@ -43,31 +43,12 @@ public final class ClientUpstream: ConvexUpstream {
 
     deinit { watcher.cancel() }
 
-    public func subscribe(_ function: String, args: ConvexValue) -> AsyncStream<UpstreamResult> {
+    public func makeQuerySet() -> any UpstreamQuerySet {
+        let set = ClientQuerySet(client: client, registry: subscriptions)
         if case .authenticationFailed(let message) = client.connectionState {
-            return AsyncStream { continuation in
-                continuation.yield(.failure(.unauthenticated(message)))
-                continuation.finish()
-            }
+            set.end(with: .unauthenticated(message))
         }
-        let results = client.subscribe(to: function, with: Self.fields(args)).results
-        let subscriptions = self.subscriptions
-        return AsyncStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
-            let id = subscriptions.add(continuation)
-            let task = Task {
-                for await result in results {
-                    switch result {
-                    case .success(let value): continuation.yield(.value(value))
-                    case .failure(let error): continuation.yield(.failure(Self.failure(error, timeout: nil)))
-                    }
-                }
-                continuation.finish()
-            }
-            continuation.onTermination = { _ in
-                task.cancel()
-                subscriptions.remove(id)
-            }
-        }
+        return set
     }
 
     public func call(_ kind: CallKind, _ function: String, args: ConvexValue, timeout: Duration)
@@ -100,7 +81,7 @@ public final class ClientUpstream: ConvexUpstream {
         watcher.cancel()
     }
 
-    private static func fields(_ args: ConvexValue) -> [String: ConvexValue] {
+    static func fields(_ args: ConvexValue) -> [String: ConvexValue] {
         if case .object(let fields) = args { return fields }
         return [:]
     }
@@ -141,14 +122,14 @@ extension ClientUpstream {
     }
 }
 
-/// The continuations of a client's open subscriptions.
-private final class OpenSubscriptions: Sendable {
-    private let state = Mutex<(next: UInt64, open: [UInt64: AsyncStream<UpstreamResult>.Continuation])>((0, [:]))
+/// The open query sets of a client.
+private final class OpenQuerySets: Sendable {
+    private let state = Mutex<(next: UInt64, open: [UInt64: ClientQuerySet])>((0, [:]))
 
-    func add(_ continuation: AsyncStream<UpstreamResult>.Continuation) -> UInt64 {
+    func add(_ set: ClientQuerySet) -> UInt64 {
         state.withLock { state in
             state.next += 1
-            state.open[state.next] = continuation
+            state.open[state.next] = set
             return state.next
         }
     }
@@ -157,16 +138,108 @@ private final class OpenSubscriptions: Sendable {
         _ = state.withLock { $0.open.removeValue(forKey: id) }
     }
 
-    /// Sends `failure` as the last element of every open subscription and ends them.
+    /// Gives every member of every open set `failure` as its last result and ends the sets.
     func endAll(with failure: UpstreamFailure) {
         let open = state.withLock { state in
             defer { state.open = [:] }
             return Array(state.open.values)
         }
-        for continuation in open {
-            continuation.yield(.failure(failure))
-            continuation.finish()
+        for set in open { set.end(with: failure) }
+    }
+}
+
+/// ``UpstreamQuerySet`` over a ``ConvexQuerySet``: members are named by the caller's tokens.
+private final class ClientQuerySet: UpstreamQuerySet {
+    private struct State {
+        var tokens: [ConvexQuerySet.Member: UInt64] = [:]
+        var members: [UInt64: ConvexQuerySet.Member] = [:]
+        var lastTimestamp: UInt64 = 0
+        var ended = false
+    }
+
+    let transitions: AsyncStream<UpstreamTransition>
+    private let continuation: AsyncStream<UpstreamTransition>.Continuation
+    private let set: ConvexQuerySet
+    private let state = Mutex(State())
+    private let registry: OpenQuerySets
+    private let registration: Mutex<UInt64?> = Mutex(nil)
+
+    init(client: ConvexClient, registry: OpenQuerySets) {
+        (transitions, continuation) = AsyncStream.makeStream(of: UpstreamTransition.self)
+        set = client.makeQuerySet()
+        self.registry = registry
+        let updates = set.updates
+        let forward = Task { [weak self] in
+            for await update in updates {
+                guard let self else { return }
+                self.forward(update)
+            }
+            self?.finish()
         }
+        continuation.onTermination = { _ in forward.cancel() }
+        let id = registry.add(self)
+        registration.withLock { $0 = id }
+    }
+
+    func add(_ token: UInt64, _ function: String, args: ConvexValue) {
+        // Under the lock: the member's first result may be forwarded before `add` returns, and must find its token.
+        state.withLock { state in
+            guard !state.ended else { return }
+            let member = set.add(function, with: ClientUpstream.fields(args))
+            state.tokens[member] = token
+            state.members[token] = member
+        }
+    }
+
+    func remove(_ token: UInt64) {
+        let member = state.withLock { state -> ConvexQuerySet.Member? in
+            guard let member = state.members.removeValue(forKey: token) else { return nil }
+            state.tokens[member] = nil
+            return member
+        }
+        if let member { set.remove(member) }
+    }
+
+    func close() {
+        state.withLock { $0.ended = true }
+        finish()
+    }
+
+    /// Every member's last result is `failure`; then the set ends.
+    func end(with failure: UpstreamFailure) {
+        let last = state.withLock { state -> UpstreamTransition? in
+            guard !state.ended else { return nil }
+            state.ended = true
+            let changes = state.members.keys.sorted().map {
+                UpstreamTransition.Change(token: $0, result: .failure(failure))
+            }
+            return UpstreamTransition(ts: state.lastTimestamp, changes: changes)
+        }
+        if let last, !last.changes.isEmpty { continuation.yield(last) }
+        finish()
+    }
+
+    private func forward(_ update: ConvexQuerySet.Update) {
+        let transition = state.withLock { state -> UpstreamTransition? in
+            guard !state.ended else { return nil }
+            state.lastTimestamp = update.ts.nanoseconds
+            let changes = update.changes.compactMap { change -> UpstreamTransition.Change? in
+                guard let token = state.tokens[change.member] else { return nil }
+                switch change.result {
+                case .success(let value): return .init(token: token, result: .value(value))
+                case .failure(let error):
+                    return .init(token: token, result: .failure(ClientUpstream.failure(error, timeout: nil)))
+                }
+            }
+            return changes.isEmpty ? nil : UpstreamTransition(ts: update.ts.nanoseconds, changes: changes)
+        }
+        if let transition { continuation.yield(transition) }
+    }
+
+    private func finish() {
+        continuation.finish()
+        set.close()
+        if let id = registration.withLock({ $0 }) { registry.remove(id) }
     }
 }
 
@@ -174,13 +247,19 @@ private final class OpenSubscriptions: Sendable {
 struct UnavailableUpstream: ConvexUpstream {
     let reason: String
 
-    func subscribe(_ function: String, args: ConvexValue) -> AsyncStream<UpstreamResult> {
-        AsyncStream { $0.finish() }
-    }
+    func makeQuerySet() -> any UpstreamQuerySet { EndedQuerySet() }
     func call(_ kind: CallKind, _ function: String, args: ConvexValue, timeout: Duration) async throws(UpstreamFailure)
         -> ConvexValue
     { throw .unavailable(reason) }
     var isConnected: Bool { false }
     func waitUntilConnected(timeout: Duration) async throws(UpstreamFailure) { throw .unavailable(reason) }
     func close() async {}
+}
+
+/// A query set whose transitions have ended: its members never get a result.
+struct EndedQuerySet: UpstreamQuerySet {
+    func add(_ token: UInt64, _ function: String, args: ConvexValue) {}
+    func remove(_ token: UInt64) {}
+    var transitions: AsyncStream<UpstreamTransition> { AsyncStream { $0.finish() } }
+    func close() {}
 }

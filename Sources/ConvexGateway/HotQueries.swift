@@ -228,11 +228,12 @@ extension GatewayCore {
             value = held
         } else {
             // Rendered after the revision was read, so it is at least as new as that revision.
-            guard let current = hub.currentBody(for: route.key, format: route.format),
-                case .value = current.snapshot.result
+            guard let rendered = hub.currentBody(for: route.key, format: route.format),
+                case .value = rendered.current.result
             else { return nil }
             value = HotQueries.PreparedValue(
-                revision: revision, response: response(for: current.snapshot, body: current.body, format: route.format))
+                revision: revision, response: response(for: rendered.current, body: rendered.body, format: route.format)
+            )
             route.prepared.withLock { held in
                 if held == nil || held!.revision < revision { held = value }
             }

@@ -3,11 +3,8 @@ import ConvexValues
 /// What the gateway needs from a Convex deployment for one identity. `ConvexClient` provides it in production; the
 /// gateway keeps one per distinct caller identity.
 public protocol ConvexUpstream: Sendable {
-    /// A live subscription: the current result at once, then one result per change, until the iteration ends.
-    /// Function failures arrive as `.failure` elements and the subscription carries on. When the deployment refuses
-    /// the identity's credentials (its token expired), a last ``UpstreamFailure/unauthenticated(_:)`` element comes
-    /// and the iteration ends.
-    func subscribe(_ function: String, args: ConvexValue) -> AsyncStream<UpstreamResult>
+    /// A new, empty set of live queries on this connection, whose results are delivered transition by transition.
+    func makeQuerySet() -> any UpstreamQuerySet
     /// One call of a query, mutation or action, answered within `timeout` (the gateway's one deadline) or failed
     /// with ``UpstreamFailure/timeout(seconds:)`` naming it.
     func call(_ kind: CallKind, _ function: String, args: ConvexValue, timeout: Duration) async throws(UpstreamFailure)
@@ -20,6 +17,46 @@ public protocol ConvexUpstream: Sendable {
     func waitUntilConnected(timeout: Duration) async throws(UpstreamFailure)
     /// Closes the connection and ends every subscription.
     func close() async
+}
+
+/// Live queries of one upstream connection, read one upstream transition at a time: the results of every member
+/// that one Convex Transition changed arrive together, in one ``UpstreamTransition``.
+///
+/// A member's first result comes in the first transition that carries it. Function failures arrive as `.failure`
+/// results and the member carries on. When the deployment refuses the connection's credentials (its token expired),
+/// a last transition gives every member an ``UpstreamFailure/unauthenticated(_:)`` failure and ``transitions`` ends;
+/// it also ends when the connection or the set is closed. Either way every member has ended.
+public protocol UpstreamQuerySet: Sendable {
+    /// Adds a live query under `token` (the caller's name for it, unique in the set).
+    func add(_ token: UInt64, _ function: String, args: ConvexValue)
+    /// Removes the member `token`.
+    func remove(_ token: UInt64)
+    /// The members' new results, one element per upstream transition, in order. Read it once.
+    var transitions: AsyncStream<UpstreamTransition> { get }
+    /// Removes every member and ends ``transitions``.
+    func close()
+}
+
+/// The new results of a query set's members that one upstream transition brought.
+public struct UpstreamTransition: Sendable, Hashable {
+    public struct Change: Sendable, Hashable {
+        public var token: UInt64
+        public var result: UpstreamResult
+
+        public init(token: UInt64, result: UpstreamResult) {
+            self.token = token
+            self.result = result
+        }
+    }
+
+    /// The Convex timestamp (nanoseconds) of the snapshot the results come from.
+    public var ts: UInt64
+    public var changes: [Change]
+
+    public init(ts: UInt64, changes: [Change]) {
+        self.ts = ts
+        self.changes = changes
+    }
 }
 
 /// The kind of a one-shot upstream call.

@@ -82,6 +82,12 @@ struct DeltaStreamEndToEndTests {
         }
     }
 
+    /// The changes of a transition event.
+    func changes(_ event: ReceivedEvent) throws -> [ConvexValue] {
+        guard case .array(let changes)? = try json(event)["changes"] else { throw TestFailure("no changes: \(event)") }
+        return changes
+    }
+
     @Test func aMultiSubscriptionStreamNamesItsPatchesAndCarriesValueHashes() async throws {
         try await GatewayHarness.run { h in
             _ = try await addItems(h, 30)
@@ -91,24 +97,24 @@ struct DeltaStreamEndToEndTests {
             defer { stream.close() }
             var values: [String: ConvexValue] = [:]
             var held: [String: ConvexValue] = [:]
-            for _ in 0..<2 {
-                let event = try #require(try await stream.nextEventAsync())
-                #expect(event.event == "value")
-                let data = try json(event)
-                let sub = try #require(data["sub"].flatMap { if case .string(let s) = $0 { s } else { nil } })
-                values[sub] = data["value"]
-                held[sub] = data["v"]
-                #expect(data["v"] != nil)
+            let first = try #require(try await stream.nextEventAsync())
+            #expect(first.event == "transition")
+            for change in try changes(first) {
+                let sub = try #require(change["sub"].flatMap { if case .string(let s) = $0 { s } else { nil } })
+                values[sub] = change["value"]
+                held[sub] = change["v"]
+                #expect(change["v"] != nil)
             }
+            #expect(values.count == 2)
             #expect(values["team"]?["wins"] == "80")  // clean: int64 as a decimal string
 
             _ = try await h.post("/mutation/items:add", json: #"{"text":"one more"}"#)
-            let patch = try #require(try await stream.nextEventAsync())
-            #expect(patch.event == "patch")
-            let data = try json(patch)
+            let event = try #require(try await stream.nextEventAsync())
+            #expect(event.event == "transition")
+            let data = try #require(try changes(event).first)
             #expect(data["sub"] == "items")
             #expect(data["base"] == held["items"])
-            guard case .array(let operations)? = data["ops"] else { throw TestFailure("no ops: \(patch.data)") }
+            guard case .array(let operations)? = data["ops"] else { throw TestFailure("no ops: \(event.data)") }
             let patched = try JSONPatchApplier.apply(operations, to: try #require(values["items"]))
             #expect(patched[0]?["text"] == "one more")
             let current = try ConvexValue(plainJSON: try await h.get("/query/items:list?format=clean").body)
@@ -116,10 +122,11 @@ struct DeltaStreamEndToEndTests {
 
             // A change too big to patch well comes whole, with its hash.
             _ = try await h.post("/mutation/mlb:record_win", json: #"{"team":"Guardians"}"#)
-            let win = try #require(try await stream.nextEventAsync())
-            #expect(win.event == "value")
-            #expect(try json(win)["sub"] == "team")
-            #expect(try json(win)["v"] != nil)
+            let winEvent = try #require(try await stream.nextEventAsync())
+            let win = try #require(try changes(winEvent).first)
+            #expect(win["sub"] == "team")
+            #expect(win["v"] != nil)
+            #expect(win["value"]?["wins"] == "81")
         }
     }
 

@@ -12,15 +12,25 @@ import Testing
     /// The update from `old` to `new`, with its patch as the hub makes it.
     func update(from old: (ConvexValue, UInt64)?, to new: ConvexValue, hash: UInt64) -> SubscriptionUpdate {
         let body = new.json(mode: .plain)
-        let snapshot = SubscriptionHub.Snapshot(id: "1-\(String(hash, radix: 16))", hash: hash, result: .value(new))
+        let current = SubscriptionHub.CurrentResult(
+            id: "1-\(String(hash, radix: 16))", sequence: hash, hash: hash, result: .value(new))
         var update = SubscriptionUpdate(
-            snapshot: snapshot, hash: hash, body: body, event: ServerSentEvent(id: snapshot.id, data: body).encoded())
+            current: current, hash: hash, body: body, event: ServerSentEvent(id: current.id, data: body).encoded())
         if let old {
-            let previous = SubscriptionHub.Snapshot(
-                id: "0-\(String(old.1, radix: 16))", hash: old.1, result: .value(old.0))
-            update.patch = ValueDelta.patch(from: previous, to: snapshot, body: body) { $0.json(mode: .plain) }
+            let previous = SubscriptionHub.CurrentResult(
+                id: "0-\(String(old.1, radix: 16))", sequence: 0, hash: old.1, result: .value(old.0))
+            update.patch = ValueDelta.patch(from: previous, to: current, body: body) { $0.json(mode: .plain) }
         }
         return update
+    }
+
+    /// A `/subscribe/<function>` stream.
+    func single(_ output: any EventStreamOutput, limit: Int = 1 << 20, patches: Bool = false, resume: String? = nil)
+        -> EventStream
+    {
+        EventStream(
+            framing: .function, count: 1, format: .plain, output: output, limit: limit, patches: patches,
+            resumeFrom: resume)
     }
 
     static let list: ConvexValue = .array((0..<50).map { ["_id": .string("d\($0)"), "text": .string("item \($0)")] })
@@ -32,12 +42,21 @@ import Testing
 
     @Test func aSingleStreamPatchesOnlyTheValueItSent() throws {
         let output = RecordingOutput()
-        let stream = SingleSubscriptionStream(output: output, format: .plain, limit: 1 << 20, patches: true)
-        stream.deliver(update(from: nil, to: Self.list, hash: 1))
-        stream.deliver(update(from: (Self.list, 1), to: Self.edited(3), hash: 2))
+        let stream = single(output, patches: true)
+        stream.deliver(
+            StreamTransition(ts: 1, changes: [.init(member: 0, update: update(from: nil, to: Self.list, hash: 1))]))
+        stream.deliver(
+            StreamTransition(
+                ts: 1, changes: [.init(member: 0, update: update(from: (Self.list, 1), to: Self.edited(3), hash: 2))]))
         // The hub's previous value is one this stream never sent (it attached later): the full value.
-        stream.deliver(update(from: (Self.edited(7), 9), to: Self.edited(4), hash: 3))
-        stream.deliver(update(from: (Self.edited(4), 3), to: Self.edited(5), hash: 4))
+        stream.deliver(
+            StreamTransition(
+                ts: 1,
+                changes: [.init(member: 0, update: update(from: (Self.edited(7), 9), to: Self.edited(4), hash: 3))]))
+        stream.deliver(
+            StreamTransition(
+                ts: 1,
+                changes: [.init(member: 0, update: update(from: (Self.edited(4), 3), to: Self.edited(5), hash: 4))]))
         #expect(output.events.map(\.event) == [nil, "patch", nil, "patch"])
         let patch = try ConvexValue(plainJSON: Array(output.events[1].data.utf8))
         #expect(patch["base"] == "1")
@@ -47,66 +66,94 @@ import Testing
 
     @Test func aStreamWithoutDeltasIgnoresPatches() {
         let output = RecordingOutput()
-        let stream = SingleSubscriptionStream(output: output, format: .plain, limit: 1 << 20)
-        stream.deliver(update(from: nil, to: Self.list, hash: 1))
-        stream.deliver(update(from: (Self.list, 1), to: Self.edited(3), hash: 2))
+        let stream = single(output)
+        stream.deliver(
+            StreamTransition(ts: 1, changes: [.init(member: 0, update: update(from: nil, to: Self.list, hash: 1))]))
+        stream.deliver(
+            StreamTransition(
+                ts: 1, changes: [.init(member: 0, update: update(from: (Self.list, 1), to: Self.edited(3), hash: 2))]))
         #expect(output.events.map(\.event) == [nil, nil])
     }
 
     @Test func aResumedStreamPatchesTheValueItsLastEventIDNames() {
         let output = RecordingOutput()
-        let stream = SingleSubscriptionStream(
-            output: output, format: .plain, limit: 1 << 20, patches: true, resumeHash: 1)
-        stream.deliver(update(from: (Self.list, 1), to: Self.edited(3), hash: 2))
+        let stream = single(output, patches: true, resume: "5-1")
+        stream.deliver(
+            StreamTransition(
+                ts: 1, changes: [.init(member: 0, update: update(from: (Self.list, 1), to: Self.edited(3), hash: 2))]))
         #expect(output.events.map(\.event) == ["patch"])
     }
 
     @Test func aSlowReaderGetsTheFullValueAndThenPatchesAgain() {
         let output = RecordingOutput(behind: true)
-        let stream = SingleSubscriptionStream(output: output, format: .plain, limit: 1, patches: true)
-        stream.deliver(update(from: nil, to: Self.list, hash: 1))
+        let stream = single(output, limit: 1, patches: true)
+        stream.deliver(
+            StreamTransition(ts: 1, changes: [.init(member: 0, update: update(from: nil, to: Self.list, hash: 1))]))
         // Behind: what is queued (the first value) is replaced by the new full value, not patched.
-        stream.deliver(update(from: (Self.list, 1), to: Self.edited(3), hash: 2))
+        stream.deliver(
+            StreamTransition(
+                ts: 1, changes: [.init(member: 0, update: update(from: (Self.list, 1), to: Self.edited(3), hash: 2))]))
         #expect(output.events.map(\.event) == [nil])
         #expect(output.events.first?.id == "1-2")
     }
 
-    @Test func aMultiStreamPatchesPerSubscriptionAndValuesCarryTheirHash() throws {
+    @Test func aTransitionStreamPatchesPerSubscriptionAndValuesCarryTheirHash() throws {
         let output = RecordingOutput()
-        let stream = MultiSubscriptionStream(
-            ids: ["a", "b"], format: .plain, output: output, limit: 1 << 20, patches: true, resumeFrom: nil)
-        let members = stream.makeMembers()
-        #expect(members[0].wantsPatches && members[1].wantsPatches)
-        members[0].deliver(update(from: nil, to: Self.list, hash: 1))
-        members[1].deliver(update(from: nil, to: Self.list, hash: 1))
-        members[0].deliver(update(from: (Self.list, 1), to: Self.edited(3), hash: 2))
-        // `b` holds hash 1, not 9: full value.
-        members[1].deliver(update(from: (Self.edited(8), 9), to: Self.edited(4), hash: 3))
-        #expect(output.events.map(\.event) == ["value", "value", "patch", "value"])
+        let stream = EventStream(
+            framing: .transitions(ids: ["a", "b"]), count: 2, format: .plain, output: output, limit: 1 << 20,
+            patches: true, resumeFrom: nil)
+        stream.deliver(
+            StreamTransition(
+                ts: 1,
+                changes: [
+                    .init(member: 0, update: update(from: nil, to: Self.list, hash: 1)),
+                    .init(member: 1, update: update(from: nil, to: Self.list, hash: 1)),
+                ]))
+        // `b` holds hash 1, not 9: full value; `a` holds 1: a patch. Both in one event.
+        stream.deliver(
+            StreamTransition(
+                ts: 2,
+                changes: [
+                    .init(member: 0, update: update(from: (Self.list, 1), to: Self.edited(3), hash: 2)),
+                    .init(member: 1, update: update(from: (Self.edited(8), 9), to: Self.edited(4), hash: 3)),
+                ]))
+        #expect(output.events.map(\.event) == ["transition", "transition"])
         let first = try ConvexValue(plainJSON: Array(output.events[0].data.utf8))
-        #expect(first["v"] == "1")
-        let patch = try ConvexValue(plainJSON: Array(output.events[2].data.utf8))
+        #expect(first["ts"] == "1")
+        #expect(first["changes"]?[0]?["v"] == "1")
+        let second = try ConvexValue(plainJSON: Array(output.events[1].data.utf8))
+        let patch = try #require(second["changes"]?[0])
         #expect(patch["sub"] == "a")
         #expect(patch["base"] == "1")
         #expect(patch["ops"] == [["op": "replace", "path": "/3/text", "value": "edited"]])
-        // Every event's id still says what the client holds, patches included.
-        #expect(output.events[2].id == StreamResumeID(held: [StreamResumeID.token(2), StreamResumeID.token(1)]).text)
+        #expect(second["changes"]?[1]?["sub"] == "b")
+        #expect(second["changes"]?[1]?["v"] == "3")
+        #expect(second["changes"]?[1]?["value"] == Self.edited(4))
+        // Every event's id says what the client holds, patches included.
+        #expect(output.events[1].id == ResumeID(version: 3, held: [2, 3]).text)
     }
 
-    @Test func aSlowMultiStreamReaderGetsEveryLatestValueWholeThenPatchesAgain() {
+    @Test func aSlowTransitionStreamReaderGetsEveryLatestValueWholeThenPatchesAgain() {
         let output = CatchingUpOutput()
-        let stream = MultiSubscriptionStream(
-            ids: ["a"], format: .plain, output: output, limit: 1, patches: true, resumeFrom: nil)
-        let member = stream.makeMembers()[0]
-        member.deliver(update(from: nil, to: Self.list, hash: 1))
-        member.deliver(update(from: (Self.list, 1), to: Self.edited(3), hash: 2))
+        let stream = EventStream(
+            framing: .transitions(ids: ["a"]), count: 1, format: .plain, output: output, limit: 1, patches: true,
+            resumeFrom: nil)
+        stream.deliver(
+            StreamTransition(ts: 1, changes: [.init(member: 0, update: update(from: nil, to: Self.list, hash: 1))]))
+        stream.deliver(
+            StreamTransition(
+                ts: 2, changes: [.init(member: 0, update: update(from: (Self.list, 1), to: Self.edited(3), hash: 2))]))
         #expect(output.texts.count == 1)
-        #expect(output.texts[0].hasPrefix("event: value\n"))
+        #expect(output.texts[0].hasPrefix("event: transition\n"))
+        #expect(!output.texts[0].contains("\"ops\""))
         output.catchUp()
         // The queue was replaced by the value of hash 2, which the client now holds: patches resume.
-        member.deliver(update(from: (Self.edited(3), 2), to: Self.edited(4), hash: 3))
+        stream.deliver(
+            StreamTransition(
+                ts: 3,
+                changes: [.init(member: 0, update: update(from: (Self.edited(3), 2), to: Self.edited(4), hash: 3))]))
         #expect(output.texts.count == 2)
-        #expect(output.texts[1].hasPrefix("event: patch\n"))
+        #expect(output.texts[1].contains("\"ops\""))
     }
 }
 

@@ -17,18 +17,35 @@ import Testing
         actions.compactMap { if case .unsubscribe(_, let generation) = $0 { generation } else { nil } }
     }
 
-    func delivered(_ actions: [HubState.Action]) -> [(SubscriptionHub.Snapshot, Int)] {
+    /// The results delivered, each with the number of streams it went to.
+    func delivered(_ actions: [HubState.Action]) -> [(SubscriptionHub.CurrentResult, Int)] {
+        var delivered: [(SubscriptionHub.CurrentResult, Int)] = []
+        for case .deliver(let delivery, _) in actions {
+            for change in delivery.changes {
+                if let index = delivered.firstIndex(where: { $0.0.id == change.current.id }) {
+                    delivered[index].1 += 1
+                } else {
+                    delivered.append((change.current, 1))
+                }
+            }
+        }
+        return delivered
+    }
+
+    /// The deliveries, per stream: the timestamp and the (member, result id) pairs.
+    func deliveries(_ actions: [HubState.Action]) -> [(sink: ObjectIdentifier, ts: UInt64, changes: [String])] {
         actions.compactMap {
-            if case .deliver(let snapshot, _, _, let sinks) = $0 { (snapshot, sinks.count) } else { nil }
+            guard case .deliver(let delivery, let sink) = $0 else { return nil }
+            return (ObjectIdentifier(sink), delivery.ts, delivery.changes.map { "\($0.member):\($0.current.id)" })
         }
     }
 
     @Test func theFirstReaderSubscribesAndLaterReadersShare() throws {
         var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
-        let (initial, actions) = try hub.attach(RecordingSink(), to: key, args: [:], skipHash: nil, now: .zero)
+        let (initial, actions) = try hub.attach(RecordingSink(), to: key, args: [:], held: nil, now: .zero)
         #expect(initial == nil)
         #expect(subscribed(actions) == [1])
-        let (_, again) = try hub.attach(RecordingSink(), to: key, args: [:], skipHash: nil, now: .zero)
+        let (_, again) = try hub.attach(RecordingSink(), to: key, args: [:], held: nil, now: .zero)
         #expect(again.isEmpty)
         guard case .waiting(let waitActions) = hub.wait(7, for: key, args: [:], now: .zero) else {
             Issue.record("a GET before the first result waits")
@@ -51,14 +68,14 @@ import Testing
 
     @Test func aLastEventIDWithTheCurrentHashSkipsTheFirstEventOnly() throws {
         var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
-        _ = try hub.attach(RecordingSink(), to: key, args: [:], skipHash: nil, now: .zero)
+        _ = try hub.attach(RecordingSink(), to: key, args: [:], held: nil, now: .zero)
         _ = hub.receive(.value("a"), hash: 5, key: key, generation: 1, wallMilliseconds: 1, now: .zero)
-        #expect(try hub.attach(RecordingSink(), to: key, args: [:], skipHash: 5, now: .zero).initial == nil)
-        #expect(try hub.attach(RecordingSink(), to: key, args: [:], skipHash: 6, now: .zero).initial?.id == "1-5")
+        #expect(try hub.attach(RecordingSink(), to: key, args: [:], held: 5, now: .zero).initial == nil)
+        #expect(try hub.attach(RecordingSink(), to: key, args: [:], held: 6, now: .zero).initial?.id == "1-5")
 
         // Attached before any result: the first result is skipped only if it is the one the client has.
         var fresh = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
-        _ = try fresh.attach(RecordingSink(), to: key, args: [:], skipHash: 5, now: .zero)
+        _ = try fresh.attach(RecordingSink(), to: key, args: [:], held: 5, now: .zero)
         let skipped = fresh.receive(.value("a"), hash: 5, key: key, generation: 1, wallMilliseconds: 1, now: .zero)
         #expect(delivered(skipped).isEmpty)
         let changed = fresh.receive(.value("b"), hash: 6, key: key, generation: 1, wallMilliseconds: 2, now: .zero)
@@ -68,7 +85,7 @@ import Testing
     @Test func keepWarmCountsFromTheLastReaderAndTheLastRead() throws {
         var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
         let sink = RecordingSink()
-        _ = try hub.attach(sink, to: key, args: [:], skipHash: nil, now: .seconds(0))
+        _ = try hub.attach(sink, to: key, args: [:], held: nil, now: .seconds(0))
         _ = hub.receive(.value(1.0), hash: 1, key: key, generation: 1, wallMilliseconds: 1, now: .seconds(1))
         #expect(hub.tick(now: .seconds(100)).isEmpty, "a stream is reading it")
         let detached = hub.detach(ObjectIdentifier(sink), from: key, now: .seconds(100))
@@ -82,7 +99,7 @@ import Testing
         #expect(unsubscribed(expired) == [1])
         #expect(hub.entries[key] == nil)
         // The next reader subscribes anew.
-        let (_, actions) = try hub.attach(RecordingSink(), to: key, args: [:], skipHash: nil, now: .seconds(120))
+        let (_, actions) = try hub.attach(RecordingSink(), to: key, args: [:], held: nil, now: .seconds(120))
         #expect(subscribed(actions) == [2])
     }
 
@@ -102,21 +119,21 @@ import Testing
 
     @Test func theSubscriptionLimitRefusesNewKeysOnly() throws {
         var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 1)
-        _ = try hub.attach(RecordingSink(), to: key, args: [:], skipHash: nil, now: .zero)
+        _ = try hub.attach(RecordingSink(), to: key, args: [:], held: nil, now: .zero)
         #expect(throws: SubscriptionHub.AttachError.tooManySubscriptions) {
-            try hub.attach(RecordingSink(), to: other, args: [:], skipHash: nil, now: .zero)
+            try hub.attach(RecordingSink(), to: other, args: [:], held: nil, now: .zero)
         }
         guard case .ready(nil) = hub.wait(2, for: other, args: [:], now: .zero) else {
             Issue.record("a GET of a new key at the limit is answered with nothing")
             return
         }
-        _ = try hub.attach(RecordingSink(), to: key, args: [:], skipHash: nil, now: .zero)
+        _ = try hub.attach(RecordingSink(), to: key, args: [:], held: nil, now: .zero)
     }
 
     @Test func anEndedUpstreamFinishesItsStreamsAndWaitersAndShutdownEndsEverything() throws {
         var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
         let sink = RecordingSink()
-        _ = try hub.attach(sink, to: key, args: [:], skipHash: nil, now: .zero)
+        _ = try hub.attach(sink, to: key, args: [:], held: nil, now: .zero)
         _ = hub.wait(3, for: key, args: [:], now: .zero)
         let ended = hub.upstreamEnded(key, generation: 1)
         #expect(ended.contains { if case .finish(let sinks) = $0 { sinks.count == 1 } else { false } })
@@ -124,18 +141,150 @@ import Testing
         #expect(hub.entries.isEmpty)
         #expect(hub.upstreamEnded(key, generation: 1).isEmpty)
 
-        _ = try hub.attach(RecordingSink(), to: key, args: [:], skipHash: nil, now: .zero)
-        _ = try hub.attach(RecordingSink(), to: other, args: [:], skipHash: nil, now: .zero)
+        _ = try hub.attach(RecordingSink(), to: key, args: [:], held: nil, now: .zero)
+        _ = try hub.attach(RecordingSink(), to: other, args: [:], held: nil, now: .zero)
         let live = try #require(hub.entries[key]?.live)
         let shutdown = hub.shutdown()
         #expect(unsubscribed(shutdown).sorted() == [2, 3])
         #expect(live.revision == nil)
         #expect(throws: SubscriptionHub.AttachError.shuttingDown) {
-            try hub.attach(RecordingSink(), to: key, args: [:], skipHash: nil, now: .zero)
+            try hub.attach(RecordingSink(), to: key, args: [:], held: nil, now: .zero)
         }
         guard case .ready(nil) = hub.wait(4, for: key, args: [:], now: .zero) else {
             Issue.record("a GET after shutdown is answered with nothing")
             return
         }
+    }
+
+    // MARK: Transitions
+
+    let team = SubscriptionHub.Key(identity: "", function: try! UdfPath(parsing: "mlb:first_place_team"), args: [:])
+    let teams = SubscriptionHub.Key(identity: "", function: try! UdfPath(parsing: "mlb:teams"), args: [:])
+
+    func change(_ key: SubscriptionHub.Key, _ generation: UInt64, _ result: UpstreamResult, hash: UInt64)
+        -> HubState.Change
+    {
+        HubState.Change(key: key, generation: generation, result: result, hash: hash)
+    }
+
+    @Test func theChangesOfOneTransitionReachEachStreamAsOneDelivery() throws {
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        let both = RecordingSink(), onlyTeams = RecordingSink()
+        _ = try hub.attach(
+            both, members: [.init(key: team, args: [:]), .init(key: teams, args: [:]), .init(key: key, args: [:])],
+            now: .zero)
+        _ = try hub.attach(onlyTeams, members: [.init(key: teams, args: [:])], now: .zero)
+        // Generations: team 1, teams 2, key 3.
+        let first = hub.receive(
+            ts: 100, identity: "",
+            changes: [change(teams, 2, .value("T1"), hash: 0x21), change(team, 1, .value("A"), hash: 0x11)],
+            wallMilliseconds: 5, now: .zero)
+        let streams = deliveries(first)
+        #expect(streams.count == 2, "one delivery per stream, not per change")
+        #expect(streams.first { $0.sink == ObjectIdentifier(both) }?.changes == ["0:5-11", "1:5-21"])
+        #expect(streams.first { $0.sink == ObjectIdentifier(both) }?.ts == 100)
+        #expect(streams.first { $0.sink == ObjectIdentifier(onlyTeams) }?.changes == ["0:5-21"])
+
+        // A transition that changes only what a stream does not read sends it nothing; unchanged results are left out.
+        let second = hub.receive(
+            ts: 200, identity: "",
+            changes: [change(team, 1, .value("A"), hash: 0x11), change(teams, 2, .value("T2"), hash: 0x22)],
+            wallMilliseconds: 6, now: .zero)
+        #expect(deliveries(second).first { $0.sink == ObjectIdentifier(both) }?.changes == ["1:6-22"])
+        #expect(deliveries(second).first { $0.sink == ObjectIdentifier(onlyTeams) }?.changes == ["0:6-22"])
+        #expect(deliveries(second).allSatisfy { $0.ts == 200 })
+    }
+
+    @Test func aLateJoinerJoinsInTheTransitionThatCarriesItsResult() throws {
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        let early = RecordingSink()
+        _ = try hub.attach(early, members: [.init(key: team, args: [:])], now: .zero)
+        _ = hub.receive(
+            ts: 100, identity: "", changes: [change(team, 1, .value("A"), hash: 0x11)], wallMilliseconds: 1,
+            now: .zero)
+        // A stream of `team` (held) and `teams` (not yet subscribed upstream).
+        let late = RecordingSink()
+        let (initial, actions) = try hub.attach(
+            late, members: [.init(key: team, args: [:]), .init(key: teams, args: [:])], now: .zero)
+        #expect(subscribed(actions) == [2])
+        #expect(initial?.ts == 100, "the first delivery is the snapshot the connection is at")
+        #expect(initial?.changes.map(\.member) == [0], "teams has no result yet")
+        // The transition that adds `teams` to the upstream set also changes `team`: both arrive together.
+        let joined = hub.receive(
+            ts: 150, identity: "",
+            changes: [change(team, 1, .value("B"), hash: 0x12), change(teams, 2, .value("T"), hash: 0x21)],
+            wallMilliseconds: 2, now: .zero)
+        let lateDelivery = deliveries(joined).first { $0.sink == ObjectIdentifier(late) }
+        #expect(lateDelivery?.changes == ["0:2-12", "1:2-21"])
+        #expect(lateDelivery?.ts == 150)
+        #expect(deliveries(joined).first { $0.sink == ObjectIdentifier(early) }?.changes == ["0:2-12"])
+    }
+
+    @Test func anErrorInTheMiddleOfATransitionStaysWithItsSubscription() throws {
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        let sink = RecordingSink()
+        _ = try hub.attach(
+            sink, members: [.init(key: team, args: [:]), .init(key: teams, args: [:]), .init(key: key, args: [:])],
+            now: .zero)
+        let actions = hub.receive(
+            ts: 7, identity: "",
+            changes: [
+                change(team, 1, .value("A"), hash: 1),
+                change(teams, 2, .failure(.functionFailed(message: "boom")), hash: 2),
+                change(key, 3, .value("C"), hash: 3),
+            ], wallMilliseconds: 1, now: .zero)
+        guard case .deliver(let delivery, _)? = actions.first(where: { if case .deliver = $0 { true } else { false } })
+        else {
+            Issue.record("no delivery")
+            return
+        }
+        #expect(deliveries(actions).count == 1)
+        #expect(delivery.changes.map(\.member) == [0, 1, 2])
+        #expect(delivery.changes[1].current.result == .failure(.functionFailed(message: "boom")))
+        #expect(hub.entries[key]?.current?.hash == 3, "the changes after the failure are applied too")
+    }
+
+    @Test func aResumedStreamGetsOnlyWhatChangedSinceWhatItHolds() throws {
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        _ = try hub.attach(
+            RecordingSink(), members: [.init(key: team, args: [:]), .init(key: teams, args: [:])], now: .zero)
+        _ = hub.receive(
+            ts: 1, identity: "",
+            changes: [change(team, 1, .value("A"), hash: 0x11), change(teams, 2, .value("T"), hash: 0x21)],
+            wallMilliseconds: 1, now: .zero)
+        let (initial, _) = try hub.attach(
+            RecordingSink(),
+            members: [.init(key: team, args: [:], held: 0x11), .init(key: teams, args: [:], held: 0x20)],
+            now: .zero)
+        #expect(initial?.changes.map(\.member) == [1])
+        let (none, _) = try hub.attach(
+            RecordingSink(),
+            members: [.init(key: team, args: [:], held: 0x11), .init(key: teams, args: [:], held: 0x21)],
+            now: .zero)
+        #expect(none == nil)
+    }
+}
+
+extension HubState {
+    /// A one-subscription stream attaching, as `/subscribe/<function>` does.
+    mutating func attach(
+        _ sink: any EventSink, to key: Key, args: ConvexValue, held: UInt64?, now: Duration
+    ) throws(SubscriptionHub.AttachError) -> (initial: CurrentResult?, actions: [Action]) {
+        let (initial, actions) = try attach(sink, members: [Member(key: key, args: args, held: held)], now: now)
+        return (initial?.changes.first?.current, actions)
+    }
+
+    mutating func detach(_ sink: ObjectIdentifier, from key: Key, now: Duration) -> Bool {
+        detach(sink, members: [key], now: now)
+    }
+
+    /// A transition that changes `key` alone.
+    mutating func receive(
+        _ result: UpstreamResult, hash: UInt64, key: Key, generation: UInt64, wallMilliseconds: UInt64, now: Duration
+    ) -> [Action] {
+        receive(
+            ts: 0, identity: key.identity,
+            changes: [Change(key: key, generation: generation, result: result, hash: hash)],
+            wallMilliseconds: wallMilliseconds, now: now)
     }
 }

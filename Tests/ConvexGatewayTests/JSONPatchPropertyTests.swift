@@ -8,7 +8,9 @@ import Testing
 /// The patches are exact: over long random sequences of values (nested objects, arrays of documents and of plain
 /// values, int64, bytes, special floats, keys that need escaping), each patch applied by an independent RFC 6902
 /// implementation (Python's `jsonpatch`, from the test virtualenv) to the previous full value gives the next full
-/// value, byte for byte once both are parsed, in every output mode.
+/// value, byte for byte once both are parsed, in every output mode. The sequences are also written to
+/// `.build/patch-sequences/<mode>.json`, where client.js's unit tests (`node --test Tests/ClientScriptTests/`) replay
+/// them through its own `applyPatch`, so server and client are checked against each other.
 @Suite(.timeLimit(.minutes(2))) struct JSONPatchPropertyTests {
     static let sequences = 60
     static let steps = 40
@@ -34,6 +36,7 @@ import Testing
             document += "]}".utf8
         }
         document += "]".utf8
+        try Self.keepForClientTests(document, mode: mode)
         let report = try Self.applyWithPython(document)
         #expect(report == "ok \(patchCount)", "mode \(mode)")
     }
@@ -57,6 +60,15 @@ import Testing
                 count += 1
         print(f"ok {count}")
         """
+
+    /// Writes the sequences where client.js's unit tests read them.
+    static func keepForClientTests(_ document: [UInt8], mode: ConvexOutputMode) throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let directory = root.appendingPathComponent(".build/patch-sequences")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try Data(document).write(to: directory.appendingPathComponent("\(mode).json"), options: .atomic)
+    }
 
     static func applyWithPython(_ document: [UInt8]) throws -> String {
         guard let python = FunctionOpenAPITests.python else {

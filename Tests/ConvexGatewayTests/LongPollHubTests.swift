@@ -23,12 +23,12 @@ import Testing
     func hub(holding value: ConvexValue) async throws -> (SubscriptionHub, UInt64) {
         let hub = makeHub()
         let sink = RecordingSink()
-        try hub.attach(sink, to: key, args: [:], upstream: upstream, skipHash: nil)
+        try hub.attach(sink, to: key, args: [:], upstream: upstream, held: nil)
         await waitUntil { upstream.activeCount == 1 }
         upstream.push(.value(value))
         await waitUntil { sink.received.count == 1 }
         hub.detach(sink, from: key)
-        return (hub, try #require(hub.currentBody(for: key, format: .plain)?.snapshot.hash))
+        return (hub, try #require(hub.currentBody(for: key, format: .plain)?.current.hash))
     }
 
     func wait(_ hub: SubscriptionHub, from hash: UInt64, seconds: Int64) -> Task<SubscriptionUpdate?, Never> {

@@ -20,12 +20,40 @@ struct MultiSubscriptionEndToEndTests {
             }.joined(separator: "&")
     }
 
-    func value(_ event: ReceivedEvent) throws -> (sub: String, value: ConvexValue) {
+    /// The changes of a transition event, in order: each subscription's id with its change (`value`, or `error`).
+    func changes(_ event: ReceivedEvent) throws -> [(sub: String, change: ConvexValue)] {
+        guard event.event == "transition" else { throw TestFailure("not a transition event: \(event)") }
         let data = try ConvexValue(plainJSON: Array(event.data.utf8))
-        guard case .string(let sub)? = data["sub"], let value = data["value"] else {
-            throw TestFailure("not a value event: \(event)")
+        guard case .string(let ts)? = data["ts"], UInt64(ts) != nil, case .array(let changes)? = data["changes"] else {
+            throw TestFailure("not a transition: \(event.data)")
         }
-        return (sub, value)
+        return try changes.map { change in
+            guard case .string(let sub)? = change["sub"] else { throw TestFailure("a change without sub: \(change)") }
+            return (sub, change)
+        }
+    }
+
+    /// A transition event's Convex timestamp.
+    func ts(_ event: ReceivedEvent) throws -> UInt64 {
+        let data = try ConvexValue(plainJSON: Array(event.data.utf8))
+        guard case .string(let text)? = data["ts"], let ts = UInt64(text) else { throw TestFailure("no ts: \(event)") }
+        return ts
+    }
+
+    /// The one value a transition event changes.
+    func value(_ event: ReceivedEvent) throws -> (sub: String, value: ConvexValue) {
+        let changes = try changes(event)
+        guard changes.count == 1, let value = changes[0].change["value"] else {
+            throw TestFailure("not one value: \(event.data)")
+        }
+        return (changes[0].sub, value)
+    }
+
+    /// The values of a transition event, by subscription.
+    func values(_ event: ReceivedEvent) throws -> [String: ConvexValue] {
+        var values: [String: ConvexValue] = [:]
+        for (sub, change) in try changes(event) { values[sub] = change["value"] }
+        return values
     }
 
     @Test func manySubscriptionsShareOneStreamAndEachChangeNamesItsSubscription() async throws {
@@ -38,13 +66,8 @@ struct MultiSubscriptionEndToEndTests {
             #expect(stream.head.status == 200)
             #expect(stream.head.header("Content-Type") == "text/event-stream")
             #expect(stream.head.header("Referrer-Policy") == "no-referrer")
-            var first: [String: ConvexValue] = [:]
-            for _ in 0..<13 {
-                let event = try #require(try await stream.nextEventAsync())
-                #expect(event.event == "value")
-                let (sub, value) = try value(event)
-                first[sub] = value
-            }
+            // Every current value from one snapshot, in one event.
+            let first = try values(try #require(try await stream.nextEventAsync()))
             #expect(first.count == 13)
             #expect(first["c3"] == [])
             #expect(first["team"]?["name"] == "Guardians")
@@ -69,8 +92,8 @@ struct MultiSubscriptionEndToEndTests {
                 ("moved", "messages:list", #"{"channel":"resume-moved"}"#),
             ])
             let stream = try await h.openStream(target)
-            _ = try await stream.nextEventAsync()
             let last = try #require(try await stream.nextEventAsync())
+            #expect(try values(last).count == 2)
             let id = try #require(last.id)
             stream.close()
 
@@ -92,20 +115,16 @@ struct MultiSubscriptionEndToEndTests {
             let stream = try await h.openStream(
                 Self.query([("flaky", "conformance:failing", nil), ("list", "messages:list", #"{"channel":"carry"}"#)]))
             defer { stream.close() }
-            _ = try await stream.nextEventAsync()
-            _ = try await stream.nextEventAsync()
+            #expect(try changes(try #require(try await stream.nextEventAsync())).count == 2)
             _ = try await h.post("/mutation/conformance:setFailing", json: #"{"fail":true}"#)
-            let failure = try #require(try await stream.nextEventAsync())
-            #expect(failure.event == "error")
-            let data = try ConvexValue(plainJSON: Array(failure.data.utf8))
-            #expect(data["sub"] == "flaky")
-            #expect(data["error"]?["code"] == "FunctionFailed")
+            let failure = try changes(try #require(try await stream.nextEventAsync()))
+            #expect(failure.map(\.sub) == ["flaky"])
+            #expect(failure.first?.change["error"]?["code"] == "FunctionFailed")
             _ = try await h.post("/mutation/messages:send", json: #"{"body":"still here","channel":"carry"}"#)
             let other = try #require(try await stream.nextEventAsync())
             #expect(try value(other).sub == "list")
             _ = try await h.post("/mutation/conformance:setFailing", json: #"{"fail":false}"#)
             let recovered = try #require(try await stream.nextEventAsync())
-            #expect(recovered.event == "value")
             #expect(try value(recovered) == ("flaky", "ok"))
         }
     }
@@ -145,7 +164,6 @@ struct MultiSubscriptionEndToEndTests {
                 ]))
             defer { stream.close() }
             _ = try await stream.nextEventAsync()
-            _ = try await stream.nextEventAsync()
             var heartbeats = 0
             while heartbeats < 2, let block = try await stream.nextAsync() {
                 if block.isComment && block.comments.contains("hb") { heartbeats += 1 }
@@ -164,13 +182,10 @@ struct MultiSubscriptionEndToEndTests {
             ])
             /// Reads both first events; the subject `me` names.
             func identity(_ stream: EventStreamReader) async throws -> String? {
-                var subject: String?
-                for _ in 0..<2 {
-                    let event = try #require(try await stream.nextEventAsync())
-                    let (sub, value) = try value(event)
-                    if sub == "me", case .string(let named)? = value["identity"]?["subject"] { subject = named }
-                }
-                return subject
+                let first = try values(try #require(try await stream.nextEventAsync()))
+                #expect(first.count == 2)
+                if case .string(let named)? = first["me"]?["identity"]?["subject"] { return named }
+                return nil
             }
             let cookie = "\(StreamTicketEndToEndTests.cookie)=\(StreamTicketEndToEndTests.jwt("ada"))"
             let byCookie = try await h.openStream(target, headers: ["Cookie": cookie])
@@ -196,6 +211,50 @@ struct MultiSubscriptionEndToEndTests {
             _ = try await h.post("/mutation/messages:send", json: #"{"body":"still","channel":"me"}"#)
             let next = try #require(try await byCookie.nextEventAsync())
             #expect(try value(next).sub == "list")
+        }
+    }
+
+    @Test func oneMutationThatChangesTwoSubscriptionsIsOneEvent() async throws {
+        try await GatewayHarness.run { h in
+            let target = Self.query([
+                ("leader", "mlb:first_place_team", #"{"division":"AL Central"}"#),
+                ("teams", "mlb:teams", #"{"division":"AL Central"}"#),
+            ])
+            let stream = try await h.openStream(target)
+            defer { stream.close() }
+            let first = try #require(try await stream.nextEventAsync())
+            let firstTS = try ts(first)
+            #expect(try values(first).count == 2)
+            _ = try await h.post("/mutation/mlb:record_win", json: #"{"team":"Guardians"}"#)
+            let event = try #require(try await stream.nextEventAsync())
+            let changed = try values(event)
+            #expect(changed.count == 2, "both changes of the mutation in one event: \(event.data)")
+            #expect(changed["leader"]?["wins"] == 81.0)
+            guard case .array(let rows)? = changed["teams"] else { throw TestFailure("no list: \(event.data)") }
+            #expect(rows.first { $0["name"] == "Guardians" }?["wins"] == 81.0, "the list is of the leader's snapshot")
+            #expect(try ts(event) > firstTS)
+        }
+    }
+
+    @Test func tenSubscriptionsOfWhichAMutationChangesThreeGetOneEventWithThreeChanges() async throws {
+        try await GatewayHarness.run { h in
+            let subscriptions: [(id: String, function: String, args: String?)] =
+                [
+                    ("leader", "mlb:first_place_team", #"{"division":"AL Central"}"#),
+                    ("division", "mlb:teams", #"{"division":"AL Central"}"#),
+                    ("all", "mlb:teams", nil),
+                    ("east", "mlb:first_place_team", #"{"division":"AL East"}"#),
+                    ("west", "mlb:teams", #"{"division":"NL West"}"#),
+                ] + (0..<5).map { ("m\($0)", "messages:list", #"{"channel":"ten-\#($0)"}"#) }
+            let stream = try await h.openStream(Self.query(subscriptions))
+            defer { stream.close() }
+            #expect(try changes(try #require(try await stream.nextEventAsync())).count == 10)
+            _ = try await h.post("/mutation/mlb:record_win", json: #"{"team":"Guardians"}"#)
+            let event = try #require(try await stream.nextEventAsync())
+            #expect(try changes(event).map(\.sub) == ["leader", "division", "all"])
+            // The next change is of one subscription only.
+            _ = try await h.post("/mutation/messages:send", json: #"{"body":"hi","channel":"ten-3"}"#)
+            #expect(try value(try #require(try await stream.nextEventAsync())).sub == "m3")
         }
     }
 }

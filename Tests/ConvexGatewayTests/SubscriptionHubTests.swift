@@ -7,33 +7,80 @@ import Testing
 
 @testable import ConvexGateway
 
-/// An in-process upstream whose subscriptions the test drives by hand; the hub's bookkeeping is tested against it.
+/// An in-process upstream whose query sets the test drives by hand; the hub's bookkeeping is tested against it.
 /// (End-to-end tests run the hub against a real deployment.)
 final class ScriptedUpstream: ConvexUpstream {
-    private let continuations = Mutex<[Int: AsyncStream<UpstreamResult>.Continuation]>([:])
-    private let opened = Atomic<Int>(0)
-    private let nextID = Atomic<Int>(0)
+    /// One query set: its members, and the transitions the test pushes.
+    final class QuerySet: UpstreamQuerySet {
+        let transitions: AsyncStream<UpstreamTransition>
+        let continuation: AsyncStream<UpstreamTransition>.Continuation
+        let members = Mutex<[UInt64: (function: String, args: ConvexValue)]>([:])
+        let upstream: ScriptedUpstream
 
-    var subscribeCount: Int { opened.load(ordering: .relaxed) }
-    var activeCount: Int { continuations.withLock { $0.count } }
-
-    func subscribe(_ function: String, args: ConvexValue) -> AsyncStream<UpstreamResult> {
-        opened.add(1, ordering: .relaxed)
-        let id = nextID.add(1, ordering: .relaxed).newValue
-        let (stream, continuation) = AsyncStream<UpstreamResult>.makeStream()
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.continuations.withLock { $0.removeValue(forKey: id) }
+        init(upstream: ScriptedUpstream) {
+            self.upstream = upstream
+            (transitions, continuation) = AsyncStream.makeStream(of: UpstreamTransition.self)
         }
-        continuations.withLock { $0[id] = continuation }
-        return stream
+
+        func add(_ token: UInt64, _ function: String, args: ConvexValue) {
+            upstream.opened.add(1, ordering: .relaxed)
+            members.withLock { $0[token] = (function, args) }
+        }
+
+        func remove(_ token: UInt64) { _ = members.withLock { $0.removeValue(forKey: token) } }
+
+        func close() {
+            members.withLock { $0 = [:] }
+            continuation.finish()
+            upstream.sets.withLock { sets in sets.removeAll { $0 === self } }
+        }
     }
 
+    fileprivate let sets = Mutex<[QuerySet]>([])
+    fileprivate let opened = Atomic<Int>(0)
+    private let timestamp = Atomic<UInt64>(0)
+
+    /// Members added so far (upstream subscriptions opened).
+    var subscribeCount: Int { opened.load(ordering: .relaxed) }
+    /// Members of open query sets now.
+    var activeCount: Int { sets.withLock { $0.reduce(0) { $0 + $1.members.withLock { $0.count } } } }
+
+    func makeQuerySet() -> any UpstreamQuerySet {
+        let set = QuerySet(upstream: self)
+        sets.withLock { $0.append(set) }
+        return set
+    }
+
+    /// One transition giving every member `result`.
     func push(_ result: UpstreamResult) {
-        for c in continuations.withLock({ Array($0.values) }) { c.yield(result) }
+        push { _, _ in result }
     }
 
+    /// One transition: each member gets the result `change` gives for its function and arguments (`nil`: unchanged).
+    func push(_ change: (String, ConvexValue) -> UpstreamResult?) {
+        let ts = timestamp.add(1, ordering: .relaxed).newValue
+        for set in sets.withLock({ $0 }) {
+            let changes = set.members.withLock { members in
+                members.keys.sorted().compactMap { token in
+                    change(members[token]!.function, members[token]!.args).map {
+                        UpstreamTransition.Change(token: token, result: $0)
+                    }
+                }
+            }
+            if !changes.isEmpty { set.continuation.yield(UpstreamTransition(ts: ts, changes: changes)) }
+        }
+    }
+
+    /// Ends every query set's transitions (the connection closed).
     func endAll() {
-        for c in continuations.withLock({ Array($0.values) }) { c.finish() }
+        let open = sets.withLock { sets in
+            defer { sets = [] }
+            return sets
+        }
+        for set in open {
+            set.members.withLock { $0 = [:] }
+            set.continuation.finish()
+        }
     }
 
     func call(_ kind: CallKind, _ function: String, args: ConvexValue, timeout: Duration) async throws(UpstreamFailure)
@@ -44,21 +91,46 @@ final class ScriptedUpstream: ConvexUpstream {
     func close() async { endAll() }
 }
 
+/// A stream's sink that records what the hub delivers: each change's `/subscribe/<function>` event, and each
+/// transition.
 final class RecordingSink: EventSink {
     let format: OutputFormat
     private let events = Mutex<[String]>([])
+    private let recorded = Mutex<[StreamTransition]>([])
     private let finished = Atomic<Bool>(false)
 
     init(format: OutputFormat = .encoded) { self.format = format }
 
-    func deliver(_ update: SubscriptionUpdate) {
-        events.withLock { $0.append(String(decoding: update.event, as: UTF8.self)) }
+    func deliver(_ transition: StreamTransition) {
+        recorded.withLock { $0.append(transition) }
+        events.withLock { events in
+            for change in transition.changes { events.append(String(decoding: change.update.event, as: UTF8.self)) }
+        }
     }
 
     func finish() { finished.store(true, ordering: .relaxed) }
 
     var received: [String] { events.withLock { $0 } }
+    var transitions: [StreamTransition] { recorded.withLock { $0 } }
     var isFinished: Bool { finished.load(ordering: .relaxed) }
+}
+
+extension SubscriptionHub {
+    /// Attaches a one-subscription stream, as `/subscribe/<function>` does.
+    func attach(
+        _ sink: any EventSink, to key: Key, args: ConvexValue, upstream: any ConvexUpstream, held: UInt64?
+    ) throws(AttachError) {
+        try attach(sink, members: [Member(key: key, args: args, held: held)], upstream: upstream)
+    }
+
+    func detach(_ sink: any EventSink, from key: Key) {
+        detach(sink, members: [key])
+    }
+}
+
+/// The hash a one-subscription stream's event id says the client holds.
+func held(fromEventID id: String) -> UInt64? {
+    ResumeID(parsing: id, count: 1)?.held.first ?? nil
 }
 
 func waitUntil(_ condition: () -> Bool) async {
@@ -84,8 +156,8 @@ func waitUntil(_ condition: () -> Bool) async {
         let upstream = ScriptedUpstream()
         let key = SubscriptionHub.Key(identity: "", function: function, args: [:])
         let a = RecordingSink(), b = RecordingSink()
-        try hub.attach(a, to: key, args: [:], upstream: upstream, skipHash: nil)
-        try hub.attach(b, to: key, args: [:], upstream: upstream, skipHash: nil)
+        try hub.attach(a, to: key, args: [:], upstream: upstream, held: nil)
+        try hub.attach(b, to: key, args: [:], upstream: upstream, held: nil)
         await waitUntil { upstream.activeCount == 1 }
         #expect(upstream.subscribeCount == 1)
         upstream.push(.value(.float64(1)))
@@ -105,7 +177,7 @@ func waitUntil(_ condition: () -> Bool) async {
         let upstream = ScriptedUpstream()
         let key = SubscriptionHub.Key(identity: "", function: function, args: [:])
         let first = RecordingSink()
-        try hub.attach(first, to: key, args: [:], upstream: upstream, skipHash: nil)
+        try hub.attach(first, to: key, args: [:], upstream: upstream, held: nil)
         await waitUntil { upstream.activeCount == 1 }
         upstream.push(.value("hello"))
         await waitUntil { first.received.count == 1 }
@@ -113,10 +185,10 @@ func waitUntil(_ condition: () -> Bool) async {
 
         let same = RecordingSink()
         try hub.attach(
-            same, to: key, args: [:], upstream: upstream, skipHash: SubscriptionHub.hash(fromEventID: String(id)))
+            same, to: key, args: [:], upstream: upstream, held: held(fromEventID: String(id)))
         let stale = RecordingSink()
         try hub.attach(
-            stale, to: key, args: [:], upstream: upstream, skipHash: SubscriptionHub.hash(fromEventID: "1-abc"))
+            stale, to: key, args: [:], upstream: upstream, held: held(fromEventID: "1-abc"))
         #expect(same.received.isEmpty)
         #expect(stale.received.count == 1)
         upstream.push(.value("changed"))
@@ -129,7 +201,7 @@ func waitUntil(_ condition: () -> Bool) async {
         let upstream = ScriptedUpstream()
         let key = SubscriptionHub.Key(identity: "", function: function, args: [:])
         let sink = RecordingSink()
-        try hub.attach(sink, to: key, args: [:], upstream: upstream, skipHash: nil)
+        try hub.attach(sink, to: key, args: [:], upstream: upstream, held: nil)
         await waitUntil { upstream.activeCount == 1 }
         upstream.push(.failure(.functionFailed(message: "boom")))
         upstream.push(.value(true))
@@ -150,8 +222,8 @@ func waitUntil(_ condition: () -> Bool) async {
         async let first = hub.firstResult(for: key, args: ["n": 1.0], upstream: upstream, timeout: .seconds(5))
         await waitUntil { upstream.activeCount == 1 }
         upstream.push(.value(.int64(7)))
-        let snapshot = try #require(await first)
-        #expect(snapshot.result == .value(.int64(7)))
+        let current = try #require(await first)
+        #expect(current.result == .value(.int64(7)))
         #expect(hub.currentBody(for: key, format: .encoded) != nil)
         await clock.advance(by: .seconds(9))
         #expect(hub.subscriptionCount == 1, "still warm within the keep-warm period")
@@ -179,8 +251,8 @@ func waitUntil(_ condition: () -> Bool) async {
         let a = RecordingSink(), b = RecordingSink()
         let keyA = SubscriptionHub.Key(identity: "alice", function: function, args: [:])
         let keyB = SubscriptionHub.Key(identity: "bob", function: function, args: [:])
-        try hub.attach(a, to: keyA, args: [:], upstream: alice, skipHash: nil)
-        try hub.attach(b, to: keyB, args: [:], upstream: bob, skipHash: nil)
+        try hub.attach(a, to: keyA, args: [:], upstream: alice, held: nil)
+        try hub.attach(b, to: keyB, args: [:], upstream: bob, held: nil)
         await waitUntil { alice.activeCount == 1 && bob.activeCount == 1 }
         alice.push(.value("secret of alice"))
         await waitUntil { a.received.count == 1 }
@@ -192,18 +264,18 @@ func waitUntil(_ condition: () -> Bool) async {
         let upstream = ScriptedUpstream()
         let key = SubscriptionHub.Key(identity: "", function: function, args: [:])
         let sink = RecordingSink()
-        try hub.attach(sink, to: key, args: [:], upstream: upstream, skipHash: nil)
+        try hub.attach(sink, to: key, args: [:], upstream: upstream, held: nil)
         await waitUntil { upstream.activeCount == 1 }
         upstream.endAll()
         await waitUntil { sink.isFinished }
         #expect(sink.isFinished)
 
         let other = RecordingSink()
-        try hub.attach(other, to: key, args: [:], upstream: upstream, skipHash: nil)
+        try hub.attach(other, to: key, args: [:], upstream: upstream, held: nil)
         hub.shutdown()
         #expect(other.isFinished)
         #expect(throws: SubscriptionHub.AttachError.self) {
-            try hub.attach(RecordingSink(), to: key, args: [:], upstream: upstream, skipHash: nil)
+            try hub.attach(RecordingSink(), to: key, args: [:], upstream: upstream, held: nil)
         }
     }
 
@@ -212,11 +284,11 @@ func waitUntil(_ condition: () -> Bool) async {
         let upstream = ScriptedUpstream()
         try hub.attach(
             RecordingSink(), to: .init(identity: "", function: function, args: ["a": 1.0]), args: ["a": 1.0],
-            upstream: upstream, skipHash: nil)
+            upstream: upstream, held: nil)
         #expect(throws: SubscriptionHub.AttachError.self) {
             try hub.attach(
                 RecordingSink(), to: .init(identity: "", function: function, args: ["a": 2.0]), args: ["a": 2.0],
-                upstream: upstream, skipHash: nil)
+                upstream: upstream, held: nil)
         }
     }
 }

@@ -89,13 +89,14 @@ import Testing
     }
 
     @Test func aPatchIsMadeOnlyWhenSmallerThanHalfTheValue() {
-        func snapshot(_ value: ConvexValue, _ hash: UInt64) -> SubscriptionHub.Snapshot {
-            SubscriptionHub.Snapshot(id: "1-\(String(hash, radix: 16))", hash: hash, result: .value(value))
+        func current(_ value: ConvexValue, _ hash: UInt64) -> SubscriptionHub.CurrentResult {
+            SubscriptionHub.CurrentResult(
+                id: "1-\(String(hash, radix: 16))", sequence: 1, hash: hash, result: .value(value))
         }
         let old = ConvexValue.array(Self.list(1000))
         let inserted = ConvexValue.array([Self.document(1000)] + Self.list(1000))
         let body = inserted.json(mode: .plain)
-        let patch = ValueDelta.patch(from: snapshot(old, 0xa), to: snapshot(inserted, 0xb), body: body) {
+        let patch = ValueDelta.patch(from: current(old, 0xa), to: current(inserted, 0xb), body: body) {
             $0.json(mode: .plain)
         }
         #expect(
@@ -108,10 +109,11 @@ import Testing
         let renumbered = ConvexValue.array((0..<1000).map { ["_id": .string("other\($0)"), "text": "x"] })
         #expect(
             ValueDelta.patch(
-                from: snapshot(old, 1), to: snapshot(renumbered, 2), body: renumbered.json(mode: .plain)
+                from: current(old, 1), to: current(renumbered, 2), body: renumbered.json(mode: .plain)
             ) { $0.json(mode: .plain) } == nil)
         // A failure on either side: no patch.
-        let failure = SubscriptionHub.Snapshot(id: "2-3", hash: 3, result: .failure(.unauthenticated("expired")))
-        #expect(ValueDelta.patch(from: failure, to: snapshot(inserted, 4), body: body) { $0.json(mode: .plain) } == nil)
+        let failure = SubscriptionHub.CurrentResult(
+            id: "2-3", sequence: 2, hash: 3, result: .failure(.unauthenticated("expired")))
+        #expect(ValueDelta.patch(from: failure, to: current(inserted, 4), body: body) { $0.json(mode: .plain) } == nil)
     }
 }

@@ -1,4 +1,5 @@
 import ConvexValues
+import Synchronization
 
 /// Which functions the gateway lets callers reach: when the allowlist is non-empty a function must match one of its
 /// patterns, and a function matching a denylist pattern is never reachable (the denylist wins).
@@ -37,13 +38,8 @@ struct FilteredUpstream: ConvexUpstream {
     let base: any ConvexUpstream
     let filter: FunctionFilter
 
-    func subscribe(_ function: String, args: ConvexValue) -> AsyncStream<UpstreamResult> {
-        guard filter.permits(function) else {
-            // Like an unknown function's subscription: one failure, then open until the reader leaves.
-            let failure = UpstreamResult.failure(.unknownFunction(message: FunctionFilter.notFoundMessage(function)))
-            return AsyncStream(bufferingPolicy: .bufferingNewest(1)) { $0.yield(failure) }
-        }
-        return base.subscribe(function, args: args)
+    func makeQuerySet() -> any UpstreamQuerySet {
+        FilteredQuerySet(base: base.makeQuerySet(), filter: filter)
     }
 
     func call(_ kind: CallKind, _ function: String, args: ConvexValue, timeout: Duration) async throws(UpstreamFailure)
@@ -63,5 +59,57 @@ struct FilteredUpstream: ConvexUpstream {
         guard filter.permits(function) else {
             throw .unknownFunction(message: FunctionFilter.notFoundMessage(function))
         }
+    }
+}
+
+/// A query set whose refused members get one failure, as a deployment's unknown functions do, and then nothing; the
+/// others are the base set's.
+final class FilteredQuerySet: UpstreamQuerySet {
+    let transitions: AsyncStream<UpstreamTransition>
+    private let continuation: AsyncStream<UpstreamTransition>.Continuation
+    private let base: any UpstreamQuerySet
+    private let filter: FunctionFilter
+    /// The timestamp of the last base transition: a refusal is as of the snapshot the set is at.
+    private let lastTimestamp = Mutex<UInt64>(0)
+
+    init(base: any UpstreamQuerySet, filter: FunctionFilter) {
+        (transitions, continuation) = AsyncStream.makeStream(of: UpstreamTransition.self)
+        self.base = base
+        self.filter = filter
+        let continuation = self.continuation
+        let forward = Task { [weak self] in
+            for await transition in base.transitions {
+                guard let self else { break }
+                self.forward(transition)
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in forward.cancel() }
+    }
+
+    private func forward(_ transition: UpstreamTransition) {
+        // Under the lock, so that a refusal yielded meanwhile keeps the order of timestamps.
+        lastTimestamp.withLock { last in
+            last = transition.ts
+            continuation.yield(transition)
+        }
+    }
+
+    func add(_ token: UInt64, _ function: String, args: ConvexValue) {
+        guard filter.permits(function) else {
+            let failure = UpstreamResult.failure(.unknownFunction(message: FunctionFilter.notFoundMessage(function)))
+            lastTimestamp.withLock { last in
+                continuation.yield(UpstreamTransition(ts: last, changes: [.init(token: token, result: failure)]))
+            }
+            return
+        }
+        base.add(token, function, args: args)
+    }
+
+    func remove(_ token: UInt64) { base.remove(token) }
+
+    func close() {
+        base.close()
+        continuation.finish()
     }
 }

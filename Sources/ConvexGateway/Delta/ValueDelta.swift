@@ -44,15 +44,15 @@ package enum ValueDelta {
     /// The patch from `previous` to `snapshot`, when both are values and the patch is smaller than half of `body`
     /// (the new value's JSON in `format`).
     static func patch(
-        from previous: SubscriptionHub.Snapshot, to snapshot: SubscriptionHub.Snapshot, body: [UInt8],
+        from previous: SubscriptionHub.CurrentResult, to current: SubscriptionHub.CurrentResult, body: [UInt8],
         render: (ConvexValue) -> [UInt8]
     ) -> Patch? {
-        guard case .value(let old) = previous.result, case .value(let new) = snapshot.result else { return nil }
+        guard case .value(let old) = previous.result, case .value(let new) = current.result else { return nil }
         var fields: [UInt8] = []
         fields += #""base":""#.utf8
         fields += hashText(previous.hash).utf8
         fields += #"","v":""#.utf8
-        fields += hashText(snapshot.hash).utf8
+        fields += hashText(current.hash).utf8
         fields += #"","ops":"#.utf8
         let budget = body.count / 2 - fields.count - 3
         guard budget > 2,
@@ -60,8 +60,8 @@ package enum ValueDelta {
                 ValueDiff.operations(from: old, to: new), budget: budget, value: render)
         else { return nil }
         fields += operations
-        let event = ServerSentEvent(event: "patch", id: snapshot.id, data: [UInt8(ascii: "{")] + fields + [0x7D])
-        return Patch(base: previous.hash, result: snapshot.hash, fields: fields, event: event.encoded())
+        let event = ServerSentEvent(event: "patch", id: current.id, data: [UInt8(ascii: "{")] + fields + [0x7D])
+        return Patch(base: previous.hash, result: current.hash, fields: fields, event: event.encoded())
     }
 
     /// A value hash as it appears in events.

@@ -5,7 +5,7 @@ import Synchronization
 /// the subscription, and shutdown (with `nil`). It ends once; later calls do nothing.
 final class ChangeWaiter: EventSink {
     let format: OutputFormat
-    private let heldHash: UInt64
+    private let held: UInt64
 
     private enum State {
         case waiting(CheckedContinuation<SubscriptionUpdate?, Never>?)
@@ -16,13 +16,13 @@ final class ChangeWaiter: EventSink {
 
     private let state = Mutex(State.waiting(nil))
 
-    init(format: OutputFormat, heldHash: UInt64) {
+    init(format: OutputFormat, held: UInt64) {
         self.format = format
-        self.heldHash = heldHash
+        self.held = held
     }
 
-    func deliver(_ update: SubscriptionUpdate) {
-        if update.hash != heldHash { end(with: update) }
+    func deliver(_ transition: StreamTransition) {
+        if let update = transition.changes.last?.update, update.hash != held { end(with: update) }
     }
 
     func finish() { end(with: nil) }

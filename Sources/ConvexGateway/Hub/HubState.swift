@@ -1,25 +1,62 @@
 import ConvexValues
 
 /// The subscription hub's bookkeeping as a plain state machine: each event (a stream attaching or leaving, a `GET`
-/// waiting for a first result, an upstream result, the upstream ending, the sweeper's tick, shutdown) updates the
+/// waiting for a first result, an upstream transition, the upstream ending, the sweeper's tick, shutdown) updates the
 /// state and returns the actions its owner, ``SubscriptionHub``, carries out. No I/O and no clock: time comes in as
 /// `now`, the hub clock's reading (``GatewayClock/now``).
+///
+/// Results come one upstream transition at a time, and a stream gets the changes one transition made to its
+/// subscriptions as one delivery: a stream never holds a mix of two snapshots of the database.
 struct HubState {
     typealias Key = SubscriptionHub.Key
-    typealias Snapshot = SubscriptionHub.Snapshot
+    typealias CurrentResult = SubscriptionHub.CurrentResult
+    typealias Member = SubscriptionHub.Member
 
+    /// One subscription of one stream.
     struct Attachment {
         var sink: any EventSink
-        /// A `Last-Event-ID` hash to suppress the first event when the value has not changed since.
-        var skipHash: UInt64?
+        /// The subscription's index in its stream.
+        var member: Int
+        /// The hash of the result the client holds (from `Last-Event-ID`) while the entry has no result yet: the
+        /// first result is not sent if it is that one.
+        var held: UInt64?
+    }
+
+    struct AttachmentID: Hashable {
+        var sink: ObjectIdentifier
+        var member: Int
+    }
+
+    /// The changes one upstream transition (or a stream's start) brings one stream, in the order of its members.
+    struct Delivery {
+        struct Change {
+            var member: Int
+            var key: Key
+            var current: CurrentResult
+            /// The result it replaces (what a JSON Patch is made against).
+            var previous: CurrentResult?
+        }
+
+        /// The Convex timestamp of the snapshot the results come from.
+        var ts: UInt64
+        var changes: [Change]
+    }
+
+    /// One upstream result of one entry, as a transition brings it.
+    struct Change {
+        var key: Key
+        var generation: UInt64
+        var result: UpstreamResult
+        /// Identifies the result: equal results have equal hashes.
+        var hash: UInt64
     }
 
     struct Entry {
         let generation: UInt64
         let args: ConvexValue
-        var current: (snapshot: Snapshot, hash: UInt64)?
+        var current: CurrentResult?
         var sequence: UInt64 = 0
-        var attachments: [ObjectIdentifier: Attachment] = [:]
+        var attachments: [AttachmentID: Attachment] = [:]
         var waiters: Set<UInt64> = []
         /// When the last reader left; `nil` while streams or waiting `GET`s read it.
         var idleSince: Duration?
@@ -38,9 +75,9 @@ struct HubState {
         /// Close an entry's upstream subscription.
         case unsubscribe(Key, generation: UInt64)
         /// Wake waiting `GET`s with a result (`nil`: none will come).
-        case resume(waiters: [UInt64], with: Snapshot?)
-        /// Send a new result to streams; `previous` is the result it replaces (what a JSON Patch is made against).
-        case deliver(Snapshot, previous: Snapshot?, key: Key, to: [any EventSink])
+        case resume(waiters: [UInt64], with: CurrentResult?)
+        /// Send a stream the changes of one transition, at once.
+        case deliver(Delivery, to: any EventSink)
         /// End streams (the upstream ended, or the hub shut down).
         case finish([any EventSink])
     }
@@ -48,7 +85,7 @@ struct HubState {
     /// How a `GET`'s wait for a first result begins.
     enum WaitStart {
         /// Answered at once: the current result, or `nil` (shutting down, or at the subscription limit).
-        case ready(Snapshot?)
+        case ready(CurrentResult?)
         /// Waiting; carry out the actions (a new upstream subscription).
         case waiting([Action])
     }
@@ -56,6 +93,8 @@ struct HubState {
     let keepWarm: Duration
     let maxSubscriptions: Int
     private(set) var entries: [Key: Entry] = [:]
+    /// Per identity (one upstream connection), the timestamp of the last transition: the snapshot its entries hold.
+    private(set) var timestamps: [String: UInt64] = [:]
     private var nextGeneration: UInt64 = 1
     private(set) var isShutDown = false
 
@@ -66,33 +105,50 @@ struct HubState {
 
     // MARK: Readers
 
-    /// A stream attaches. It gets `initial` at once (unless its `Last-Event-ID` hash shows it has the current value),
-    /// then every change.
+    /// A stream attaches its subscriptions (all of one identity). It gets `initial` at once: the current result of
+    /// every member that has one (unless its `held` hash shows the client has it), all from one snapshot; a member
+    /// without a result yet joins in the first transition that carries it.
     mutating func attach(
-        _ sink: any EventSink, to key: Key, args: ConvexValue, skipHash: UInt64?, now: Duration
-    ) throws(SubscriptionHub.AttachError) -> (initial: Snapshot?, actions: [Action]) {
+        _ sink: any EventSink, members: [Member], now: Duration
+    ) throws(SubscriptionHub.AttachError) -> (initial: Delivery?, actions: [Action]) {
         if isShutDown { throw .shuttingDown }
-        if entries[key] == nil && entries.count >= maxSubscriptions { throw .tooManySubscriptions }
-        let actions = ensureEntry(key, args: args, now: now)
-        let current = entries[key]!.current
-        entries[key]!.attachments[ObjectIdentifier(sink)] = Attachment(
-            sink: sink, skipHash: current == nil ? skipHash : nil)
-        entries[key]!.idleSince = nil
-        guard let current, current.hash != skipHash else { return (nil, actions) }
-        return (current.snapshot, actions)
+        let newKeys = Set(members.map(\.key)).filter { entries[$0] == nil }
+        if !newKeys.isEmpty && entries.count + newKeys.count > maxSubscriptions { throw .tooManySubscriptions }
+        var actions: [Action] = []
+        var initial: [Delivery.Change] = []
+        let stream = ObjectIdentifier(sink)
+        for (index, member) in members.enumerated() {
+            actions += ensureEntry(member.key, args: member.args, now: now)
+            let current = entries[member.key]!.current
+            entries[member.key]!.attachments[AttachmentID(sink: stream, member: index)] = Attachment(
+                sink: sink, member: index, held: current == nil ? member.held : nil)
+            entries[member.key]!.idleSince = nil
+            if let current, current.hash != member.held {
+                initial.append(
+                    Delivery.Change(member: index, key: member.key, current: current, previous: nil))
+            }
+        }
+        guard !initial.isEmpty, let identity = members.first?.key.identity else { return (nil, actions) }
+        return (Delivery(ts: timestamps[identity] ?? 0, changes: initial), actions)
     }
 
-    /// A stream leaves. Returns whether it was attached.
-    mutating func detach(_ sink: ObjectIdentifier, from key: Key, now: Duration) -> Bool {
-        guard entries[key]?.attachments.removeValue(forKey: sink) != nil else { return false }
-        markIdleIfUnread(key, now: now)
-        return true
+    /// A stream leaves (`members`: the keys of its subscriptions, in order). Returns whether it was attached.
+    mutating func detach(_ sink: ObjectIdentifier, members: [Key], now: Duration) -> Bool {
+        var wasAttached = false
+        for (index, key) in members.enumerated() {
+            guard entries[key]?.attachments.removeValue(forKey: AttachmentID(sink: sink, member: index)) != nil else {
+                continue
+            }
+            wasAttached = true
+            markIdleIfUnread(key, now: now)
+        }
+        return wasAttached
     }
 
     /// A `GET` waits for the first result of `key`, subscribing upstream if nothing does yet.
     mutating func wait(_ waiter: UInt64, for key: Key, args: ConvexValue, now: Duration) -> WaitStart {
         if isShutDown { return .ready(nil) }
-        if let current = entries[key]?.current { return .ready(current.snapshot) }
+        if let current = entries[key]?.current { return .ready(current) }
         if entries[key] == nil && entries.count >= maxSubscriptions { return .ready(nil) }
         let actions = ensureEntry(key, args: args, now: now)
         entries[key]!.waiters.insert(waiter)
@@ -109,40 +165,58 @@ struct HubState {
 
     // MARK: Upstream
 
-    /// A result of the upstream subscription `generation` of `key`; `hash` identifies it, `wallMilliseconds` (the
-    /// wall clock) keeps event ids growing across gateway restarts and replicas.
+    /// An upstream transition of the connection of `identity`: the new results of some entries (a change of an
+    /// entry of another generation is ignored). `wallMilliseconds` (the wall clock) keeps event ids growing across
+    /// gateway restarts and replicas. Each stream gets one delivery with every change of its subscriptions.
     mutating func receive(
-        _ result: UpstreamResult, hash: UInt64, key: Key, generation: UInt64, wallMilliseconds: UInt64, now: Duration
+        ts: UInt64, identity: String, changes: [Change], wallMilliseconds: UInt64, now: Duration
     ) -> [Action] {
-        guard var entry = entries[key], entry.generation == generation else { return [] }
+        timestamps[identity] = max(timestamps[identity] ?? 0, ts)
         var actions: [Action] = []
-        let waiters = entry.waiters
-        entry.waiters = []
-        if let current = entry.current, current.hash == hash {
-            if !waiters.isEmpty { actions.append(.resume(waiters: Array(waiters), with: current.snapshot)) }
+        var deliveries: [ObjectIdentifier: (sink: any EventSink, delivery: Delivery)] = [:]
+        var order: [ObjectIdentifier] = []
+        for change in changes {
+            let key = change.key
+            guard var entry = entries[key], entry.generation == change.generation else { continue }
+            let waiters = entry.waiters
+            entry.waiters = []
+            if let current = entry.current, current.hash == change.hash {
+                if !waiters.isEmpty { actions.append(.resume(waiters: Array(waiters), with: current)) }
+                entries[key] = entry
+                markIdleIfUnread(key, now: now)
+                continue
+            }
+            let previous = entry.current
+            entry.sequence = max(entry.sequence + 1, wallMilliseconds)
+            let current = CurrentResult(
+                id: "\(entry.sequence)-\(String(change.hash, radix: 16))", sequence: entry.sequence, hash: change.hash,
+                result: change.result)
+            entry.current = current
+            entry.bodies = [:]
+            entry.events = [:]
+            entry.live.advance()
+            for (id, attachment) in entry.attachments {
+                if let held = attachment.held {
+                    entry.attachments[id]?.held = nil
+                    if held == change.hash { continue }
+                }
+                let stream = id.sink
+                if deliveries[stream] == nil {
+                    deliveries[stream] = (attachment.sink, Delivery(ts: ts, changes: []))
+                    order.append(stream)
+                }
+                deliveries[stream]!.delivery.changes.append(
+                    Delivery.Change(member: attachment.member, key: key, current: current, previous: previous))
+            }
             entries[key] = entry
             markIdleIfUnread(key, now: now)
-            return actions
+            if !waiters.isEmpty { actions.append(.resume(waiters: Array(waiters), with: current)) }
         }
-        let previous = entry.current?.snapshot
-        entry.sequence = max(entry.sequence + 1, wallMilliseconds)
-        let snapshot = Snapshot(id: "\(entry.sequence)-\(String(hash, radix: 16))", hash: hash, result: result)
-        entry.current = (snapshot, hash)
-        entry.bodies = [:]
-        entry.events = [:]
-        entry.live.advance()
-        var recipients: [any EventSink] = []
-        for (id, attachment) in entry.attachments {
-            if let skip = attachment.skipHash {
-                entry.attachments[id]?.skipHash = nil
-                if skip == hash { continue }
-            }
-            recipients.append(attachment.sink)
+        for stream in order {
+            var (sink, delivery) = deliveries[stream]!
+            delivery.changes.sort { $0.member < $1.member }
+            actions.append(.deliver(delivery, to: sink))
         }
-        entries[key] = entry
-        markIdleIfUnread(key, now: now)
-        if !waiters.isEmpty { actions.append(.resume(waiters: Array(waiters), with: snapshot)) }
-        if !recipients.isEmpty { actions.append(.deliver(snapshot, previous: previous, key: key, to: recipients)) }
         return actions
     }
 
@@ -169,6 +243,10 @@ struct HubState {
             entry.live.retire()
             actions.append(.unsubscribe(key, generation: entry.generation))
         }
+        if !actions.isEmpty {
+            let identities = Set(entries.keys.map(\.identity))
+            timestamps = timestamps.filter { identities.contains($0.key) }
+        }
         return actions
     }
 
@@ -188,26 +266,26 @@ struct HubState {
     // MARK: Reads for the owner
 
     /// The current result of `key` with what is cached of its rendering in `format`.
-    func current(_ key: Key, format: OutputFormat) -> (snapshot: Snapshot, body: [UInt8]?, live: LiveResult)? {
+    func current(_ key: Key, format: OutputFormat) -> (current: CurrentResult, body: [UInt8]?, live: LiveResult)? {
         guard let entry = entries[key], let current = entry.current else { return nil }
-        return (current.snapshot, entry.bodies[format], entry.live)
+        return (current, entry.bodies[format], entry.live)
     }
 
     /// The cached body (a value's JSON) of `snapshot` in `format`, while it is still current.
-    func cachedBody(_ key: Key, snapshot: Snapshot, format: OutputFormat) -> [UInt8]? {
-        guard let entry = entries[key], entry.current?.snapshot.id == snapshot.id else { return nil }
+    func cachedBody(_ key: Key, current: CurrentResult, format: OutputFormat) -> [UInt8]? {
+        guard let entry = entries[key], entry.current?.id == current.id else { return nil }
         return entry.bodies[format]
     }
 
     /// The cached SSE event of `snapshot` in `format`, while it is still current.
-    func cachedEvent(_ key: Key, snapshot: Snapshot, format: OutputFormat) -> [UInt8]? {
-        guard let entry = entries[key], entry.current?.snapshot.id == snapshot.id else { return nil }
+    func cachedEvent(_ key: Key, current: CurrentResult, format: OutputFormat) -> [UInt8]? {
+        guard let entry = entries[key], entry.current?.id == current.id else { return nil }
         return entry.events[format]
     }
 
     /// Keeps a rendered body (`isEvent`: an SSE event) of `snapshot`, while it is still current.
-    mutating func cache(_ bytes: [UInt8], key: Key, snapshot: Snapshot, format: OutputFormat, isEvent: Bool) {
-        guard entries[key]?.current?.snapshot.id == snapshot.id else { return }
+    mutating func cache(_ bytes: [UInt8], key: Key, current: CurrentResult, format: OutputFormat, isEvent: Bool) {
+        guard entries[key]?.current?.id == current.id else { return }
         if isEvent {
             entries[key]!.events[format] = bytes
         } else {
@@ -233,7 +311,8 @@ struct HubState {
     private static func ending(_ entry: Entry) -> [Action] {
         var actions: [Action] = []
         if !entry.waiters.isEmpty { actions.append(.resume(waiters: Array(entry.waiters), with: nil)) }
-        let sinks = entry.attachments.values.map(\.sink)
+        var seen: Set<ObjectIdentifier> = []
+        let sinks = entry.attachments.values.map(\.sink).filter { seen.insert(ObjectIdentifier($0)).inserted }
         if !sinks.isEmpty { actions.append(.finish(sinks)) }
         return actions
     }

@@ -28,12 +28,29 @@ package final class SubscriptionHub: Sendable {
         }
     }
 
-    /// The current result of a subscription with its event id.
-    package struct Snapshot: Sendable {
+    /// A subscription's current result, with its event id.
+    package struct CurrentResult: Sendable {
+        /// `<sequence>-<hash in hex>`: the resume id of a one-subscription stream holding this result.
         package var id: String
+        /// Grows with every change of the subscription (and with the wall clock, across restarts).
+        package var sequence: UInt64
         /// Identifies the result: equal results have equal hashes.
         package var hash: UInt64
         package var result: UpstreamResult
+    }
+
+    /// One subscription of a stream, as it attaches.
+    package struct Member: Sendable {
+        package var key: Key
+        package var args: ConvexValue
+        /// The hash of the result the client holds (from its `Last-Event-ID`): not sent again while it is current.
+        package var held: UInt64?
+
+        package init(key: Key, args: ConvexValue, held: UInt64? = nil) {
+            self.key = key
+            self.args = args
+            self.held = held
+        }
     }
 
     package enum AttachError: Error, Sendable {
@@ -41,11 +58,21 @@ package final class SubscriptionHub: Sendable {
         case shuttingDown
     }
 
+    /// The upstream query set of one identity, with the task that reads its transitions.
+    private struct QuerySet {
+        let generation: UInt64
+        let set: any UpstreamQuerySet
+        var task: Task<Void, Never>?
+        /// The entry of each member token (the entry's generation).
+        var members: [UInt64: Key] = [:]
+    }
+
     private struct Locked {
         var hub: HubState
-        /// The running upstream subscription of each entry, with the entry's generation.
-        var tasks: [Key: (generation: UInt64, task: Task<Void, Never>)] = [:]
-        var waiters: [UInt64: CheckedContinuation<Snapshot?, Never>] = [:]
+        /// Per identity, the query set that holds its entries' upstream subscriptions.
+        var querySets: [String: QuerySet] = [:]
+        var nextQuerySet: UInt64 = 1
+        var waiters: [UInt64: CheckedContinuation<CurrentResult?, Never>] = [:]
         var nextWaiter: UInt64 = 1
     }
 
@@ -79,7 +106,7 @@ package final class SubscriptionHub: Sendable {
 
     /// The current result of a live subscription, rendered, with the subscription's ``LiveResult``.
     package struct CurrentBody: Sendable {
-        package var snapshot: Snapshot
+        package var current: CurrentResult
         /// The rendered value (empty for a failure).
         package var body: [UInt8]
         package var live: LiveResult
@@ -88,15 +115,15 @@ package final class SubscriptionHub: Sendable {
     /// The hot path: the rendered body of a live subscription's current result, without waiting. A read extends
     /// the subscription's keep-warm period.
     package func currentBody(for key: Key, format: OutputFormat) -> CurrentBody? {
-        guard let (snapshot, cached, live) = state.withLock({ $0.hub.current(key, format: format) }) else { return nil }
+        guard let (current, cached, live) = state.withLock({ $0.hub.current(key, format: format) }) else { return nil }
         live.touch(at: clock.now)
-        if let cached { return CurrentBody(snapshot: snapshot, body: cached, live: live) }
-        guard case .value(let value) = snapshot.result else {
-            return CurrentBody(snapshot: snapshot, body: [], live: live)
+        if let cached { return CurrentBody(current: current, body: cached, live: live) }
+        guard case .value(let value) = current.result else {
+            return CurrentBody(current: current, body: [], live: live)
         }
         let body = render(value, format)
-        state.withLock { $0.hub.cache(body, key: key, snapshot: snapshot, format: format, isEvent: false) }
-        return CurrentBody(snapshot: snapshot, body: body, live: live)
+        state.withLock { $0.hub.cache(body, key: key, current: current, format: format, isEvent: false) }
+        return CurrentBody(current: current, body: body, live: live)
     }
 
     /// The cold path: subscribes (or joins a subscription that has no result yet) and waits up to `timeout` for the
@@ -104,7 +131,7 @@ package final class SubscriptionHub: Sendable {
     /// when the hub is at its subscription limit (the caller then makes a one-shot call).
     package func firstResult(
         for key: Key, args: ConvexValue, upstream: any ConvexUpstream, timeout: Duration
-    ) async -> Snapshot? {
+    ) async -> CurrentResult? {
         let waiter = state.withLock { locked in
             defer { locked.nextWaiter += 1 }
             return locked.nextWaiter
@@ -113,18 +140,18 @@ package final class SubscriptionHub: Sendable {
         let timeoutTask = Task { [weak self, clock] in
             try? await clock.sleep(until: deadline)
             guard !Task.isCancelled, let self else { return }
-            let continuation = self.state.withLock { locked -> CheckedContinuation<Snapshot?, Never>? in
+            let continuation = self.state.withLock { locked -> CheckedContinuation<CurrentResult?, Never>? in
                 guard locked.hub.stopWaiting(waiter, for: key, now: clock.now) else { return nil }
                 return locked.waiters.removeValue(forKey: waiter)
             }
             continuation?.resume(returning: nil)
         }
         defer { timeoutTask.cancel() }
-        return await withCheckedContinuation { (continuation: CheckedContinuation<Snapshot?, Never>) in
-            let ready: Snapshot?? = state.withLock { locked in
+        return await withCheckedContinuation { (continuation: CheckedContinuation<CurrentResult?, Never>) in
+            let ready: CurrentResult?? = state.withLock { locked in
                 switch locked.hub.wait(waiter, for: key, args: args, now: clock.now) {
-                case .ready(let snapshot):
-                    return .some(snapshot)
+                case .ready(let current):
+                    return .some(current)
                 case .waiting(let actions):
                     locked.waiters[waiter] = continuation
                     startUpstream(actions, &locked, upstream: upstream)
@@ -137,24 +164,23 @@ package final class SubscriptionHub: Sendable {
 
     // MARK: SSE
 
-    /// Attaches a sink: it gets the current result at once (unless `skipHash` shows the client already has it),
-    /// then one update per change, until `detach`.
+    /// Attaches a stream's subscriptions (all of one identity, on `upstream`): the stream gets the current result of
+    /// every member at once, all from one snapshot (except those whose `held` hash shows the client has it), then one
+    /// delivery per upstream transition that changes any of them, until `detach`.
     package func attach(
-        _ sink: any EventSink, to key: Key, args: ConvexValue, upstream: any ConvexUpstream, skipHash: UInt64?
+        _ sink: any EventSink, members: [Member], upstream: any ConvexUpstream
     ) throws(AttachError) {
-        let initial = try state.withLock { locked throws(AttachError) -> Snapshot? in
-            let (initial, actions) = try locked.hub.attach(
-                sink, to: key, args: args, skipHash: skipHash, now: clock.now)
+        let initial = try state.withLock { locked throws(AttachError) -> HubState.Delivery? in
+            let (initial, actions) = try locked.hub.attach(sink, members: members, now: clock.now)
             startUpstream(actions, &locked, upstream: upstream)
             return initial
         }
-        if let initial {
-            sink.deliver(update(for: key, snapshot: initial, format: sink.format))
-        }
+        if let initial { perform([.deliver(initial, to: sink)]) }
     }
 
-    package func detach(_ sink: any EventSink, from key: Key) {
-        state.withLock { _ = $0.hub.detach(ObjectIdentifier(sink), from: key, now: clock.now) }
+    /// Detaches a stream; `members` are the keys of its subscriptions, in the order they were attached.
+    package func detach(_ sink: any EventSink, members: [Key]) {
+        state.withLock { _ = $0.hub.detach(ObjectIdentifier(sink), members: members, now: clock.now) }
     }
 
     // MARK: Long-poll
@@ -165,18 +191,18 @@ package final class SubscriptionHub: Sendable {
     /// - Returns: the changed result rendered in `format`; `nil` when the wait ended without a change (the timeout,
     ///   the subscription's end, shutdown, or the subscription limit).
     package func nextChange(
-        of key: Key, from heldHash: UInt64, args: ConvexValue, upstream: any ConvexUpstream, format: OutputFormat,
+        of key: Key, from held: UInt64, args: ConvexValue, upstream: any ConvexUpstream, format: OutputFormat,
         timeout: Duration
     ) async -> SubscriptionUpdate? {
         // The deadline is read before the waiter is visible: the clock may move as soon as it is attached.
         let deadline = clock.now + timeout
-        let waiter = ChangeWaiter(format: format, heldHash: heldHash)
+        let waiter = ChangeWaiter(format: format, held: held)
         do {
-            try attach(waiter, to: key, args: args, upstream: upstream, skipHash: heldHash)
+            try attach(waiter, members: [Member(key: key, args: args, held: held)], upstream: upstream)
         } catch {
             return nil
         }
-        defer { detach(waiter, from: key) }
+        defer { detach(waiter, members: [key]) }
         let timer = Task { [clock] in
             guard (try? await clock.sleep(until: deadline)) != nil else { return }
             waiter.end(with: nil)
@@ -238,31 +264,46 @@ package final class SubscriptionHub: Sendable {
 
     // MARK: Carrying out actions
 
-    /// Starts the upstream subscriptions among `actions` (under the lock, so a later `unsubscribe` finds the task).
+    /// Adds the upstream subscriptions among `actions` to their identity's query set, made (with the task that reads
+    /// it) if the identity has none (under the lock, so a later `unsubscribe` finds the member).
     private func startUpstream(_ actions: [HubState.Action], _ locked: inout Locked, upstream: any ConvexUpstream) {
         for case .subscribe(let key, let generation, let args) in actions {
-            let function = key.function
-            locked.tasks[key] = (
-                generation,
-                Task { [weak self] in
-                    for await result in upstream.subscribe(function, args: args) {
+            let identity = key.identity
+            if locked.querySets[identity] == nil {
+                let setGeneration = locked.nextQuerySet
+                locked.nextQuerySet += 1
+                let set = upstream.makeQuerySet()
+                var querySet = QuerySet(generation: setGeneration, set: set)
+                querySet.task = Task { [weak self] in
+                    for await transition in set.transitions {
                         guard let self else { return }
-                        self.receive(result, key: key, generation: generation)
+                        self.receive(transition, identity: identity, querySet: setGeneration)
                     }
-                    self?.upstreamEnded(key: key, generation: generation)
+                    self?.querySetEnded(identity: identity, generation: setGeneration)
                 }
-            )
+                locked.querySets[identity] = querySet
+            }
+            locked.querySets[identity]!.members[generation] = key
+            locked.querySets[identity]!.set.add(generation, key.function, args: args)
             metrics.upstreamSubscriptionAdded()
-            logger.debug("upstream subscription opened", metadata: ["convex.function": "\(function)"])
+            logger.debug("upstream subscription opened", metadata: ["convex.function": "\(key.function)"])
         }
     }
 
-    /// Cancels the upstream subscriptions among `actions` (under the lock).
+    /// Removes the upstream subscriptions among `actions` from their query sets; a set left empty is closed (under
+    /// the lock).
     private func stopUpstream(_ actions: [HubState.Action], _ locked: inout Locked) {
         for case .unsubscribe(let key, let generation) in actions {
-            guard let running = locked.tasks[key], running.generation == generation else { continue }
-            locked.tasks[key] = nil
-            running.task.cancel()
+            let identity = key.identity
+            guard locked.querySets[identity]?.members.removeValue(forKey: generation) != nil,
+                let querySet = locked.querySets[identity]
+            else { continue }
+            querySet.set.remove(generation)
+            if querySet.members.isEmpty {
+                locked.querySets[identity] = nil
+                querySet.task?.cancel()
+                querySet.set.close()
+            }
             metrics.upstreamSubscriptionRemoved()
             logger.debug("upstream subscription closed", metadata: ["convex.function": "\(key.function)"])
         }
@@ -270,52 +311,73 @@ package final class SubscriptionHub: Sendable {
 
     /// Carries out the actions that happen outside the lock: waking waiters, delivering events, ending streams.
     private func perform(_ actions: [HubState.Action]) {
+        // Rendered once per result and output mode; a patch once per change and mode, only if a stream reads patches.
+        var rendered: [RenderedKey: SubscriptionUpdate] = [:]
+        var patched: Set<RenderedKey> = []
         for action in actions {
             switch action {
             case .subscribe, .unsubscribe:
                 break  // carried out under the lock
-            case .resume(let waiters, let snapshot):
+            case .resume(let waiters, let current):
                 let continuations = state.withLock { locked in
                     waiters.compactMap { locked.waiters.removeValue(forKey: $0) }
                 }
-                for continuation in continuations { continuation.resume(returning: snapshot) }
-            case .deliver(let snapshot, let previous, let key, let sinks):
-                // Rendered once per output mode; the patch once per mode too, and only if a stream reads patches.
-                var rendered: [OutputFormat: SubscriptionUpdate] = [:]
-                var patched: Set<OutputFormat> = []
-                for sink in sinks {
-                    let format = sink.format
-                    var update = rendered[format] ?? update(for: key, snapshot: snapshot, format: format)
-                    if sink.wantsPatches, let previous, patched.insert(format).inserted {
-                        update.patch = ValueDelta.patch(from: previous, to: snapshot, body: update.body) {
+                for continuation in continuations { continuation.resume(returning: current) }
+            case .deliver(let delivery, let sink):
+                let format = sink.format
+                let changes = delivery.changes.map { change -> StreamTransition.Change in
+                    let renderedKey = RenderedKey(key: change.key, current: change.current.id, format: format)
+                    var update =
+                        rendered[renderedKey] ?? update(for: change.key, current: change.current, format: format)
+                    if sink.wantsPatches, let previous = change.previous, patched.insert(renderedKey).inserted {
+                        update.patch = ValueDelta.patch(from: previous, to: change.current, body: update.body) {
                             render($0, format)
                         }
                     }
-                    rendered[format] = update
-                    sink.deliver(update)
+                    rendered[renderedKey] = update
+                    return StreamTransition.Change(member: change.member, update: update)
                 }
+                sink.deliver(StreamTransition(ts: delivery.ts, changes: changes))
             case .finish(let sinks):
                 for sink in sinks { sink.finish() }
             }
         }
     }
 
-    private func receive(_ result: UpstreamResult, key: Key, generation: UInt64) {
-        let hash = Self.hash(of: result)
+    private struct RenderedKey: Hashable {
+        var key: Key
+        var current: String
+        var format: OutputFormat
+    }
+
+    /// A transition of the query set `querySet` of `identity`.
+    private func receive(_ transition: UpstreamTransition, identity: String, querySet: UInt64) {
+        // Hashed before taking the lock: hashing reads the whole value.
+        let hashes = transition.changes.map { Self.hash(of: $0.result) }
         let wallMilliseconds = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
-        let actions = state.withLock { locked in
-            locked.hub.receive(
-                result, hash: hash, key: key, generation: generation, wallMilliseconds: wallMilliseconds,
+        let actions = state.withLock { locked -> [HubState.Action] in
+            guard let set = locked.querySets[identity], set.generation == querySet else { return [] }
+            var changes: [HubState.Change] = []
+            for (change, hash) in zip(transition.changes, hashes) {
+                guard let key = set.members[change.token] else { continue }
+                changes.append(HubState.Change(key: key, generation: change.token, result: change.result, hash: hash))
+            }
+            return locked.hub.receive(
+                ts: transition.ts, identity: identity, changes: changes, wallMilliseconds: wallMilliseconds,
                 now: clock.now)
         }
         perform(actions)
     }
 
-    private func upstreamEnded(key: Key, generation: UInt64) {
+    /// The query set's transitions ended without it being closed (its connection closed, or refused the
+    /// credentials): every entry it held ends, so that streams reconnect and resubscribe.
+    private func querySetEnded(identity: String, generation: UInt64) {
         let actions = state.withLock { locked -> [HubState.Action] in
-            let actions = locked.hub.upstreamEnded(key, generation: generation)
-            if let running = locked.tasks[key], running.generation == generation {
-                locked.tasks[key] = nil
+            guard let set = locked.querySets[identity], set.generation == generation else { return [] }
+            locked.querySets[identity] = nil
+            var actions: [HubState.Action] = []
+            for (token, key) in set.members {
+                actions += locked.hub.upstreamEnded(key, generation: token)
                 metrics.upstreamSubscriptionRemoved()
             }
             return actions
@@ -327,21 +389,21 @@ package final class SubscriptionHub: Sendable {
 
     /// `snapshot` rendered in `format`: the body and the single-subscription event, each rendered once while the
     /// snapshot is current.
-    private func update(for key: Key, snapshot: Snapshot, format: OutputFormat) -> SubscriptionUpdate {
+    private func update(for key: Key, current: CurrentResult, format: OutputFormat) -> SubscriptionUpdate {
         let cached = state.withLock { locked in
             (
-                body: locked.hub.cachedBody(key, snapshot: snapshot, format: format),
-                event: locked.hub.cachedEvent(key, snapshot: snapshot, format: format)
+                body: locked.hub.cachedBody(key, current: current, format: format),
+                event: locked.hub.cachedEvent(key, current: current, format: format)
             )
         }
         let body: [UInt8]
         let isFailure: Bool
-        switch snapshot.result {
+        switch current.result {
         case .value(let value):
             body = cached.body ?? render(value, format)
             isFailure = false
             if cached.body == nil {
-                state.withLock { $0.hub.cache(body, key: key, snapshot: snapshot, format: format, isEvent: false) }
+                state.withLock { $0.hub.cache(body, key: key, current: current, format: format, isEvent: false) }
             }
         case .failure(let failure):
             body = failure.gatewayError.body { render($0, format) }
@@ -351,10 +413,10 @@ package final class SubscriptionHub: Sendable {
         if let cachedEvent = cached.event {
             event = cachedEvent
         } else {
-            event = ServerSentEvent(event: isFailure ? "error" : nil, id: snapshot.id, data: body).encoded()
-            state.withLock { $0.hub.cache(event, key: key, snapshot: snapshot, format: format, isEvent: true) }
+            event = ServerSentEvent(event: isFailure ? "error" : nil, id: current.id, data: body).encoded()
+            state.withLock { $0.hub.cache(event, key: key, current: current, format: format, isEvent: true) }
         }
-        return SubscriptionUpdate(snapshot: snapshot, hash: snapshot.hash, body: body, event: event)
+        return SubscriptionUpdate(current: current, hash: current.hash, body: body, event: event)
     }
 
     static func hash(of result: UpstreamResult) -> UInt64 {
@@ -368,10 +430,5 @@ package final class SubscriptionHub: Sendable {
             hasher.combine(Array(String(describing: failure).utf8))
         }
         return hasher.value
-    }
-
-    static func hash(fromEventID id: String) -> UInt64? {
-        guard let dash = id.lastIndex(of: "-") else { return nil }
-        return UInt64(id[id.index(after: dash)...], radix: 16)
     }
 }

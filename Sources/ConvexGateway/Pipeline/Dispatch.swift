@@ -44,15 +44,17 @@ extension GatewayCore {
                 let input = ArgumentStage.Input.query(request.query)
                 let args = try arguments(input, for: function)
                 if request.wantsEventStream {
-                    return try admitStream { [self] in await startStream(request, context, function, args) }
+                    let subscription = StreamSubscription(id: nil, function: function, args: args)
+                    return try admitStream { [self] in await startStream(request, context, [subscription]) }
                 }
                 return hotOrColdQuery(request, context, function, input, args, specGeneration: specGeneration)
             case .subscribe(let function):
                 let args = try arguments(.query(request.query), for: function)
-                return try admitStream { [self] in await startStream(request, context, function, args) }
+                let subscription = StreamSubscription(id: nil, function: function, args: args)
+                return try admitStream { [self] in await startStream(request, context, [subscription]) }
             case .subscribeMany:
                 let subscriptions = try streamSubscriptions(request)
-                return try admitStream { [self] in await startMultiStream(request, context, subscriptions) }
+                return try admitStream { [self] in await startStream(request, context, subscriptions) }
             case .streamTickets:
                 return .respond(finish(try streamTicket(for: request), context))
             case .mutation(let function), .action(let function):
@@ -90,13 +92,13 @@ extension GatewayCore {
         let key = SubscriptionHub.Key(identity: identityID, function: function, args: args)
         let longPoll = longPollWait(request, context)
         if let hot = hub.currentBody(for: key, format: format) {
-            let answer = response(for: hot.snapshot, body: hot.body, format: format)
-            if case .value = hot.snapshot.result {
+            let answer = response(for: hot.current, body: hot.body, format: format)
+            if case .value = hot.current.result {
                 rememberHotTarget(request, key: key, live: hot.live, specGeneration: specGeneration)
                 if let longPoll, Self.holds(context, answer) {
                     return .deferred { [self] in
                         await .response(
-                            waitForChange(answer, hot.snapshot, key, args, upstream, longPoll, format, context))
+                            waitForChange(answer, hot.current, key, args, upstream, longPoll, format, context))
                     }
                 }
             }
@@ -108,14 +110,14 @@ extension GatewayCore {
             } catch {
                 return .response(finish(errorResponse(error, format: format), context))
             }
-            if let snapshot = await hub.firstResult(
+            if let current = await hub.firstResult(
                 for: key, args: args, upstream: upstream, timeout: configuration.upstreamTimeout)
             {
-                let body: [UInt8] = if case .value(let v) = snapshot.result { render(v, format) } else { [] }
-                let answer = response(for: snapshot, body: body, format: format)
+                let body: [UInt8] = if case .value(let v) = current.result { render(v, format) } else { [] }
+                let answer = response(for: current, body: body, format: format)
                 if let longPoll, Self.holds(context, answer) {
                     return await .response(
-                        waitForChange(answer, snapshot, key, args, upstream, longPoll, format, context))
+                        waitForChange(answer, current, key, args, upstream, longPoll, format, context))
                 }
                 return .response(finish(answer, context))
             }
@@ -129,11 +131,11 @@ extension GatewayCore {
         }
     }
 
-    func response(for snapshot: SubscriptionHub.Snapshot, body: [UInt8], format: OutputFormat) -> GatewayResponse {
-        switch snapshot.result {
+    func response(for current: SubscriptionHub.CurrentResult, body: [UInt8], format: OutputFormat) -> GatewayResponse {
+        switch current.result {
         case .value:
             var response = GatewayResponse.json(body)
-            response.headers.append(("ETag", Self.etag(hash: snapshot.hash, format: format)))
+            response.headers.append(("ETag", Self.etag(hash: current.hash, format: format)))
             return response
         case .failure(let failure):
             return errorResponse(failure, format: format)
@@ -168,7 +170,7 @@ extension GatewayCore {
     /// Holds a `GET` whose client has the current value until the value changes (200 with the new one) or `seconds`
     /// pass (304); either answer says `Preference-Applied: wait=<seconds>`.
     private func waitForChange(
-        _ unchanged: GatewayResponse, _ held: SubscriptionHub.Snapshot, _ key: SubscriptionHub.Key,
+        _ unchanged: GatewayResponse, _ held: SubscriptionHub.CurrentResult, _ key: SubscriptionHub.Key,
         _ args: ConvexValue, _ upstream: any ConvexUpstream, _ seconds: Int, _ format: OutputFormat,
         _ context: ResponseContext
     ) async -> GatewayResponse {
@@ -176,7 +178,7 @@ extension GatewayCore {
         if let update = await hub.nextChange(
             of: key, from: held.hash, args: args, upstream: upstream, format: format, timeout: .seconds(seconds))
         {
-            answer = response(for: update.snapshot, body: update.body, format: format)
+            answer = response(for: update.current, body: update.body, format: format)
         }
         answer.headers.append(("Preference-Applied", "wait=\(seconds)"))
         return finish(answer, context)

@@ -3,7 +3,7 @@ import ConvexValues
 import Synchronization
 
 /// The dispatch stage for event streams: `/subscribe/<function>` (one subscription) and `/subscribe?sub.<id>=…`
-/// (many on one connection). Both wait for every subscription's first result before the stream starts, so an
+/// (many on one connection), one implementation. Both wait for every subscription's first result before the stream starts, so an
 /// unknown function, bad arguments or refused credentials get a plain HTTP error (an `EventSource` then stops
 /// instead of reconnecting forever).
 extension GatewayCore {
@@ -18,37 +18,16 @@ extension GatewayCore {
 
     static let streamPreamble = Array("retry: 3000\n: connected\n\n".utf8)
 
-    func startStream(
-        _ request: ParsedRequest, _ context: ResponseContext, _ function: UdfPath, _ args: ConvexValue
-    ) async -> GatewayOutcome {
-        let format = request.format
-        let (identityID, upstream) = pool.upstream(for: request.identity)
-        let key = SubscriptionHub.Key(identity: identityID, function: function, args: args)
-        if let refusal = await firstResultsRefusal(of: [(nil, key, args)], upstream: upstream, format: format) {
-            return .response(finish(refusal, context))
-        }
-        let skipHash = request.request.header("last-event-id").flatMap(SubscriptionHub.hash(fromEventID:))
-        let patches = request.wantsPatches
-        return eventStream(context, upstream: upstream) { output in
-            let sink = SingleSubscriptionStream(
-                output: output, format: format, limit: Self.streamBufferLimit, patches: patches, resumeHash: skipHash)
-            return ([StreamAttachments.Attachment(sink: sink, key: key, args: args, skipHash: skipHash)], output.finish)
-        }
-    }
-
     /// The subscriptions of a multi-subscription stream URL, with their arguments typed.
-    func streamSubscriptions(_ request: ParsedRequest) throws(GatewayError) -> [(
-        id: String, function: UdfPath, args: ConvexValue
-    )] {
+    func streamSubscriptions(_ request: ParsedRequest) throws(GatewayError) -> [StreamSubscription] {
         let parsed = try StreamSubscriptions(request.query, limit: configuration.maxStreamSubscriptions)
-        var typed: [(id: String, function: UdfPath, args: ConvexValue)] = []
+        var typed: [StreamSubscription] = []
         for subscription in parsed.subscriptions {
             do {
                 typed.append(
-                    (
-                        subscription.id, subscription.function,
-                        try arguments(subscription.input, for: subscription.function)
-                    ))
+                    StreamSubscription(
+                        id: subscription.id, function: subscription.function,
+                        args: try arguments(subscription.input, for: subscription.function)))
             } catch {
                 throw error.naming(subscription: subscription.id)
             }
@@ -56,68 +35,50 @@ extension GatewayCore {
         return typed
     }
 
-    func startMultiStream(
-        _ request: ParsedRequest, _ context: ResponseContext,
-        _ subscriptions: [(id: String, function: UdfPath, args: ConvexValue)]
+    /// Starts an event stream: `/subscribe/<function>` (one subscription without an id, its own events) or
+    /// `/subscribe?sub.<id>=…` (transition events). The one place where a stream starts.
+    func startStream(
+        _ request: ParsedRequest, _ context: ResponseContext, _ subscriptions: [StreamSubscription]
     ) async -> GatewayOutcome {
         let format = request.format
         let (identityID, upstream) = pool.upstream(for: request.identity)
-        let keyed = subscriptions.map {
-            (
-                id: $0.id, key: SubscriptionHub.Key(identity: identityID, function: $0.function, args: $0.args),
-                args: $0.args
-            )
-        }
+        let keys = subscriptions.map { SubscriptionHub.Key(identity: identityID, function: $0.function, args: $0.args) }
         if let refusal = await firstResultsRefusal(
-            of: keyed.map { ($0.id, $0.key, $0.args) }, upstream: upstream, format: format)
+            of: zip(subscriptions, keys).map { ($0.id, $1, $0.args) }, upstream: upstream, format: format)
         {
             return .response(finish(refusal, context))
         }
-        let lastEventID = request.request.header("last-event-id")
-        let patches = request.wantsPatches
-        return eventStream(context, upstream: upstream) { output in
-            let stream = MultiSubscriptionStream(
-                ids: keyed.map(\.id), format: format, output: output, limit: Self.streamBufferLimit,
-                patches: patches, resumeFrom: lastEventID)
-            let attachments = zip(stream.makeMembers(), keyed).map { member, subscription in
-                StreamAttachments.Attachment(
-                    sink: member, key: subscription.key, args: subscription.args, skipHash: nil)
-            }
-            return (attachments, stream.end)
-        }
-    }
-
-    /// An event stream whose output, once the server has it, is attached to the hub through the sinks `makeSinks`
-    /// makes; `end` ends the stream if the hub refuses one of them (shutting down, or at its subscription limit).
-    private func eventStream(
-        _ context: ResponseContext, upstream: any ConvexUpstream,
-        sinks makeSinks:
-            @escaping @Sendable (any EventStreamOutput) -> (
-                [StreamAttachments.Attachment], end: @Sendable () -> Void
-            )
-    ) -> GatewayOutcome {
-        _ = finish(GatewayResponse(status: 200, body: []), context)
+        let framing: EventStream.Framing =
+            subscriptions.count == 1 && subscriptions[0].id == nil
+            ? .function : .transitions(ids: subscriptions.map { $0.id ?? "" })
+        let stream = (
+            framing: framing, lastEventID: request.request.header("last-event-id"), patches: request.wantsPatches
+        )
         let attachments = StreamAttachments()
         let (hub, logger, openStreams) = (self.hub, self.logger, self.openStreams)
+        _ = finish(GatewayResponse(status: 200, body: []), context)
         return .stream(
             EventStreamStart(
                 headers: Self.eventStreamHeaders + context.headers,
                 preamble: Self.streamPreamble,
                 attach: { output in
                     openStreams.opened(output)
-                    let (sinks, end) = makeSinks(output)
-                    attachments.attach(sinks) { attachment throws(SubscriptionHub.AttachError) in
-                        try hub.attach(
-                            attachment.sink, to: attachment.key, args: attachment.args, upstream: upstream,
-                            skipHash: attachment.skipHash)
+                    let sink = EventStream(
+                        framing: stream.framing, count: keys.count, format: format, output: output,
+                        limit: Self.streamBufferLimit, patches: stream.patches, resumeFrom: stream.lastEventID)
+                    let members = zip(keys, subscriptions).enumerated().map { index, pair in
+                        SubscriptionHub.Member(key: pair.0, args: pair.1.args, held: sink.held[index])
+                    }
+                    attachments.attach(sink, keys: keys) { () throws(SubscriptionHub.AttachError) in
+                        try hub.attach(sink, members: members, upstream: upstream)
                     } ifRefused: { error in
                         logger.debug("stream refused", metadata: ["error": "\(error)"])
-                        end()
+                        sink.end()
                     }
                 },
                 detach: { output in
                     openStreams.closed(output)
-                    attachments.detach { hub.detach($0.sink, from: $0.key) }
+                    attachments.detach { sink, keys in hub.detach(sink, members: keys) }
                 }
             ))
     }
@@ -136,7 +97,7 @@ extension GatewayCore {
         }
         let hub = self.hub
         let timeout = configuration.upstreamTimeout
-        let firsts = await withTaskGroup(of: (Int, SubscriptionHub.Snapshot?).self) { group in
+        let firsts = await withTaskGroup(of: (Int, SubscriptionHub.CurrentResult?).self) { group in
             for (index, subscription) in subscriptions.enumerated() {
                 group.addTask {
                     (
@@ -146,8 +107,8 @@ extension GatewayCore {
                     )
                 }
             }
-            var firsts = [SubscriptionHub.Snapshot?](repeating: nil, count: subscriptions.count)
-            for await (index, snapshot) in group { firsts[index] = snapshot }
+            var firsts = [SubscriptionHub.CurrentResult?](repeating: nil, count: subscriptions.count)
+            for await (index, current) in group { firsts[index] = current }
             return firsts
         }
         for (subscription, first) in zip(subscriptions, firsts) {
@@ -172,52 +133,48 @@ extension GatewayCore {
     }
 }
 
-/// The hub attachments of one stream. The server may report the client gone (`detach`) before the stream has
+/// One subscription of a stream: `id` names it on a `/subscribe?sub.<id>=…` stream, `nil` on `/subscribe/<function>`.
+struct StreamSubscription: Sendable {
+    var id: String?
+    var function: UdfPath
+    var args: ConvexValue
+}
+
+/// The hub attachment of one stream. The server may report the client gone (`detach`) before the stream has
 /// attached, so attaching after a detach attaches nothing, and a detach undoes exactly what was attached.
 final class StreamAttachments: Sendable {
-    struct Attachment: Sendable {
-        var sink: any EventSink
-        var key: SubscriptionHub.Key
-        var args: ConvexValue
-        /// From a single-subscription stream's `Last-Event-ID`: the first result is not sent if it has this hash.
-        var skipHash: UInt64?
-    }
-
     private enum State {
         case pending
-        case attached([Attachment])
+        case attached(any EventSink, keys: [SubscriptionHub.Key])
         case detached
     }
 
     private let state = Mutex<State>(.pending)
 
     func attach(
-        _ attachments: [Attachment], _ attachOne: (Attachment) throws(SubscriptionHub.AttachError) -> Void,
+        _ sink: any EventSink, keys: [SubscriptionHub.Key], _ attach: () throws(SubscriptionHub.AttachError) -> Void,
         ifRefused: (SubscriptionHub.AttachError) -> Void
     ) {
         let refusal = state.withLock { state -> SubscriptionHub.AttachError? in
             guard case .pending = state else { return nil }
-            var attached: [Attachment] = []
-            defer { state = .attached(attached) }
-            for attachment in attachments {
-                do throws(SubscriptionHub.AttachError) {
-                    try attachOne(attachment)
-                    attached.append(attachment)
-                } catch {
-                    return error
-                }
+            do throws(SubscriptionHub.AttachError) {
+                try attach()
+                state = .attached(sink, keys: keys)
+                return nil
+            } catch {
+                state = .detached
+                return error
             }
-            return nil
         }
         if let refusal { ifRefused(refusal) }
     }
 
-    func detach(_ detachOne: (Attachment) -> Void) {
-        let attached = state.withLock { state -> [Attachment] in
+    func detach(_ detach: (any EventSink, [SubscriptionHub.Key]) -> Void) {
+        let attached = state.withLock { state -> (any EventSink, [SubscriptionHub.Key])? in
             defer { state = .detached }
-            if case .attached(let attached) = state { return attached }
-            return []
+            if case .attached(let sink, let keys) = state { return (sink, keys) }
+            return nil
         }
-        for attachment in attached { detachOne(attachment) }
+        if let (sink, keys) = attached { detach(sink, keys) }
     }
 }

@@ -14,10 +14,19 @@
  * arrive as JSON Patches (`delta=json-patch`), applied to a copy of the value the subscription holds; a patch whose
  * base is not that value re-opens the stream for full values.
  *
+ * Consistency: every event of the stream is one Convex transition. All its values are stored before any callback
+ * runs, and its callbacks run in one synchronous pass, so a callback that reads another live query (`current()`)
+ * sees the same snapshot of the database, as with Convex's own client.
+ *
+ * Values: plain JSON by default (int64 as numbers, bytes as base64). With `values: "convex"` they are as convex-js
+ * gives them: int64 as BigInt and bytes as ArrayBuffer, exact at any size (the gateway's `encoded` format, decoded
+ * here); arguments may then hold BigInt and ArrayBuffer too.
+ *
  * An EventSource cannot send headers, so a signed-in stream carries a short-lived ticket minted from the token
  * (`POST /stream-tickets`); calls send `Authorization: Bearer <token>`. When the gateway refuses the token (a 401,
  * or the stream ending with `Unauthenticated` because the token expired), the client asks
- * `token({ forceRefresh: true })` for a new one and carries on. With `token` returning null, calls and streams are
+ * `token({ forceRefresh: true, forceRefreshToken: true })` for a new one and carries on (`forceRefreshToken` is the
+ * flag convex-js' `setAuth(fetchToken)` passes, so Convex auth adapters plug in unchanged). With `token` returning null, calls and streams are
  * anonymous, or signed in by the gateway's auth cookie if it has one.
  */
 
@@ -52,16 +61,32 @@ export class ConvexGateway {
   #timer = undefined;
   #ticket = null;
   #failures = 0;
+  /** Values as convex-js gives them (`values: "convex"`), else plain JSON. */
+  #convex;
 
   /**
    * @param {string} url The gateway's base URL, e.g. "https://gateway.example.com".
-   * @param {{ token?: (options: { forceRefresh: boolean }) => Promise<string | null> | string | null,
-   *           debounceMs?: number }} [options]
+   * @param {{ token?: (options: { forceRefresh: boolean, forceRefreshToken: boolean }) =>
+   *             Promise<string | null | undefined> | string | null | undefined,
+   *           debounceMs?: number, values?: "json" | "convex" }} [options]
    */
   constructor(url, options = {}) {
     this.#base = new URL(String(url), globalThis.location?.href).href.replace(/\/+$/, "");
-    this.#token = options.token ?? (() => null);
+    const token = options.token ?? (() => null);
+    this.#token = async (forceRefresh) => (await token({ forceRefresh, forceRefreshToken: forceRefresh })) ?? null;
     this.#debounceMs = options.debounceMs ?? 10;
+    if (options.values !== undefined && options.values !== "json" && options.values !== "convex") {
+      throw new TypeError(`values must be "json" or "convex", not ${options.values}`);
+    }
+    this.#convex = options.values === "convex";
+  }
+
+  /**
+   * The value a live query holds now (undefined before its first value): inside a callback, the value of the same
+   * transition as the one being delivered.
+   */
+  current(fn, args = {}) {
+    return this.#queries.get(`${fn}\n${stableKey(args)}`)?.value;
   }
 
   /** Runs a query once and resolves to its value; rejects with a ConvexGatewayError. */
@@ -86,7 +111,7 @@ export class ConvexGateway {
   subscribe(fn, args, onValue, onError = (error) => console.error(`${fn}:`, error)) {
     args ??= {};
     checkCall(fn, args);
-    const key = `${fn}\n${JSON.stringify(args)}`;
+    const key = `${fn}\n${stableKey(args)}`;
     let query = this.#queries.get(key);
     const listener = { onValue, onError };
     if (!query) {
@@ -119,21 +144,22 @@ export class ConvexGateway {
 
   async #call(kind, fn, args, forceRefresh = false) {
     checkCall(fn, args);
-    const token = await this.#token({ forceRefresh });
+    const token = await this.#token(forceRefresh);
     const headers = { "Content-Type": "application/json" };
     if (token) headers.Authorization = `Bearer ${token}`;
     let response;
     try {
-      response = await fetch(`${this.#base}/${kind}/${encodeURI(fn)}`, {
+      const format = this.#convex ? "?format=encoded" : "";
+      response = await fetch(`${this.#base}/${kind}/${encodeURI(fn)}${format}`, {
         method: "POST",
         headers,
-        body: JSON.stringify(args),
+        body: JSON.stringify(this.#convex ? encodeConvexValue(args) : args),
       });
     } catch {
       throw new ConvexGatewayError(0);
     }
     const body = await response.json().catch(() => null);
-    if (response.ok) return body;
+    if (response.ok) return this.#convex ? decodeConvexValue(body) : body;
     // A refused token ran nothing: retrying once with a fresh one is safe, even for a mutation.
     if (response.status === 401 && token && !forceRefresh) return this.#call(kind, fn, args, true);
     throw new ConvexGatewayError(response.status, body?.error);
@@ -159,8 +185,9 @@ export class ConvexGateway {
       if (query.refused) continue;
       byId.set(query.id, query);
       url.searchParams.append(`sub.${query.id}`, query.fn);
-      url.searchParams.append(`args.${query.id}`, JSON.stringify(query.args));
+      url.searchParams.append(`args.${query.id}`, JSON.stringify(this.#convex ? encodeConvexValue(query.args) : query.args));
     }
+    if (this.#convex) url.searchParams.set("format", "encoded");
     if (byId.size === 0) return this.#replaceStream(null);
     try {
       const ticket = await this.#streamTicket(forceRefresh);
@@ -174,30 +201,20 @@ export class ConvexGateway {
     this.#replaceStream(source);
     const current = () => generation === this.#generation;
     source.addEventListener("open", () => current() && (this.#failures = 0));
-    const deliver = (query, hash, value) => {
-      query.hash = hash;
-      query.value = value;
-      for (const listener of [...query.listeners]) notify(listener.onValue, value);
-    };
-    source.addEventListener("value", (event) => {
-      const message = JSON.parse(event.data);
-      const query = current() && byId.get(message.sub);
-      if (query && query.hash !== message.v) deliver(query, message.v, message.value);
-    });
-    source.addEventListener("patch", (event) => {
-      const message = JSON.parse(event.data);
-      const query = current() && byId.get(message.sub);
-      if (!query) return;
-      let value;
-      try {
-        if (query.hash === undefined || query.hash !== message.base) throw new Error("not the patch's base");
-        value = applyPatch(query.value, message.ops);
-      } catch {
-        // The value held is not the one the patch was made for: start again from full values.
+    const decode = this.#convex ? decodeConvexValue : (value) => value;
+    source.addEventListener("transition", (event) => {
+      if (!current()) return;
+      const changes = applyTransition(byId, JSON.parse(event.data), decode);
+      if (changes === null) {
+        // A patch was made for a value this page does not hold: start again from full values.
         this.#scheduleOpen(0);
         return;
       }
-      deliver(query, message.v, value);
+      // Every value of the transition is held now; its callbacks run in one pass.
+      for (const change of changes) {
+        if (change.error !== undefined) this.#fail(change.query, new ConvexGatewayError(undefined, change.error));
+        else for (const listener of [...change.query.listeners]) notify(listener.onValue, change.value);
+      }
     });
     // The gateway's `event: error` and the EventSource's own connection errors share this name.
     source.addEventListener("error", (event) => {
@@ -207,16 +224,8 @@ export class ConvexGateway {
         if (source.readyState === EventSource.CLOSED) this.#diagnose(url, byId, generation);
         return;
       }
-      const { sub, error } = JSON.parse(event.data);
-      if (sub !== undefined) {
-        const query = byId.get(sub);
-        if (query) {
-          query.hash = undefined;
-          this.#fail(query, new ConvexGatewayError(undefined, error));
-        }
-        return;
-      }
       // The whole stream failed and ends; an expired token is the usual reason.
+      const { error } = JSON.parse(event.data);
       this.#generation += 1;
       this.#replaceStream(null);
       this.#retry(new ConvexGatewayError(undefined, error), byId);
@@ -225,7 +234,7 @@ export class ConvexGateway {
 
   /** Mints a stream ticket from the current token, or reuses the last one while it has time left. */
   async #streamTicket(forceRefresh) {
-    const token = await this.#token({ forceRefresh });
+    const token = await this.#token(forceRefresh);
     if (!token) return null;
     const last = this.#ticket;
     if (!forceRefresh && last?.token === token && last.expiresAt - Date.now() > 5000) return last.ticket;
@@ -292,10 +301,53 @@ export class ConvexGateway {
 }
 
 /**
+ * Applies one `event: transition` of the stream to the live queries it names, all or nothing, calling no one.
+ * `queries` maps a subscription id to its query (`{ hash, value }`, updated here); `message` is the event's data;
+ * `decode` turns a value as sent into the value callbacks get. Returns the changes to announce, in order:
+ * `{ query, value }` for a new value, `{ query, error }` for a failure (a value equal to the one held is left out). Returns
+ * null, changing nothing, when a patch was made for a value other than the one held.
+ */
+export function applyTransition(queries, message, decode = (value) => value) {
+  const next = [];
+  for (const change of message.changes) {
+    const query = queries.get(change.sub);
+    if (!query) continue;
+    if (change.error !== undefined) {
+      next.push({ query, hash: undefined, error: change.error });
+    } else if (change.ops !== undefined) {
+      if (query.hash === undefined || query.hash !== change.base) return null;
+      let value;
+      try {
+        value = applyPatch(
+          query.value,
+          change.ops.map((op) => (op.value === undefined ? op : { ...op, value: decode(op.value) })),
+        );
+      } catch {
+        return null;
+      }
+      next.push({ query, hash: change.v, value });
+    } else if (query.hash !== change.v || change.v === undefined) {
+      next.push({ query, hash: change.v, value: decode(change.value) });
+    }
+  }
+  const announced = [];
+  for (const { query, hash, value, error } of next) {
+    query.hash = hash;
+    if (error !== undefined) {
+      announced.push({ query, error });
+    } else {
+      query.value = value;
+      announced.push({ query, value });
+    }
+  }
+  return announced;
+}
+
+/**
  * Applies RFC 6902 operations (the gateway sends add, remove, replace and move) without changing `document`: the
  * objects and arrays along each changed path are copied once, the rest is shared. Throws on a path that does not fit.
  */
-function applyPatch(document, operations) {
+export function applyPatch(document, operations) {
   const root = [document]; // the document is root[0], so that every path has a parent
   const copies = new Set([root]);
   const index = (key, array, allowEnd) => {
@@ -347,6 +399,71 @@ function applyPatch(document, operations) {
     else throw new Error(`unsupported operation ${op}`);
   }
   return root[0];
+}
+
+/**
+ * A value in Convex's JSON encoding (the gateway's `format=encoded`) as convex-js gives it: `{"$integer"}` as a
+ * BigInt, `{"$bytes"}` as an ArrayBuffer, `{"$float"}` as the number (NaN, ±Infinity, -0), the rest as it is.
+ */
+export function decodeConvexValue(value) {
+  if (Array.isArray(value)) return value.map(decodeConvexValue);
+  if (value === null || typeof value !== "object") return value;
+  const keys = Object.keys(value);
+  if (keys.length === 1 && keys[0].startsWith("$")) {
+    const text = value[keys[0]];
+    if (keys[0] === "$integer") return new DataView(base64Bytes(text, 8).buffer).getBigInt64(0, true);
+    if (keys[0] === "$float") return new DataView(base64Bytes(text, 8).buffer).getFloat64(0, true);
+    if (keys[0] === "$bytes") return base64Bytes(text).buffer;
+  }
+  const decoded = {};
+  for (const key of keys) decoded[key] = decodeConvexValue(value[key]);
+  return decoded;
+}
+
+/**
+ * A value as convex-js takes it (BigInt, ArrayBuffer or a typed array's view, numbers) in Convex's JSON encoding:
+ * BigInt as `{"$integer"}` (it must fit in 64 bits), bytes as `{"$bytes"}`, NaN, ±Infinity and -0 as `{"$float"}`.
+ */
+export function encodeConvexValue(value) {
+  if (typeof value === "bigint") {
+    if (value < -(2n ** 63n) || value >= 2n ** 63n) throw new TypeError(`${value} does not fit in an int64`);
+    const view = new DataView(new ArrayBuffer(8));
+    view.setBigInt64(0, value, true);
+    return { $integer: bytesBase64(new Uint8Array(view.buffer)) };
+  }
+  if (typeof value === "number" && (!Number.isFinite(value) || Object.is(value, -0))) {
+    const view = new DataView(new ArrayBuffer(8));
+    view.setFloat64(0, value, true);
+    return { $float: bytesBase64(new Uint8Array(view.buffer)) };
+  }
+  if (value instanceof ArrayBuffer) return { $bytes: bytesBase64(new Uint8Array(value)) };
+  if (ArrayBuffer.isView(value)) {
+    return { $bytes: bytesBase64(new Uint8Array(value.buffer, value.byteOffset, value.byteLength)) };
+  }
+  if (Array.isArray(value)) return value.map(encodeConvexValue);
+  if (value === null || typeof value !== "object") return value;
+  const encoded = {};
+  for (const [key, field] of Object.entries(value)) if (field !== undefined) encoded[key] = encodeConvexValue(field);
+  return encoded;
+}
+
+function base64Bytes(text, length) {
+  const binary = atob(text);
+  if (length !== undefined && binary.length !== length) throw new TypeError(`not ${length} bytes of base64: ${text}`);
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  return bytes;
+}
+
+function bytesBase64(bytes) {
+  let binary = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(binary);
+}
+
+/** Arguments as a key: equal arguments (BigInt and bytes included) make equal keys. */
+function stableKey(args) {
+  return JSON.stringify(encodeConvexValue(args));
 }
 
 function checkCall(fn, args) {

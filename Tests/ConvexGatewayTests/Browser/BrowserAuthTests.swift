@@ -11,9 +11,9 @@ struct BrowserAuthTests {
     static let whoamiScript = """
         const whoami = (url) => new Promise((resolve, reject) => {
           const source = new EventSource(url);
-          source.addEventListener("value", (event) => {
+          source.addEventListener("transition", (event) => {
             source.close();
-            resolve(JSON.parse(event.data).value.identity?.subject ?? null);
+            resolve(JSON.parse(event.data).changes[0].value.identity?.subject ?? null);
           });
           source.addEventListener("error", (event) => {
             if (event.data || source.readyState === EventSource.CLOSED) {

@@ -42,9 +42,8 @@ struct BrowserStreamTests {
                   }
                   const values = {}, errors = [];
                   const source = new EventSource(`/subscribe?${params}`);
-                  source.addEventListener("value", (event) => {
-                    const { sub, value } = JSON.parse(event.data);
-                    (values[sub] ??= []).push(value);
+                  source.addEventListener("transition", (event) => {
+                    for (const { sub, value } of JSON.parse(event.data).changes) (values[sub] ??= []).push(value);
                     changed();
                   });
                   source.addEventListener("error", (event) => { if (event.data) errors.push(event.data); });
@@ -174,8 +173,9 @@ struct BrowserStreamTests {
                   globalThis.EventSource = class extends Native {
                     constructor(...args) { super(...args); opened += 1; }
                     addEventListener(type, listener, options) {
-                      if (type !== "patch") return super.addEventListener(type, listener, options);
+                      if (type !== "transition") return super.addEventListener(type, listener, options);
                       return super.addEventListener(type, (event) => {
+                        if (!JSON.parse(event.data).changes.some((change) => change.ops)) return listener(event);
                         patches += 1;
                         if (dropNext) { dropNext = false; dropped += 1; return; }
                         listener(event);
@@ -220,6 +220,61 @@ struct BrowserStreamTests {
             #expect(report.streamsOpened == 2, "a fresh stream after the patch that missed its base")
             #expect(report.recovered)
             #expect(report.firstUntouched)
+        }
+    }
+
+    struct ConsistencyReport: Decodable {
+        var callbacks: Int
+        var torn: [String]
+        var firstWins: Double
+        var lastWins: Double
+        var listWins: Double
+    }
+
+    /// The measurement of issue 18: two live queries one mutation changes together, and a page that compares them
+    /// whenever either callback runs. On per-subscription events one query lagged after every mutation.
+    @Test("client.js: two live queries that one mutation changes together are never seen torn, over 40 mutations")
+    func clientScriptSnapshotConsistency() async throws {
+        try await BrowserPage.withGatewayPage { _, _, page in
+            let report = try await page.evaluate(
+                """
+                (async () => {
+                  const { ConvexGateway } = await import(`${location.origin}/client.js`);
+                  const gw = new ConvexGateway(location.origin);
+                  const division = { division: "AL Central" };
+                  let callbacks = 0;
+                  const torn = [];
+                  const wins = [];
+                  // Whenever any callback runs, what the page holds: the leader's wins against its row in the list.
+                  const compare = (from) => {
+                    callbacks += 1;
+                    const leader = gw.current("mlb:first_place_team", division);
+                    const teams = gw.current("mlb:teams", division);
+                    if (!leader || !teams) return;
+                    const row = teams.find((team) => team.name === leader.name);
+                    if (row?.wins !== leader.wins) torn.push(`${from}: leader ${leader.wins}, list ${row?.wins}`);
+                    wins.push(leader.wins);
+                    changed();
+                  };
+                  gw.subscribe("mlb:first_place_team", division, () => compare("leader"));
+                  gw.subscribe("mlb:teams", division, () => compare("teams"));
+                  await until(() => wins.length > 0 && gw.current("mlb:teams", division), "both first values");
+                  const firstWins = gw.current("mlb:first_place_team", division).wins;
+                  for (let i = 0; i < 40; i++) await gw.mutation("mlb:record_win", { team: "Guardians" });
+                  await until(() => gw.current("mlb:first_place_team", division).wins === firstWins + 40 &&
+                    gw.current("mlb:teams", division).find((team) => team.name === "Guardians").wins === firstWins + 40,
+                    "the 40th win in both");
+                  const report = { callbacks, torn, firstWins, lastWins: gw.current("mlb:first_place_team", division).wins,
+                    listWins: gw.current("mlb:teams", division).find((team) => team.name === "Guardians").wins };
+                  gw.close();
+                  return report;
+                })()
+                """, as: ConsistencyReport.self)
+            #expect(report.torn == [], "torn views")
+            #expect(report.lastWins == report.firstWins + 40)
+            #expect(report.listWins == report.lastWins)
+            // Each mutation changes both queries: both callbacks run, in one pass, at least once per transition.
+            #expect(report.callbacks >= 2 * 40, "\(report.callbacks) callbacks")
         }
     }
 }

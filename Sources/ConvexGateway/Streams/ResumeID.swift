@@ -1,0 +1,48 @@
+/// The `id:` of a stream's events, which a reconnecting `EventSource` sends back as `Last-Event-ID`: what the client
+/// then holds of every subscription, so that after a reconnect only the subscriptions whose result changed meanwhile
+/// are sent again. The gateway keeps no state between connections, so any replica can resume any stream.
+///
+/// Format: `<version>-<hash>[.<hash>…]`, one hash per subscription in the order of the stream URL: the lowercase hex
+/// of the 64-bit hash of the result the client holds (empty when it holds none). `version` grows with every change
+/// (it follows the wall clock in milliseconds). A `/subscribe/<function>` stream's id is `<version>-<hash>`.
+struct ResumeID: Equatable, Sendable {
+    var version: UInt64
+    /// Per subscription, the hash of the result the client holds, `nil` for none.
+    var held: [UInt64?]
+
+    init(version: UInt64, held: [UInt64?]) {
+        self.version = version
+        self.held = held
+    }
+
+    /// Reads a `Last-Event-ID` of a stream of `count` subscriptions; `nil` when it is not one (another stream's id, a
+    /// different number of subscriptions, or garbage), and then every subscription is sent.
+    init?(parsing text: String, count: Int) {
+        guard count > 0, let dash = text.firstIndex(of: "-"), let version = UInt64(text[..<dash]) else { return nil }
+        let hashes = text[text.index(after: dash)...].split(separator: ".", omittingEmptySubsequences: false)
+        guard hashes.count == count else { return nil }
+        var held: [UInt64?] = []
+        held.reserveCapacity(count)
+        for hash in hashes {
+            if hash.isEmpty {
+                held.append(nil)
+            } else {
+                guard hash.utf8.count <= 16, let value = UInt64(hash, radix: 16) else { return nil }
+                held.append(value)
+            }
+        }
+        self.version = version
+        self.held = held
+    }
+
+    var text: String {
+        var text = String(version)
+        text.reserveCapacity(text.utf8.count + held.count * 17)
+        text += "-"
+        for (index, hash) in held.enumerated() {
+            if index > 0 { text += "." }
+            if let hash { text += String(hash, radix: 16) }
+        }
+        return text
+    }
+}

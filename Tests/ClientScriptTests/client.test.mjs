@@ -1,0 +1,291 @@
+// Unit tests of client.js's pure parts and of how it applies a transition, under node's own test runner:
+//   node --test Tests/ClientScriptTests/
+// No packages: EventSource and fetch are stand-ins defined here. The JSON Patch replay reads the patch sequences the
+// Swift property test (JSONPatchPropertyTests) writes to .build/patch-sequences/, so run that first (scripts/test does).
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { test } from "node:test";
+import { fileURLToPath } from "node:url";
+import {
+  ConvexGateway,
+  applyPatch,
+  applyTransition,
+  decodeConvexValue,
+  encodeConvexValue,
+} from "../../Sources/ConvexGateway/Resources/client.js";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+
+// MARK: applyPatch
+
+test("applyPatch applies add, remove, replace and move to copies, sharing what did not change", () => {
+  const doc = { list: [{ _id: "a" }, { _id: "b" }, { _id: "c" }], other: { deep: [1, 2] }, n: 1 };
+  const frozen = structuredClone(doc);
+  const next = applyPatch(doc, [
+    { op: "add", path: "/list/1", value: { _id: "new" } },
+    { op: "remove", path: "/list/3" },
+    { op: "replace", path: "/n", value: 2 },
+    { op: "move", from: "/list/0", path: "/list/-" },
+    { op: "add", path: "/a~1b", value: "slash" },
+  ]);
+  assert.deepEqual(next, { list: [{ _id: "new" }, { _id: "b" }, { _id: "a" }], other: { deep: [1, 2] }, n: 2, "a/b": "slash" });
+  assert.deepEqual(doc, frozen, "the original is untouched");
+  assert.equal(next.other, doc.other, "an unchanged branch is shared");
+  assert.equal(next.list[1], doc.list[1], "an unchanged element is shared");
+});
+
+test("applyPatch replaces the whole document and refuses paths that do not fit", () => {
+  assert.deepEqual(applyPatch({ a: 1 }, [{ op: "replace", path: "", value: [1] }]), [1]);
+  assert.throws(() => applyPatch({ a: 1 }, [{ op: "remove", path: "/b" }]));
+  assert.throws(() => applyPatch([1], [{ op: "replace", path: "/1", value: 2 }]));
+  assert.throws(() => applyPatch([1], [{ op: "add", path: "/01", value: 2 }]));
+  assert.throws(() => applyPatch({ a: 1 }, [{ op: "replace", path: "/a/b", value: 2 }]));
+  assert.throws(() => applyPatch({ a: 1 }, [{ op: "copy", from: "/a", path: "/b" }]));
+  assert.throws(() => applyPatch({ a: 1 }, [{ op: "remove", path: "" }]));
+});
+
+test("applyPatch gives every next value of the server's property-test patch sequences, in every output mode", () => {
+  const directory = join(root, ".build", "patch-sequences");
+  let files = [];
+  try {
+    files = readdirSync(directory).filter((name) => name.endsWith(".json"));
+  } catch {
+    // reported below
+  }
+  assert.ok(files.length >= 3, `no patch sequences in ${directory}: run the Swift JSONPatchPropertyTests first`);
+  let patches = 0;
+  for (const file of files) {
+    const convex = file.startsWith("encoded");
+    const decode = convex ? decodeConvexValue : (value) => value;
+    const sequences = JSON.parse(readFileSync(join(directory, file), "utf8"));
+    for (const [s, sequence] of sequences.entries()) {
+      let value = decode(sequence.start);
+      for (const [t, step] of sequence.steps.entries()) {
+        // As the client applies them: to the value it holds (decoded), with the operations' values decoded.
+        const ops = step.ops.map((op) => (op.value === undefined ? op : { ...op, value: decode(op.value) }));
+        value = applyPatch(value, ops);
+        assert.deepStrictEqual(value, decode(step.full), `${file}: sequence ${s} step ${t}`);
+        patches += 1;
+      }
+    }
+  }
+  assert.ok(patches > 1000, `only ${patches} patches`);
+});
+
+// MARK: Values
+
+test("decodeConvexValue gives int64 as BigInt, bytes as ArrayBuffer and special floats as numbers, exactly", () => {
+  const decoded = decodeConvexValue({
+    max: { $integer: "/////////38=" },
+    min: { $integer: "AAAAAAAAAIA=" },
+    wins: { $integer: "UAAAAAAAAAA=" },
+    bytes: { $bytes: "AAH/" },
+    nan: { $float: "AAAAAAAA+H8=" },
+    negativeZero: { $float: "AAAAAAAAAIA=" },
+    list: [1.5, { $integer: "AQAAAAAAAAA=" }, null, "text"],
+  });
+  assert.equal(decoded.max, 9223372036854775807n);
+  assert.equal(decoded.min, -9223372036854775808n);
+  assert.equal(decoded.wins, 80n);
+  assert.ok(decoded.bytes instanceof ArrayBuffer);
+  assert.deepEqual([...new Uint8Array(decoded.bytes)], [0, 1, 255]);
+  assert.ok(Number.isNaN(decoded.nan));
+  assert.ok(Object.is(decoded.negativeZero, -0));
+  assert.deepEqual(decoded.list, [1.5, 1n, null, "text"]);
+  assert.throws(() => decodeConvexValue({ $integer: "AAAA" }), "an int64 is 8 bytes");
+});
+
+test("encodeConvexValue is decodeConvexValue's inverse and refuses a BigInt beyond 64 bits", () => {
+  const value = {
+    big: 2n ** 63n - 1n,
+    small: -(2n ** 63n),
+    bytes: new Uint8Array([9, 8, 7]).buffer,
+    floats: [Infinity, -Infinity, -0, 0.25],
+    nested: { list: [1n, "a", null, true] },
+  };
+  const encoded = encodeConvexValue(value);
+  assert.deepEqual(encoded.big, { $integer: "/////////38=" });
+  assert.deepEqual(encoded.bytes, { $bytes: "CQgH" });
+  assert.deepStrictEqual(decodeConvexValue(JSON.parse(JSON.stringify(encoded))), value);
+  assert.deepEqual(encodeConvexValue({ view: new Uint8Array([1, 2, 3]).subarray(1) }), { view: { $bytes: "AgM=" } });
+  assert.throws(() => encodeConvexValue(2n ** 63n), TypeError);
+});
+
+// MARK: Transitions
+
+const query = (hash, value) => ({ hash, value, listeners: new Set() });
+
+test("applyTransition applies every change of a transition and reports them in order", () => {
+  const queries = new Map([["a", query("1", { n: 1 })], ["b", query("2", [1, 2])], ["c", query("3", "same")]]);
+  const changes = applyTransition(queries, {
+    ts: "100",
+    changes: [
+      { sub: "a", value: { n: 2 }, v: "4" },
+      { sub: "b", base: "2", v: "5", ops: [{ op: "add", path: "/-", value: 3 }] },
+      { sub: "c", value: "same", v: "3" },
+    ],
+  });
+  assert.deepEqual(changes.map((change) => change.value), [{ n: 2 }, [1, 2, 3]], "an unchanged value is left out");
+  assert.equal(queries.get("a").hash, "4");
+  assert.deepEqual(queries.get("b").value, [1, 2, 3]);
+  assert.equal(queries.get("b").hash, "5");
+});
+
+test("applyTransition changes nothing when one patch misses its base", () => {
+  const queries = new Map([["a", query("1", 1)], ["b", query("2", [1])]]);
+  const result = applyTransition(queries, {
+    ts: "7",
+    changes: [
+      { sub: "a", value: 2, v: "9" },
+      { sub: "b", base: "other", v: "8", ops: [{ op: "add", path: "/-", value: 2 }] },
+    ],
+  });
+  assert.equal(result, null);
+  assert.deepEqual([queries.get("a").value, queries.get("a").hash], [1, "1"], "the whole transition or none of it");
+});
+
+test("applyTransition reports a subscription's error in the middle of a transition and applies the rest", () => {
+  const queries = new Map([["a", query("1", 1)], ["b", query("2", 2)], ["c", query("3", 3)]]);
+  const changes = applyTransition(queries, {
+    ts: "7",
+    changes: [
+      { sub: "a", value: 10, v: "10" },
+      { sub: "b", error: { code: "FunctionFailed", message: "boom" } },
+      { sub: "c", value: 30, v: "30" },
+    ],
+  });
+  assert.deepEqual(changes.map((change) => change.error?.code ?? change.value), [10, "FunctionFailed", 30]);
+  assert.equal(queries.get("b").hash, undefined, "after an error the next value is delivered whatever its hash");
+  assert.equal(queries.get("c").value, 30);
+});
+
+test("applyTransition decodes values and patch operations with the given decoder", () => {
+  const queries = new Map([["a", query("1", { wins: 80n })]]);
+  const changes = applyTransition(
+    queries,
+    { ts: "1", changes: [{ sub: "a", base: "1", v: "2", ops: [{ op: "replace", path: "/wins", value: { $integer: "UQAAAAAAAAA=" } }] }] },
+    decodeConvexValue,
+  );
+  assert.deepEqual(changes[0].value, { wins: 81n });
+});
+
+// MARK: The client with stand-ins for EventSource and fetch
+
+class FakeEventSource {
+  static instances = [];
+  static CLOSED = 2;
+  readyState = 1;
+  listeners = new Map();
+  constructor(url) {
+    this.url = new URL(url);
+    FakeEventSource.instances.push(this);
+  }
+  addEventListener(type, listener) {
+    this.listeners.set(type, [...(this.listeners.get(type) ?? []), listener]);
+  }
+  emit(type, data) {
+    for (const listener of this.listeners.get(type) ?? []) listener({ type, data: JSON.stringify(data) });
+  }
+  close() {
+    this.readyState = FakeEventSource.CLOSED;
+  }
+}
+
+const until = async (condition) => {
+  for (let i = 0; i < 200 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 5));
+  assert.ok(condition(), "timed out");
+};
+
+test("the callbacks of one transition run after all its values are held, in one synchronous pass", async () => {
+  FakeEventSource.instances = [];
+  globalThis.EventSource = FakeEventSource;
+  const gateway = new ConvexGateway("http://gateway.test", { debounceMs: 0 });
+  const seen = [];
+  const division = { division: "AL Central" };
+  gateway.subscribe("mlb:first_place_team", division, (leader) => {
+    // Reading the other live query inside the callback: the same transition's value.
+    const row = gateway.current("mlb:teams", division).find((team) => team.name === leader.name);
+    seen.push(["leader", leader.wins, row.wins]);
+  });
+  gateway.subscribe("mlb:teams", division, (teams) => {
+    const leader = gateway.current("mlb:first_place_team", division);
+    seen.push(["teams", leader.wins, teams.find((team) => team.name === leader.name).wins]);
+  });
+  await until(() => FakeEventSource.instances.length === 1);
+  const source = FakeEventSource.instances[0];
+  const ids = [...source.url.searchParams.keys()].filter((key) => key.startsWith("sub.")).map((key) => key.slice(4));
+  assert.deepEqual(ids, ["q1", "q2"]);
+  assert.equal(source.url.searchParams.get("delta"), "json-patch");
+  source.emit("transition", {
+    ts: "1",
+    changes: [
+      { sub: "q1", value: { name: "Guardians", wins: 80 }, v: "a" },
+      { sub: "q2", value: [{ name: "Guardians", wins: 80 }, { name: "Twins", wins: 70 }], v: "b" },
+    ],
+  });
+  source.emit("transition", {
+    ts: "2",
+    changes: [
+      { sub: "q1", value: { name: "Guardians", wins: 81 }, v: "c" },
+      { sub: "q2", base: "b", v: "d", ops: [{ op: "replace", path: "/0/wins", value: 81 }] },
+    ],
+  });
+  assert.deepEqual(seen, [
+    ["leader", 80, 80],
+    ["teams", 80, 80],
+    ["leader", 81, 81],
+    ["teams", 81, 81],
+  ]);
+  gateway.close();
+});
+
+test("the token callback gets forceRefresh and forceRefreshToken, and a refused call is retried once", async () => {
+  const asked = [];
+  const requests = [];
+  globalThis.fetch = async (url, init) => {
+    requests.push({ url, init });
+    const status = requests.length === 1 ? 401 : 200;
+    return { ok: status === 200, status, json: async () => (status === 200 ? "done" : { error: { code: "Unauthenticated" } }) };
+  };
+  const gateway = new ConvexGateway("http://gateway.test", {
+    token: (options) => {
+      asked.push(options);
+      return options.forceRefreshToken ? "fresh" : "stale";
+    },
+  });
+  assert.equal(await gateway.mutation("messages:send", { body: "hi" }), "done");
+  assert.deepEqual(asked, [
+    { forceRefresh: false, forceRefreshToken: false },
+    { forceRefresh: true, forceRefreshToken: true },
+  ]);
+  assert.equal(requests[1].init.headers.Authorization, "Bearer fresh");
+});
+
+test('values: "convex" sends and reads the encoded format, int64 as BigInt and bytes as ArrayBuffer', async () => {
+  const requests = [];
+  globalThis.fetch = async (url, init) => {
+    requests.push({ url, init });
+    return { ok: true, status: 200, json: async () => ({ wins: { $integer: "UQAAAAAAAAA=" }, logo: { $bytes: "AAE=" } }) };
+  };
+  FakeEventSource.instances = [];
+  globalThis.EventSource = FakeEventSource;
+  const gateway = new ConvexGateway("http://gateway.test", { values: "convex", debounceMs: 0 });
+  const team = await gateway.query("mlb:team", { id: 2n ** 62n });
+  assert.equal(requests[0].url, "http://gateway.test/query/mlb:team?format=encoded");
+  assert.deepEqual(JSON.parse(requests[0].init.body), { id: { $integer: "AAAAAAAAAEA=" } });
+  assert.equal(team.wins, 81n);
+  assert.deepEqual([...new Uint8Array(team.logo)], [0, 1]);
+
+  const values = [];
+  gateway.subscribe("mlb:team", { id: 5n }, (value) => values.push(value));
+  await until(() => FakeEventSource.instances.length === 1);
+  const source = FakeEventSource.instances[0];
+  assert.equal(source.url.searchParams.get("format"), "encoded");
+  assert.equal(source.url.searchParams.get("args.q1"), JSON.stringify({ id: { $integer: "BQAAAAAAAAA=" } }));
+  source.emit("transition", { ts: "1", changes: [{ sub: "q1", value: { wins: { $integer: "UAAAAAAAAAA=" } }, v: "x" }] });
+  assert.deepEqual(values, [{ wins: 80n }]);
+  assert.deepEqual(gateway.current("mlb:team", { id: 5n }), { wins: 80n });
+  gateway.close();
+  assert.throws(() => new ConvexGateway("http://gateway.test", { values: "bigint" }), TypeError);
+});

@@ -1,0 +1,244 @@
+import ConvexSyncProtocol
+import ConvexValues
+import Foundation
+import Synchronization
+import TestSupport
+import Testing
+
+@testable import ConvexGateway
+
+/// A stream output that records what is written; `behind` simulates a client that stopped reading.
+final class RecordingOutput: EventStreamOutput {
+    private let state = Mutex<(written: [[UInt8]], pending: [[UInt8]], finished: Bool)>(([], [], false))
+    let behind: Bool
+
+    init(behind: Bool = false) { self.behind = behind }
+
+    func write(_ bytes: [UInt8]) {
+        state.withLock { state in
+            guard !state.finished else { return }
+            if behind { state.pending.append(bytes) } else { state.written.append(bytes) }
+        }
+    }
+    var pendingByteCount: Int { state.withLock { $0.pending.reduce(0) { $0 + $1.count } } }
+    func replacePending(with bytes: [UInt8]) { state.withLock { $0.pending = [bytes] } }
+    func finish() { state.withLock { $0.finished = true } }
+
+    /// Everything the client would read, in order, as events.
+    var events: [ReceivedEvent] {
+        let text = state.withLock { state in (state.written + state.pending).map { String(decoding: $0, as: UTF8.self) }
+        }
+        return text.joined().components(separatedBy: "\n\n").filter { !$0.isEmpty }.map(EventStreamReader.parse)
+    }
+    var isFinished: Bool { state.withLock { $0.finished } }
+}
+
+/// The event stream on its own: transition framing, resumption ids, coalescing and the whole-stream error, with no
+/// server and no hub.
+@Suite struct EventStreamTests {
+    /// A result of sequence `sequence` (by default the hash, so that later test values are newer).
+    func update(_ value: ConvexValue, hash: UInt64, sequence: UInt64? = nil) -> SubscriptionUpdate {
+        let body = value.json(mode: .plain)
+        let sequence = sequence ?? hash
+        return SubscriptionUpdate(
+            current: .init(
+                id: "\(sequence)-\(String(hash, radix: 16))", sequence: sequence, hash: hash, result: .value(value)),
+            hash: hash, body: body, event: ServerSentEvent(data: body).encoded())
+    }
+
+    func failure(_ failure: UpstreamFailure, hash: UInt64, sequence: UInt64? = nil) -> SubscriptionUpdate {
+        let body = failure.gatewayError.body { $0.json(mode: .plain) }
+        let sequence = sequence ?? hash
+        return SubscriptionUpdate(
+            current: .init(
+                id: "\(sequence)-\(String(hash, radix: 16))", sequence: sequence, hash: hash, result: .failure(failure)),
+            hash: hash, body: body, event: ServerSentEvent(event: "error", data: body).encoded())
+    }
+
+    func stream(_ ids: [String], _ output: any EventStreamOutput, limit: Int = 1 << 20, resume: String? = nil)
+        -> EventStream
+    {
+        EventStream(
+            framing: .transitions(ids: ids), count: ids.count, format: .plain, output: output, limit: limit,
+            resumeFrom: resume)
+    }
+
+    func transition(_ ts: UInt64, _ changes: (Int, SubscriptionUpdate)...) -> StreamTransition {
+        StreamTransition(ts: ts, changes: changes.map { .init(member: $0.0, update: $0.1) })
+    }
+
+    func json(_ text: String) throws -> ConvexValue { try ConvexValue(plainJSON: Array(text.utf8)) }
+
+    @Test func oneTransitionIsOneEventNamingEachSubscriptionAndCarryingWhatTheClientHolds() throws {
+        let output = RecordingOutput()
+        let stream = stream(["a", "b-2"], output)
+        stream.deliver(transition(1_700_000_000_000_000_001, (1, update(["n": 1.0], hash: 0xAAAA, sequence: 1))))
+        stream.deliver(
+            transition(
+                1_700_000_000_000_000_002, (0, failure(.functionFailed(message: "boom"), hash: 0xBBBB, sequence: 2)),
+                (1, update(["n": 2.0], hash: 0xDDDD, sequence: 7))))
+        stream.deliver(transition(1_700_000_000_000_000_003, (0, update("ok", hash: 0xCCCC, sequence: 3))))
+
+        let events = output.events
+        #expect(events.map(\.event) == ["transition", "transition", "transition"])
+        #expect(
+            try json(events[0].data)
+                == ["ts": "1700000000000000001", "changes": [["sub": "b-2", "value": ["n": 1.0], "v": "aaaa"]]])
+        #expect(
+            try json(events[1].data)
+                == [
+                    "ts": "1700000000000000002",
+                    "changes": [
+                        ["sub": "a", "error": ["code": "FunctionFailed", "message": "boom"]],
+                        ["sub": "b-2", "value": ["n": 2.0], "v": "dddd"],
+                    ],
+                ])
+        #expect(
+            try json(events[2].data) == [
+                "ts": "1700000000000000003", "changes": [["sub": "a", "value": "ok", "v": "cccc"]],
+            ])
+        // The id tells what the client holds of every subscription, in URL order.
+        #expect(events[0].id == "1-.aaaa")
+        #expect(events[2].id == "7-cccc.dddd")
+        #expect(ResumeID(parsing: try #require(events[2].id), count: 2)?.held == [0xCCCC, 0xDDDD])
+        #expect(!output.isFinished)
+    }
+
+    @Test func aLastEventIDTellsTheHubWhatTheClientHolds() throws {
+        let before = RecordingOutput()
+        let first = stream(["a", "b", "c"], before)
+        first.deliver(transition(1, (0, update(1.0, hash: 1)), (1, update(2.0, hash: 2)), (2, update(3.0, hash: 3))))
+        let lastID = try #require(before.events.last?.id)
+        #expect(stream(["a", "b", "c"], RecordingOutput(), resume: lastID).held == [1, 2, 3])
+
+        // An id of another stream (another subscription count, garbage) holds nothing: everything is sent.
+        for foreign in ["1-abc", lastID + "x", lastID + ".", "1-.", "x-1.2.3", "1-1.2.10000000000000000"] {
+            #expect(
+                stream(["a", "b", "c"], RecordingOutput(), resume: foreign).held == [nil, nil, nil], "\(foreign)")
+        }
+    }
+
+    @Test func aSlowReaderIsCoalescedToTheLatestOfEverySubscription() throws {
+        let output = RecordingOutput(behind: true)
+        let stream = stream(["a", "b"], output, limit: 64)
+        stream.deliver(transition(1, (0, update("a1", hash: 1)), (1, update("b1", hash: 2))))
+        for n in 2...50 {
+            stream.deliver(transition(UInt64(n), (0, update(.string("a\(n)"), hash: UInt64(n) << 32))))
+        }
+        // Queued: one transition with the latest of a and the (only) value of b, never b dropped for a's sake.
+        let events = try output.events.map { try json($0.data) }
+        #expect(events.count == 1)
+        #expect(
+            events.first?["changes"]
+                == [["sub": "a", "value": "a50", "v": "3200000000"], ["sub": "b", "value": "b1", "v": "2"]])
+        #expect(events.first?["ts"] == "50")
+        #expect(output.pendingByteCount < 1024)
+    }
+
+    @Test func refusedCredentialsEndTheWholeStreamWithOneError() throws {
+        let output = RecordingOutput()
+        let stream = stream(["a", "b"], output)
+        stream.deliver(transition(1, (0, update(1.0, hash: 1))))
+        let expired = failure(.unauthenticated("Convex token identity expired"), hash: 9)
+        stream.deliver(transition(2, (0, expired), (1, expired)))
+        stream.deliver(transition(3, (1, update(2.0, hash: 2))))
+        let events = output.events
+        #expect(events.count == 2)
+        #expect(events[1].event == "error")
+        #expect(events[1].id == nil)
+        #expect(
+            try json(events[1].data)
+                == ["error": ["code": "Unauthenticated", "message": "Convex token identity expired"]])
+        #expect(output.isFinished)
+    }
+
+    @Test func aResultOlderThanTheOneSentIsDropped() throws {
+        // The first delivery of a stream is rendered outside the hub's lock: a transition may overtake it.
+        let output = RecordingOutput()
+        let stream = stream(["a", "b"], output)
+        stream.deliver(transition(2, (0, update("a2", hash: 0xA2, sequence: 2))))
+        stream.deliver(
+            transition(1, (0, update("a1", hash: 0xA1, sequence: 1)), (1, update("b1", hash: 0xB1, sequence: 1))))
+        let events = try output.events.map { try json($0.data) }
+        #expect(events.count == 2)
+        #expect(events[1]["changes"] == [["sub": "b", "value": "b1", "v": "b1"]], "a keeps its newer value")
+        #expect(output.events.last?.id == "2-a2.b1")
+
+        let single = RecordingOutput()
+        let function = EventStream(
+            framing: .function, count: 1, format: .plain, output: single, limit: 1 << 20, resumeFrom: nil)
+        function.deliver(transition(2, (0, update("new", hash: 2))))
+        function.deliver(transition(1, (0, update("old", hash: 1))))
+        #expect(single.events.map(\.data) == [#""new""#])
+    }
+
+    @Test func aFunctionStreamSendsTheHubsEventsAsTheyAre() throws {
+        let output = RecordingOutput()
+        let stream = EventStream(
+            framing: .function, count: 1, format: .plain, output: output, limit: 1 << 20, resumeFrom: "5-abc")
+        #expect(stream.held == [0xABC])
+        let value = update("v", hash: 1)
+        stream.deliver(transition(1, (0, value)))
+        #expect(output.events.map(\.data) == [#""v""#])
+        #expect(output.events.first?.event == nil)
+    }
+}
+
+@Suite struct ResumeIDTests {
+    @Test func roundTripsAndRefusesWhatIsNotOne() {
+        let id = ResumeID(version: 1_700_000_000_000, held: [nil, 0, UInt64.max, 0x1234_5678_9ABC])
+        #expect(id.text == "1700000000000-.0.ffffffffffffffff.123456789abc")
+        #expect(ResumeID(parsing: id.text, count: 4) == id)
+        #expect(ResumeID(parsing: id.text, count: 3) == nil)
+        #expect(ResumeID(parsing: "", count: 0) == nil)
+        #expect(ResumeID(parsing: String(id.text.dropLast()) + "*", count: 4) == nil)
+        // A `/subscribe/<function>` event id is the resume id of a one-subscription stream.
+        #expect(ResumeID(parsing: "1700000000000-abc", count: 1)?.held == [0xABC])
+    }
+}
+
+@Suite struct StreamSubscriptionsTests {
+    func parse(_ query: String, limit: Int = 100) throws(GatewayError) -> [StreamSubscriptions.Subscription] {
+        try StreamSubscriptions(try QueryString(raw: query[...]), limit: limit).subscriptions
+    }
+
+    @Test func readsSubscriptionsInURLOrderWithOptionalArguments() throws {
+        let subscriptions = try parse(
+            "sub.team=mlb:first_place_team&args.team=%7B%22division%22%3A%22AL%20Central%22%7D&sub.all-2=messages:list&format=clean"
+        )
+        #expect(subscriptions.map(\.id) == ["team", "all-2"])
+        #expect(subscriptions.map(\.function.canonical) == ["mlb:first_place_team", "messages:list"])
+        guard case .body(let args) = subscriptions[0].input, case .body(let none) = subscriptions[1].input else {
+            Issue.record("arguments not read")
+            return
+        }
+        #expect(args == ["division": "AL Central"])
+        #expect(none == [:])
+    }
+
+    @Test(arguments: [
+        ("", "InvalidSubscriptions", "at least one"),
+        ("format=plain", "InvalidSubscriptions", "at least one"),
+        ("sub.a=x:y&sub.a=x:z", "InvalidSubscriptions", "'a' is given more than once"),
+        ("sub.a%20b=x:y", "InvalidSubscriptions", "'a b' is not valid"),
+        ("sub.=x:y", "InvalidSubscriptions", "is not valid"),
+        ("sub.\(String(repeating: "a", count: 65))=x:y", "InvalidSubscriptions", "is not valid"),
+        ("sub.a", "InvalidSubscriptions", "has no value"),
+        ("sub.a=x:y&args.b=%7B%7D", "InvalidSubscriptions", "args.b is given without sub.b"),
+        ("sub.a=x:y&division=1", "InvalidSubscriptions", "Unknown query parameter 'division'"),
+        ("sub.a=x:y&sub.b=x:z&sub.c=x:w", "InvalidSubscriptions", "3 subscriptions on one stream; at most 2"),
+        ("sub.a=x:y&args.a=%5B1%5D", "InvalidArguments", "Subscription 'a': args.a must be a JSON object"),
+        ("sub.a=x:y&args.a=%7Bnope", "MalformedJSON", "Subscription 'a': args.a is not valid JSON"),
+        ("sub.a=..%2Fx:y", "InvalidFunctionPath", "Subscription 'a': invalid function path"),
+    ])
+    func refusesBadURLsNamingTheSubscription(query: String, code: String, message: String) {
+        do {
+            _ = try parse(query, limit: 2)
+            Issue.record("accepted \(query)")
+        } catch {
+            #expect(error.status == 400)
+            #expect(error.code.rawValue == code)
+            #expect(error.message.contains(message), "\(error.message)")
+        }
+    }
+}
