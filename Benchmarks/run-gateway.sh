@@ -25,10 +25,16 @@
 #      CHURN_SECONDS; then 6 bursts of CHURN_BURST streams opened and dropped together; the heartbeat is off, and
 #      another client sends mutations and GETs throughout (Benchmarks/stream_churn.py): dead connections held,
 #      time from a client's close to the gateway's release, and that client's answers that were not 200.
-# Usage: Benchmarks/run-gateway.sh [hot|hot-origin|hot-browser|latency|fanout|multi|delta|churn|all]
+#   9. SSE fan-out against the floor (fanout-c): STREAMS single-subscription streams, ROUNDS changes, on the gateway
+#      and on a plain C libmicrohttpd SSE server (Benchmarks/sse-fanout/sse_server.c: same mode, same event bytes)
+#      alternately, FANOUT_C_RUNS times each, with the same sse-fanout load; a fresh server each run.
+#  10. mutation to event (change-latency): CHANGE_ROUNDS mutations sent to the deployment itself; the time until the
+#      gateway's SSE stream has the new value, and until the official Python client subscribed directly to the
+#      deployment has it, in one run (Benchmarks/change_latency.py, with the .venv that scripts/test makes).
+# Usage: Benchmarks/run-gateway.sh [hot|hot-origin|hot-browser|latency|fanout|fanout-c|multi|delta|churn|change-latency|all]
 #   env: THREADS (default: cores), RUNS=3, DURATION=10s, CONNECTIONS=64, LATENCY_REQUESTS=1000,
 #        STREAMS=10000, SMALL_STREAMS=1000, ROUNDS=5, MULTI_STREAMS=2000, DELTA_STREAMS=5000,
-#        CHURN_RATE=500, CHURN_SECONDS=20, CHURN_BURST=1500,
+#        CHURN_RATE=500, CHURN_SECONDS=20, CHURN_BURST=1500, FANOUT_C_RUNS=3, CHANGE_ROUNDS=300,
 #        PIN=1: the wrk comparisons (hot, hot-origin, hot-browser) run the servers on SERVER_CPUS (default 0) and wrk
 #        (one thread) on LOAD_CPUS (default 1), so the load generator cannot take the server's core: on a 2-core
 #        machine, unpinned, the servers and wrk share both cores and the scheduler's choices move the ratios.
@@ -49,6 +55,8 @@ DELTA_STREAMS=${DELTA_STREAMS:-5000}
 CHURN_RATE=${CHURN_RATE:-500}
 CHURN_SECONDS=${CHURN_SECONDS:-20}
 CHURN_BURST=${CHURN_BURST:-1500}
+FANOUT_C_RUNS=${FANOUT_C_RUNS:-3}
+CHANGE_ROUNDS=${CHANGE_ROUNDS:-300}
 PIN=${PIN:-0}
 SERVER_CPUS=${SERVER_CPUS:-0}
 LOAD_CPUS=${LOAD_CPUS:-1}
@@ -79,6 +87,9 @@ echo "== building (release)"
 gcc -O2 -Wall -o .build-release/mhd-hello-c Benchmarks/mhd-hello/C/hello.c \
     $(pkg-config --cflags --libs libmicrohttpd) -lpthread
 gcc -O2 -Wall -o .build-release/sse-fanout Benchmarks/sse-fanout/sse_fanout.c
+# shellcheck disable=SC2046
+gcc -O2 -Wall -o .build-release/sse-server Benchmarks/sse-fanout/sse_server.c \
+    $(pkg-config --cflags --libs libmicrohttpd) -lpthread
 swift build -c release --scratch-path .build-release --product convex-gateway 2>&1 | tail -1
 GATEWAY=.build-release/release/convex-gateway
 
@@ -291,6 +302,32 @@ fanout() {
     fanout_one "$STREAMS"
 }
 
+fanout_c() {
+    echo "== 9. SSE fan-out, gateway vs the C SSE server ($STREAMS streams, $ROUNDS changes, $FANOUT_C_RUNS runs each, alternately)"
+    for run in $(seq 1 "$FANOUT_C_RUNS"); do
+        echo "-- run $run: C SSE server"
+        "${ON_SERVER_CPUS[@]}" .build-release/sse-server "$C_PORT" "$THREADS" >"$OUT/fanout-c-server.log" 2>&1 &
+        C_PID=$!
+        for _ in $(seq 1 100); do grep -q listening "$OUT/fanout-c-server.log" && break; sleep 0.1; done
+        machine
+        .build-release/sse-fanout "$C_PORT" "$C_PID" "$STREAMS" "$ROUNDS" \
+            "/subscribe/conformance:counter?name=fanout" "/mutation/conformance:increment" '{"name":"fanout"}'
+        stop C_PID
+        echo "-- run $run: gateway"
+        fanout_one "$STREAMS"
+    done
+}
+
+change_latency() {
+    echo "== 10. mutation to event: the gateway's stream vs the official Python client on the deployment ($CHANGE_ROUNDS mutations)"
+    [ -x .venv/bin/python ] || { echo "no .venv (run scripts/test once, or: . scripts/prereqs.sh; ensure_python_venv)" >&2; exit 1; }
+    start_gateway change-latency-gateway
+    machine
+    .venv/bin/python Benchmarks/change_latency.py "$GW_PORT" "$LOCAL_PORT" "$CHANGE_ROUNDS"
+    machine
+    stop GW_PID
+}
+
 # One line per stream kind for sse-fanout: "1 1 <path>" (one first event, a transition holding every subscription's
 # value), 10 subscriptions of conformance:counter, the first on the
 # counter the mutation changes ("fanout"), the other nine on 120 counters that never change, a different nine per line.
@@ -357,9 +394,11 @@ case "$WHAT" in
     hot-browser) hot_browser ;;
     latency) latency ;;
     fanout) fanout ;;
+    fanout-c) fanout_c ;;
+    change-latency) change_latency ;;
     multi) multi ;;
     delta) delta ;;
     churn) churn ;;
     all) hot; hot_origin; hot_browser; latency; fanout; multi; delta; churn ;;
-    *) echo "usage: $0 [hot|hot-origin|hot-browser|latency|fanout|multi|delta|churn|all]" >&2; exit 2 ;;
+    *) echo "usage: $0 [hot|hot-origin|hot-browser|latency|fanout|fanout-c|multi|delta|churn|change-latency|all]" >&2; exit 2 ;;
 esac
