@@ -182,6 +182,7 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             // Embedded in the binary (ClientScript.swift): no resource bundle to install beside the executable.
             resources: [.embedInCode("Resources/client.js")]

@@ -2,6 +2,7 @@ import Convex
 import ConvexValues
 import Logging
 import MicroHTTPD
+import ServiceLifecycle
 import Synchronization
 
 /// The HTTP gateway: `GatewayCore` served by libmicrohttpd, with SSE heartbeats and idle upstream clean-up.
@@ -13,11 +14,14 @@ import Synchronization
 /// // … gateway.port …
 /// await gateway.shutdown()
 /// ```
+///
+/// or, as a swift-service-lifecycle `Service`, in a `ServiceGroup` that drains it on SIGTERM and SIGINT.
 public final class Gateway: Sendable {
     package let core: GatewayCore
     private let server: HTTPServer
     private let logger: Logger
     private let background = Mutex<[Task<Void, Never>]>([])
+    private let started = Mutex(false)
 
     /// - Parameter clock: where every stage reads time from; tests pass a test clock.
     public init(
@@ -57,9 +61,13 @@ public final class Gateway: Sendable {
     /// The bound port once started.
     public var port: Int? { server.port }
 
+    /// Whether ``start()`` has run.
+    var isStarted: Bool { started.withLock { $0 } }
+
     /// Starts listening, the heartbeat, the subscription hub's sweeper and the idle-connection sweeper.
     public func start() throws {
         try server.start()
+        started.withLock { $0 = true }
         let core = self.core
         let clock = core.clock
         let heartbeat = Task {
@@ -87,19 +95,24 @@ public final class Gateway: Sendable {
         await core.pool.closeAll()
     }
 
-    /// Runs until cancelled, then shuts down gracefully.
+}
+
+/// A swift-service-lifecycle `Service`: in a `ServiceGroup`, the gateway serves until the group's graceful shutdown
+/// (`gracefulShutdownSignals: [.sigterm, .sigint]`) or cancellation, then drains (``shutdown()``).
+extension Gateway: Service {
+    /// Starts the gateway (unless ``start()`` already did), serves until graceful shutdown or cancellation, then
+    /// shuts down gracefully.
     public func run() async throws {
-        try start()
-        await withTaskCancellationHandler {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(3600))
-            }
-        } onCancel: {
-        }
+        if !isStarted { try start() }
+        // Returns when the group shuts down gracefully; throws when the task is cancelled: either way, drain.
+        try? await gracefulShutdown()
         await shutdown()
     }
+}
 
-    private static func serve(_ request: HTTPRequest, _ responder: HTTPResponder, core: GatewayCore) {
+extension Gateway {
+    /// Hands one request to the core and carries out its answer: now, deferred, or as an event stream.
+    fileprivate static func serve(_ request: HTTPRequest, _ responder: HTTPResponder, core: GatewayCore) {
         var headers: [String: String] = [:]
         for field in request.headers where headers[field.name.lowercased()] == nil {
             headers[field.name.lowercased()] = field.value

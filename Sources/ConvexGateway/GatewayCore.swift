@@ -107,10 +107,3 @@ package final class GatewayCore: Sendable {
         return dispatch(parsed, context)
     }
 }
-
-extension Duration {
-    var seconds: Double {
-        let (s, attoseconds) = components
-        return Double(s) + Double(attoseconds) / 1e18
-    }
-}

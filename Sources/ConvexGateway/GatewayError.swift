@@ -3,39 +3,71 @@ import ConvexValues
 /// An error the gateway answers with: an HTTP status and the one JSON error body used everywhere,
 /// `{"error": {"code": "...", "message": "...", "data": ...}}` (`data` only for a function's `ConvexError`).
 ///
-/// This is the only place where failures become status codes.
+/// This is the only place where failures become status codes: ``Code/status``.
 package struct GatewayError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// A stable, machine-readable error code.
-    package struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-        package let rawValue: String
-        package init(rawValue: String) { self.rawValue = rawValue }
-        package var description: String { rawValue }
+    /// A stable, machine-readable error code, and the HTTP status it is answered with: the one table of the
+    /// gateway's errors (README "Errors").
+    package enum Code: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
+        case badRequest = "BadRequest"
+        case malformedJSON = "MalformedJSON"
+        case invalidArguments = "InvalidArguments"
+        case invalidFunctionPath = "InvalidFunctionPath"
+        case invalidFormat = "InvalidFormat"
+        /// A `delta` query parameter other than `json-patch`.
+        case invalidDelta = "InvalidDelta"
+        /// A multi-subscription stream URL names no subscription, too many, or one badly.
+        case invalidSubscriptions = "InvalidSubscriptions"
+        /// A batch query URL (`GET /query?q.<id>=…`) names no query, too many, or one badly.
+        case invalidQueries = "InvalidQueries"
+        case invalidTimestamp = "InvalidTimestamp"
+        case argumentValidation = "ArgumentValidationError"
+        case unauthenticated = "Unauthenticated"
+        /// The gateway has an API key and the request's `X-API-Key` is missing or wrong.
+        case invalidAPIKey = "InvalidAPIKey"
+        /// CORS is on and the request's `Origin` is not allowed.
+        case originNotAllowed = "OriginNotAllowed"
+        case functionNotFound = "FunctionNotFound"
+        case routeNotFound = "NotFound"
+        case methodNotAllowed = "MethodNotAllowed"
+        case notAcceptable = "NotAcceptable"
+        case payloadTooLarge = "PayloadTooLarge"
+        case unsupportedMediaType = "UnsupportedMediaType"
+        case convexError = "ConvexError"
+        /// The client's rate limit is used up.
+        case rateLimited = "RateLimited"
+        case functionFailed = "FunctionFailed"
+        case internalError = "InternalError"
+        case upstreamConnectionLost = "UpstreamConnectionLost"
+        case upstreamUnavailable = "UpstreamUnavailable"
+        case overloaded = "Overloaded"
+        case shuttingDown = "ShuttingDown"
+        case upstreamTimeout = "UpstreamTimeout"
 
-        package static let badRequest = Code(rawValue: "BadRequest")
-        package static let malformedJSON = Code(rawValue: "MalformedJSON")
-        package static let invalidArguments = Code(rawValue: "InvalidArguments")
-        package static let invalidFunctionPath = Code(rawValue: "InvalidFunctionPath")
-        package static let invalidFormat = Code(rawValue: "InvalidFormat")
-        package static let invalidTimestamp = Code(rawValue: "InvalidTimestamp")
-        package static let argumentValidation = Code(rawValue: "ArgumentValidationError")
-        package static let functionNotFound = Code(rawValue: "FunctionNotFound")
-        package static let routeNotFound = Code(rawValue: "NotFound")
-        package static let convexError = Code(rawValue: "ConvexError")
-        package static let functionFailed = Code(rawValue: "FunctionFailed")
-        package static let unauthenticated = Code(rawValue: "Unauthenticated")
-        package static let methodNotAllowed = Code(rawValue: "MethodNotAllowed")
-        package static let unsupportedMediaType = Code(rawValue: "UnsupportedMediaType")
-        package static let notAcceptable = Code(rawValue: "NotAcceptable")
-        package static let payloadTooLarge = Code(rawValue: "PayloadTooLarge")
-        package static let upstreamUnavailable = Code(rawValue: "UpstreamUnavailable")
-        package static let upstreamTimeout = Code(rawValue: "UpstreamTimeout")
-        package static let upstreamConnectionLost = Code(rawValue: "UpstreamConnectionLost")
-        package static let overloaded = Code(rawValue: "Overloaded")
-        package static let shuttingDown = Code(rawValue: "ShuttingDown")
-        package static let internalError = Code(rawValue: "InternalError")
+        /// The HTTP status of an error with this code.
+        package var status: Int {
+            switch self {
+            case .badRequest, .malformedJSON, .invalidArguments, .invalidFunctionPath, .invalidFormat, .invalidDelta,
+                .invalidSubscriptions, .invalidQueries, .invalidTimestamp, .argumentValidation:
+                400
+            case .unauthenticated, .invalidAPIKey: 401
+            case .originNotAllowed: 403
+            case .functionNotFound, .routeNotFound: 404
+            case .methodNotAllowed: 405
+            case .notAcceptable: 406
+            case .payloadTooLarge: 413
+            case .unsupportedMediaType: 415
+            case .convexError: 422
+            case .rateLimited: 429
+            case .functionFailed, .internalError: 500
+            case .upstreamConnectionLost: 502
+            case .upstreamUnavailable, .overloaded, .shuttingDown: 503
+            case .upstreamTimeout: 504
+            }
+        }
+
+        package var description: String { rawValue }
     }
 
-    package var status: Int
     package var code: Code
     package var message: String
     /// The `ConvexError` data a function threw, if any.
@@ -43,8 +75,10 @@ package struct GatewayError: Error, Sendable, Hashable, CustomStringConvertible 
     /// Extra response headers (`Allow`, `Retry-After`).
     package var headers: [(String, String)]
 
-    package init(status: Int, code: Code, message: String, data: ConvexValue? = nil, headers: [(String, String)] = []) {
-        self.status = status
+    /// The HTTP status, from the code.
+    package var status: Int { code.status }
+
+    package init(code: Code, message: String, data: ConvexValue? = nil, headers: [(String, String)] = []) {
         self.code = code
         self.message = message
         self.data = data
@@ -54,12 +88,11 @@ package struct GatewayError: Error, Sendable, Hashable, CustomStringConvertible 
     package var description: String { "\(status) \(code): \(message)" }
 
     package static func == (lhs: GatewayError, rhs: GatewayError) -> Bool {
-        lhs.status == rhs.status && lhs.code == rhs.code && lhs.message == rhs.message && lhs.data == rhs.data
+        lhs.code == rhs.code && lhs.message == rhs.message && lhs.data == rhs.data
             && lhs.headers.map { "\($0.0): \($0.1)" } == rhs.headers.map { "\($0.0): \($0.1)" }
     }
 
     package func hash(into hasher: inout Hasher) {
-        hasher.combine(status)
         hasher.combine(code)
         hasher.combine(message)
     }
@@ -67,34 +100,34 @@ package struct GatewayError: Error, Sendable, Hashable, CustomStringConvertible 
 
 extension GatewayError {
     package static func badRequest(_ message: String, code: Code = .badRequest) -> GatewayError {
-        GatewayError(status: 400, code: code, message: message)
+        GatewayError(code: code, message: message)
     }
 
     package static func malformedJSON(_ error: ConvexValueError, in what: String) -> GatewayError {
         GatewayError(
-            status: 400, code: .malformedJSON, message: "\(what) is not valid JSON: \(error.message) (at \(error.path))"
+            code: .malformedJSON, message: "\(what) is not valid JSON: \(error.message) (at \(error.path))"
         )
     }
 
     package static func invalidTimestamp(_ message: String) -> GatewayError {
-        GatewayError(status: 400, code: .invalidTimestamp, message: message)
+        GatewayError(code: .invalidTimestamp, message: message)
     }
 
     package static func unauthenticated(_ message: String) -> GatewayError {
-        GatewayError(status: 401, code: .unauthenticated, message: message, headers: [("WWW-Authenticate", "Bearer")])
+        GatewayError(code: .unauthenticated, message: message, headers: [("WWW-Authenticate", "Bearer")])
     }
 
     package static func routeNotFound(_ path: String) -> GatewayError {
-        GatewayError(status: 404, code: .routeNotFound, message: "No route for \(path)")
+        GatewayError(code: .routeNotFound, message: "No route for \(path)")
     }
 
     package static func functionNotFound(_ function: String) -> GatewayError {
-        GatewayError(status: 404, code: .functionNotFound, message: "Could not find public function for '\(function)'")
+        GatewayError(code: .functionNotFound, message: "Could not find public function for '\(function)'")
     }
 
     package static func methodNotAllowed(_ method: String, allowed: [String]) -> GatewayError {
         GatewayError(
-            status: 405, code: .methodNotAllowed,
+            code: .methodNotAllowed,
             message: "Method \(method) is not allowed here; use \(allowed.joined(separator: " or "))",
             headers: [("Allow", allowed.joined(separator: ", "))]
         )
@@ -102,55 +135,55 @@ extension GatewayError {
 
     package static func unsupportedMediaType(_ contentType: String) -> GatewayError {
         GatewayError(
-            status: 415, code: .unsupportedMediaType,
+            code: .unsupportedMediaType,
             message: "Content-Type \(contentType) is not supported; send application/json"
         )
     }
 
     package static func payloadTooLarge(limit: Int) -> GatewayError {
         GatewayError(
-            status: 413, code: .payloadTooLarge, message: "Request body is larger than the limit of \(limit) bytes")
+            code: .payloadTooLarge, message: "Request body is larger than the limit of \(limit) bytes")
     }
 
     package static func upstreamUnavailable(_ detail: String, retryAfter: Int = 1) -> GatewayError {
         GatewayError(
-            status: 503, code: .upstreamUnavailable, message: "Convex deployment is unreachable: \(detail)",
+            code: .upstreamUnavailable, message: "Convex deployment is unreachable: \(detail)",
             headers: [("Retry-After", String(retryAfter))]
         )
     }
 
     package static func upstreamTimeout(seconds: Double) -> GatewayError {
         GatewayError(
-            status: 504, code: .upstreamTimeout,
+            code: .upstreamTimeout,
             message: "Convex deployment did not answer within \(formatSeconds(seconds))"
         )
     }
 
     package static func timestampNotReached(_ ts: UInt64, seconds: Double) -> GatewayError {
         GatewayError(
-            status: 504, code: .upstreamTimeout,
+            code: .upstreamTimeout,
             message: "Convex deployment did not reach timestamp \(ts) within \(formatSeconds(seconds))")
     }
 
     package static let overloaded = GatewayError(
-        status: 503, code: .overloaded, message: "Connection limit reached; try again later",
+        code: .overloaded, message: "Connection limit reached; try again later",
         headers: [("Retry-After", "1")]
     )
 
     /// A new event stream while `--max-streams` are open: the connections left are kept for calls and `GET`s.
     package static let streamLimitReached = GatewayError(
-        status: 503, code: .overloaded, message: "Stream limit reached; try again later",
+        code: .overloaded, message: "Stream limit reached; try again later",
         headers: [("Retry-After", "5")]
     )
 
     package static let shuttingDown = GatewayError(
-        status: 503, code: .shuttingDown, message: "Gateway is shutting down",
+        code: .shuttingDown, message: "Gateway is shutting down",
         headers: [("Retry-After", "1")]
     )
 
     /// Unexpected failures: the client sees a bare message, the detail goes to the log.
     package static let internalError = GatewayError(
-        status: 500, code: .internalError, message: "Internal gateway error")
+        code: .internalError, message: "Internal gateway error")
 }
 
 func formatSeconds(_ seconds: Double) -> String {

@@ -45,7 +45,7 @@ final class HotQueries: Sendable {
         let gzipETag: String
         private let gzip = Mutex<[UInt8]??>(nil)
         /// Few per value (one per client kind and origin), so a list compared in place: no key is built per request.
-        private let variants = Mutex<[Variant]>([])
+        let variants = Mutex<[Variant]>([])
 
         struct Variant {
             var gzip: Bool
@@ -84,16 +84,6 @@ final class HotQueries: Sendable {
                 let coded = ContentCoding.gzip(response.body)
                 held = .some(coded)
                 return coded
-            }
-        }
-
-        /// The variants prepared so far, described.
-        var variantKeys: [String] {
-            variants.withLock { variants in
-                variants.map { variant in
-                    (variant.gzip ? "gzip " : "identity ") + (variant.notModified ? "304" : "200")
-                        + variant.accessHeaders.map { "\n\($0.0): \($0.1)" }.joined()
-                }
             }
         }
 

@@ -114,17 +114,17 @@ extension UpstreamFailure {
     package var gatewayError: GatewayError {
         switch self {
         case .convexError(let message, let data):
-            return GatewayError(status: 422, code: .convexError, message: message, data: data)
+            return GatewayError(code: .convexError, message: message, data: data)
         case .unknownFunction(let message):
-            return GatewayError(status: 404, code: .functionNotFound, message: message)
+            return GatewayError(code: .functionNotFound, message: message)
         case .invalidArguments(let message):
-            return GatewayError(status: 400, code: .argumentValidation, message: message)
+            return GatewayError(code: .argumentValidation, message: message)
         case .functionFailed(let message):
-            return GatewayError(status: 500, code: .functionFailed, message: message)
+            return GatewayError(code: .functionFailed, message: message)
         case .unavailable(let detail):
             return .upstreamUnavailable(detail)
         case .connectionLost(let detail):
-            return GatewayError(status: 502, code: .upstreamConnectionLost, message: detail)
+            return GatewayError(code: .upstreamConnectionLost, message: detail)
         case .timeout(let seconds):
             return .upstreamTimeout(seconds: seconds)
         case .unauthenticated(let detail):

@@ -164,31 +164,6 @@ public final class LocalDeployment: Sendable {
         }
     }
 
-    // MARK: Test hooks
-
-    /// Closes every open sync socket with a Close frame of this code and reason (default 1011 `TestClose`).
-    /// A socket closes between whole mutation round trips: a mutation either has not started or has had its
-    /// response and the following Transition sent.
-    public func closeSyncConnections(code: UInt16 = 1011, reason: String? = "TestClose") {
-        for connection in core.liveConnections { connection.post(.close(code: code, reason: reason)) }
-    }
-
-    /// While stalled, sync sockets send nothing at all — no messages, no WebSocket pings — but keep their state;
-    /// held messages are sent when unstalled. Used to test clients' inactivity detection.
-    public func setStalled(_ stalled: Bool) {
-        core.setStalled(stalled)
-    }
-
-    /// The number of sync sockets accepted since the deployment was created.
-    public var acceptedSyncConnections: Int { core.acceptedConnections }
-
-    /// The number of open sync sockets.
-    public var syncConnectionCount: Int { core.liveConnections.count }
-
-    /// Why reconnecting clients say their previous socket ended (`lastCloseReason` of their Connect), oldest first,
-    /// at most the latest 32. The Rust and Python clients put the server's `AuthError` text here.
-    public var recentCloseReasons: [String] { core.recentCloseReasons }
-
     // MARK: Direct calls (tests, embedding)
 
     /// Runs a query as the given caller and returns its value.
@@ -292,56 +267,5 @@ public func withLocalDeployment<R: Sendable>(
     } catch {
         await deployment.shutdown()
         throw error
-    }
-}
-
-/// A plain function error: thrown by a function it reaches clients as `Uncaught Error: <message>`; thrown by the
-/// direct-call methods of ``LocalDeployment`` it carries what a client would see after the request-id line.
-public struct FunctionFailure: Error, Sendable, Hashable, CustomStringConvertible {
-    public var message: String
-    public init(message: String) { self.message = message }
-    public init(_ message: String) { self.message = message }
-    public var description: String { message }
-}
-
-/// A deployment could not start.
-public struct LocalDeploymentError: Error, Sendable, CustomStringConvertible {
-    public var message: String
-    public var description: String { message }
-}
-
-/// A minimal async mutual exclusion for start/stop.
-final class AsyncLock: Sendable {
-    private let state = Mutex<(locked: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
-
-    func withLock<R>(_ body: () async throws -> R) async rethrows -> R {
-        await acquire()
-        defer { release() }
-        return try await body()
-    }
-
-    private func acquire() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let acquired = state.withLock { s -> Bool in
-                if !s.locked {
-                    s.locked = true
-                    return true
-                }
-                s.waiters.append(continuation)
-                return false
-            }
-            if acquired { continuation.resume() }
-        }
-    }
-
-    private func release() {
-        let next = state.withLock { s -> CheckedContinuation<Void, Never>? in
-            if s.waiters.isEmpty {
-                s.locked = false
-                return nil
-            }
-            return s.waiters.removeFirst()
-        }
-        next?.resume()
     }
 }

@@ -164,10 +164,13 @@ public final class HTTPServer: Sendable {
         for exchange in parked {
             exchange.shutdown()
         }
-        let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: configuration.shutdownGracePeriod)
-        while registry.withLock({ !$0.exchanges.isEmpty }) && clock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(2))
+        // Waits for the last parked request to complete (its completion wakes this), at most the grace period.
+        let gracePeriod = configuration.shutdownGracePeriod
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.waitUntilDrained() }
+            group.addTask { try? await Task.sleep(for: gracePeriod) }
+            await group.next()
+            group.cancelAll()
         }
         let remaining = registry.withLock { $0.exchanges.count }
         if remaining > 0 {
@@ -205,7 +208,33 @@ public final class HTTPServer: Sendable {
     }
 
     func unpark(_ exchange: Exchange) {
-        _ = registry.withLock { $0.exchanges.removeValue(forKey: ObjectIdentifier(exchange)) }
+        let drained = registry.withLock { registry -> CheckedContinuation<Void, Never>? in
+            registry.exchanges.removeValue(forKey: ObjectIdentifier(exchange))
+            guard registry.shuttingDown, registry.exchanges.isEmpty else { return nil }
+            defer { registry.drainWaiter = nil }
+            return registry.drainWaiter
+        }
+        drained?.resume()
+    }
+
+    /// Returns once shutdown has begun and no parked request is left, or when the task is cancelled.
+    private func waitUntilDrained() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let done = registry.withLock { registry -> Bool in
+                    if registry.exchanges.isEmpty || Task.isCancelled { return true }
+                    registry.drainWaiter = continuation
+                    return false
+                }
+                if done { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter = registry.withLock { registry -> CheckedContinuation<Void, Never>? in
+                defer { registry.drainWaiter = nil }
+                return registry.drainWaiter
+            }
+            waiter?.resume()
+        }
     }
 
     func streamStarted() {
@@ -385,6 +414,8 @@ private struct Lifecycle: ~Copyable {
 private struct Registry: ~Copyable {
     var exchanges: [ObjectIdentifier: Exchange] = [:]
     var shuttingDown = false
+    /// Shutdown waiting for the last parked request (``HTTPServer/waitUntilDrained()``).
+    var drainWaiter: CheckedContinuation<Void, Never>?
 }
 
 /// Runs `body` with a started server and shuts it down gracefully afterwards (also on error).

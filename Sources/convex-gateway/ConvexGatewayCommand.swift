@@ -88,10 +88,16 @@ enum ConvexGatewayCommand {
                 "http.host": "\(settings.gateway.host)", "http.port": "\(gateway.port ?? 0)",
                 "gateway.format": "\(settings.gateway.defaultFormat.rawValue)",
             ])
-        let service = GatewayService(gateway: gateway, deployment: deployment)
+        // SIGTERM and SIGINT drain the gateway (Gateway is a Service); the embedded deployment stops after it.
         let group = ServiceGroup(
-            configuration: .init(services: [service], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        try await group.run()
+            configuration: .init(services: [gateway], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        do {
+            try await group.run()
+        } catch {
+            await deployment?.shutdown()
+            throw error
+        }
+        await deployment?.shutdown()
     }
 }
 
@@ -100,18 +106,6 @@ extension ConvexGatewayCommand {
     static func randomKey() -> String {
         var generator = SystemRandomNumberGenerator()
         return (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
-    }
-}
-
-/// Runs until a graceful shutdown (SIGTERM/SIGINT), then drains the gateway and stops the embedded deployment.
-struct GatewayService: Service {
-    let gateway: Gateway
-    let deployment: LocalDeployment?
-
-    func run() async throws {
-        try? await gracefulShutdown()
-        await gateway.shutdown()
-        await deployment?.shutdown()
     }
 }
 

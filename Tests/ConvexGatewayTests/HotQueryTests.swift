@@ -227,3 +227,15 @@ struct HotQueryTests {
         #expect(hot.route(for: "/query/m:f?j=\(HotQueries.capacity - 1)") != nil)
     }
 }
+
+extension HotQueries.PreparedValue {
+    /// The variants prepared so far, described: coding, status and the access stage's headers.
+    var variantKeys: [String] {
+        variants.withLock { variants in
+            variants.map { variant in
+                (variant.gzip ? "gzip " : "identity ") + (variant.notModified ? "304" : "200")
+                    + variant.accessHeaders.map { "\n\($0.0): \($0.1)" }.joined()
+            }
+        }
+    }
+}

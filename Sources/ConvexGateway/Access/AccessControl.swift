@@ -1,18 +1,9 @@
 import Convex
 
-extension GatewayError.Code {
-    /// The gateway has an API key and the request's `X-API-Key` is missing or wrong.
-    package static let invalidAPIKey = Self(rawValue: "InvalidAPIKey")
-    /// CORS is on and the request's `Origin` is not allowed.
-    package static let originNotAllowed = Self(rawValue: "OriginNotAllowed")
-    /// The client's rate limit is used up.
-    package static let rateLimited = Self(rawValue: "RateLimited")
-}
-
 extension GatewayError {
     static func invalidAPIKey(missing: Bool) -> GatewayError {
         GatewayError(
-            status: 401, code: .invalidAPIKey,
+            code: .invalidAPIKey,
             message: missing
                 ? "This gateway requires an API key in the \(AccessConfiguration.apiKeyHeader) header"
                 : "The API key in the \(AccessConfiguration.apiKeyHeader) header is not valid",
@@ -21,13 +12,13 @@ extension GatewayError {
 
     static func originNotAllowed(_ origin: String) -> GatewayError {
         GatewayError(
-            status: 403, code: .originNotAllowed,
+            code: .originNotAllowed,
             message: "Origin '\(printable(origin))' is not allowed to use this gateway")
     }
 
     static func rateLimited(retryAfter: Int) -> GatewayError {
         GatewayError(
-            status: 429, code: .rateLimited,
+            code: .rateLimited,
             message: "Too many requests from this address; retry in \(retryAfter) s",
             headers: [("Retry-After", String(retryAfter))])
     }

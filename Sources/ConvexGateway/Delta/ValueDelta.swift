@@ -1,10 +1,5 @@
 import ConvexValues
 
-extension GatewayError.Code {
-    /// A `delta` query parameter other than `json-patch`.
-    package static let invalidDelta = Self(rawValue: "InvalidDelta")
-}
-
 /// Changes sent as JSON Patches on event streams that ask for them with `delta=json-patch`.
 ///
 /// After the first full value, a change is sent as `event: patch` with

@@ -1,3 +1,4 @@
+import Convex
 import Synchronization
 
 /// What the hot `GET` path needs of a subscription without taking the hub's lock: a revision that changes whenever
@@ -21,8 +22,7 @@ package final class LiveResult: Sendable {
     }
 
     private static func nanoseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        duration.nanoseconds
     }
 
     /// The current result's revision: `nil` before the first result and once the subscription is gone.

@@ -23,9 +23,6 @@ enum ArgumentStage {
         case body(ConvexValue)
     }
 
-    /// Query parameters that are never function arguments.
-    static let reservedParameters: Set<String> = ["args", "format"]
-
     /// The arguments of a call of `function`, typed by `spec` when it knows the function.
     static func arguments(_ input: Input, for function: UdfPath, spec: FunctionSpec?) throws(GatewayError)
         -> ConvexValue

@@ -24,7 +24,7 @@ extension GatewayCore {
                 }
                 guard let document = openAPIDocument else {
                     throw GatewayError(
-                        status: 404, code: .routeNotFound,
+                        code: .routeNotFound,
                         message: "The OpenAPI document is not available on this gateway")
                 }
                 return .respond(

@@ -1,13 +1,6 @@
 import ConvexSyncProtocol
 import ConvexValues
 
-extension GatewayError.Code {
-    /// A multi-subscription stream URL names no subscription, too many, or one badly.
-    package static let invalidSubscriptions = Self(rawValue: "InvalidSubscriptions")
-    /// A batch query URL (`GET /query?q.<id>=…`) names no query, too many, or one badly.
-    package static let invalidQueries = Self(rawValue: "InvalidQueries")
-}
-
 /// The subscriptions a multi-subscription stream URL asks for:
 /// `/subscribe?sub.<id>=<module:function>&args.<id>=<URL-encoded JSON object>[&sub.<id2>=…]`, in URL order, or the
 /// queries of a batch query URL, `/query?q.<id>=…&args.<id>=…` by the same rules.

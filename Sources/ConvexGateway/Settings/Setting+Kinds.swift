@@ -1,3 +1,4 @@
+import Convex
 import Foundation
 
 /// The kinds of setting: how text becomes a value, what `--help` calls the value, and how the default is documented.
@@ -188,6 +189,5 @@ private func decimalText(_ number: Double) -> String {
 
 /// A duration in seconds, as `decimalText` writes them.
 private func secondsText(_ duration: Duration) -> String {
-    let (seconds, attoseconds) = duration.components
-    return decimalText(Double(seconds) + Double(attoseconds) / 1e18)
+    decimalText(duration.seconds)
 }

@@ -114,6 +114,6 @@ package struct ArgumentCoercionError: Error, Sendable, Equatable, CustomStringCo
     package var description: String { "Argument \(path.isEmpty ? "object" : "'\(path.dropFirst())'"): \(message)" }
 
     var gatewayError: GatewayError {
-        GatewayError(status: 400, code: .argumentValidation, message: description)
+        GatewayError(code: .argumentValidation, message: description)
     }
 }

@@ -21,7 +21,7 @@ extension GatewayCore {
     func functionsDocument(_ format: OutputFormat) throws(GatewayError) -> GatewayResponse {
         guard let spec = functionSpecs?.current else {
             throw GatewayError(
-                status: 404, code: .routeNotFound,
+                code: .routeNotFound,
                 message:
                     "No function spec is available; configure the deployment's admin key (--admin-key) to get the functions document"
             )
