@@ -16,7 +16,7 @@ import Synchronization
 /// handling, which can wait.
 final class HotQueries: Sendable {
     /// What a remembered target resolved to.
-    final class Route: Sendable {
+    final class Remembered: Sendable {
         let key: SubscriptionHub.Key
         let format: OutputFormat
         let live: LiveResult
@@ -105,7 +105,7 @@ final class HotQueries: Sendable {
     /// targets are (they are learnt again by their next request), so distinct targets cannot grow memory.
     static let capacity = 4096
 
-    private let routes = Mutex<[String: Route]>([:])
+    private let routes = Mutex<[String: Remembered]>([:])
     /// Moves on whenever a target is remembered or forgotten, so a connection's memo of its last lookup
     /// (``ConnectionMemo``) is trusted only while nothing changed.
     private let generation = Atomic<UInt64>(0)
@@ -114,10 +114,10 @@ final class HotQueries: Sendable {
     /// request for the same target then needs no dictionary lookup (no hashing of the target).
     final class ConnectionMemo {
         let target: String
-        let route: Route
+        let route: Remembered
         let generation: UInt64
 
-        init(target: String, route: Route, generation: UInt64) {
+        init(target: String, route: Remembered, generation: UInt64) {
             self.target = target
             self.route = route
             self.generation = generation
@@ -129,19 +129,19 @@ final class HotQueries: Sendable {
     let notModifiedRecorder: GatewayMetrics.RequestRecorder
 
     init(metrics: GatewayMetrics) {
-        recorder = metrics.requestRecorder(route: ConvexGateway.Route.queryTemplate, status: 200)
-        notModifiedRecorder = metrics.requestRecorder(route: ConvexGateway.Route.queryTemplate, status: 304)
+        recorder = metrics.requestRecorder(route: Route.queryTemplate, status: 200)
+        notModifiedRecorder = metrics.requestRecorder(route: Route.queryTemplate, status: 304)
     }
 
     var count: Int { routes.withLock { $0.count } }
 
-    func route(for target: String) -> Route? {
+    func route(for target: String) -> Remembered? {
         routes.withLock { $0[target] }
     }
 
     /// The route for `target`, from the connection's memo when it still holds, else from the remembered targets
     /// (and then kept as the connection's memo).
-    func route(for target: String, on request: HTTPRequestHead) -> Route? {
+    func route(for target: String, on request: HTTPRequestHead) -> Remembered? {
         let current = generation.load(ordering: .acquiring)
         if let memo = request.connectionMemo as? ConnectionMemo, memo.generation == current, memo.target == target {
             return memo.route
@@ -151,7 +151,7 @@ final class HotQueries: Sendable {
         return route
     }
 
-    func remember(_ route: Route, for target: String) {
+    func remember(_ route: Remembered, for target: String) {
         routes.withLock { routes in
             if routes.count >= Self.capacity && routes[target] == nil {
                 routes = routes.filter { $0.value.live.revision != nil }
@@ -162,7 +162,7 @@ final class HotQueries: Sendable {
         }
     }
 
-    func forget(_ route: Route, for target: String) {
+    func forget(_ route: Remembered, for target: String) {
         routes.withLock { routes in
             if routes[target] === route {
                 routes[target] = nil
@@ -215,8 +215,7 @@ extension GatewayCore {
         // Asked last, after every check that can decline, so the rate limit counts the request once.
         let accessHeaders: [(String, String)]
         switch access.decide(
-            method: request.method,
-            path: target.utf8.firstIndex(of: UInt8(ascii: "?")).map { target[..<$0] } ?? target[...],
+            method: request.method, accessClass: .functionCall,  // a remembered target is a `GET /query/<function>`
             remoteAddress: request.remoteAddress, fields: request)
         {
         case .answer(let refusal):
@@ -278,7 +277,7 @@ extension GatewayCore {
             return
         }
         hotQueries.remember(
-            HotQueries.Route(key: key, format: request.format, live: live, specGeneration: specGeneration),
+            HotQueries.Remembered(key: key, format: request.format, live: live, specGeneration: specGeneration),
             for: target)
     }
 }

@@ -58,15 +58,13 @@ package final class AccessControl: Sendable {
             cors.origins.contains("*") && !cors.allowCredentials ? cors.responseHeaders(origin: "*") : nil
     }
 
-    /// Routes that never need the API key: probes, the public contract, the browser client, and CORS preflights.
-    static let openPaths: Set<Substring> = ["/healthz", "/readyz", "/openapi.yaml", "/client.js"]
-
-    /// Decides whether a request may go on, from its method, raw path, client address and header fields alone (the
-    /// path and address are read only when an API key or rate limit needs them).
+    /// Decides whether a request may go on, from its method, its route's access class (``Route/AccessClass``: the API
+    /// key, the rate limit), client address and header fields alone (the class and address are read only when an API
+    /// key or rate limit needs them; CORS preflights never need the key).
     /// Never blocks; counts the request against the rate limit.
     func decide(
-        method: String, path: @autoclosure () -> Substring, remoteAddress: @autoclosure () -> String?,
-        fields: some HeaderFields
+        method: String, accessClass: @autoclosure () -> Route.AccessClass,
+        remoteAddress: @autoclosure () -> String?, fields: some HeaderFields
     ) -> AccessDecision {
         let cors = configuration.cors
         var headers: [(String, String)] = []
@@ -85,23 +83,24 @@ package final class AccessControl: Sendable {
                 }
             }
         }
-        if let key = configuration.apiKey, !Self.openPaths.contains(path()) {
+        if let key = configuration.apiKey, accessClass().needsAPIKey {
             switch fields.withField(AccessConfiguration.apiKeyHeader, { $0.map { key.matches($0) } }) {
             case nil: return .answer(refusal(.invalidAPIKey(missing: true), headers: headers))
             case false?: return .answer(refusal(.invalidAPIKey(missing: false), headers: headers))
             case true?: break
             }
         }
-        if let rateLimiter, Self.isFunctionRoute(path()), let retryAfter = rateLimiter.admit(remoteAddress()) {
+        if let rateLimiter, accessClass().isRateLimited, let retryAfter = rateLimiter.admit(remoteAddress()) {
             return .answer(refusal(.rateLimited(retryAfter: retryAfter), headers: headers))
         }
         return .proceed(headers: headers)
     }
 
-    /// ``decide(method:path:remoteAddress:fields:)`` for a request the server has read whole.
+    /// ``decide(method:accessClass:remoteAddress:fields:)`` for a request the server has read whole.
     func decide(_ request: GatewayRequest) -> AccessDecision {
         decide(
-            method: request.method, path: request.rawPath[...], remoteAddress: request.remoteAddress, fields: request)
+            method: request.method, accessClass: Route.accessClass(rawPath: request.rawPath[...]),
+            remoteAddress: request.remoteAddress, fields: request)
     }
 
     private enum OriginCheck {
@@ -126,12 +125,6 @@ package final class AccessControl: Sendable {
     /// Wraps an upstream so refused functions look unknown; returns it unchanged when every function is allowed.
     package func filter(_ upstream: any ConvexUpstream) -> any ConvexUpstream {
         configuration.functions.isOpen ? upstream : FilteredUpstream(base: upstream, filter: configuration.functions)
-    }
-
-    /// The routes the rate limit counts: the function routes and the ticket route.
-    static func isFunctionRoute(_ path: Substring) -> Bool {
-        path.hasPrefix("/query/") || path.hasPrefix("/mutation/") || path.hasPrefix("/action/")
-            || path.hasPrefix("/subscribe/") || path == "/subscribe" || path == "/query" || path == "/stream-tickets"
     }
 
     private func refusal(_ error: GatewayError, headers: [(String, String)] = []) -> GatewayResponse {

@@ -71,23 +71,58 @@ enum Route: Equatable, Sendable {
     /// `Authorization` header).
     var takesTicket: Bool { isStream }
 
+    /// What the access stage (Access/AccessControl.swift) asks of a route: whether it needs the API key, and whether
+    /// the rate limit counts it.
+    enum AccessClass: Sendable {
+        /// Probes, the public contract and the browser client: no API key, no rate limit.
+        case open
+        /// The gateway's own protected routes (`/metrics`, and any path that matches no route): the API key only.
+        case keyed
+        /// The API key, and the rate limit counts it (`POST /stream-tickets`).
+        case rateLimited
+        /// A function call or stream, acting for the caller: the API key, and the rate limit counts it.
+        case functionCall
+
+        var needsAPIKey: Bool { self != .open }
+        var isRateLimited: Bool { self == .rateLimited || self == .functionCall }
+    }
+
+    var accessClass: AccessClass {
+        switch self {
+        case .health, .ready, .openAPI, .clientScript: .open
+        case .metrics: .keyed
+        case .streamTickets: .rateLimited
+        case .query, .queryMany, .mutation, .action, .subscribe, .subscribeMany: .functionCall
+        }
+    }
+
+    /// The access class of a raw path, read before the request is parsed (a function route with a bad function path
+    /// is still a function call).
+    static func accessClass(rawPath: Substring) -> AccessClass {
+        if let route = exactPaths[rawPath] { return route.accessClass }
+        return functionPrefixes.contains { rawPath.hasPrefix($0.prefix) } ? .functionCall : .keyed
+    }
+
+    /// The routes whose path is fixed.
+    private static let exactPaths: [Substring: Route] = [
+        "/healthz": .health, "/readyz": .ready, "/metrics": .metrics, "/openapi.yaml": .openAPI,
+        "/subscribe": .subscribeMany, "/query": .queryMany, "/stream-tickets": .streamTickets,
+        "/client.js": .clientScript,
+    ]
+
+    /// The routes whose path ends with a function path.
+    private static let functionPrefixes: [(prefix: String, make: @Sendable (UdfPath) -> Route)] = [
+        ("/query/", Route.query), ("/mutation/", Route.mutation), ("/action/", Route.action),
+        ("/subscribe/", Route.subscribe),
+    ]
+
     /// Routes a raw (not yet decoded) path.
     /// - Throws: 404 when it matches no route, 400 when it names a function route with a bad function path.
     init(rawPath: Substring) throws(GatewayError) {
-        switch rawPath {
-        case "/healthz": self = .health
-        case "/readyz": self = .ready
-        case "/metrics": self = .metrics
-        case "/openapi.yaml": self = .openAPI
-        case "/subscribe": self = .subscribeMany
-        case "/query": self = .queryMany
-        case "/stream-tickets": self = .streamTickets
-        case "/client.js": self = .clientScript
-        default:
-            for (prefix, make) in [
-                ("/query/", Route.query), ("/mutation/", Route.mutation), ("/action/", Route.action),
-                ("/subscribe/", Route.subscribe),
-            ] as [(String, (UdfPath) -> Route)] where rawPath.hasPrefix(prefix) {
+        if let route = Self.exactPaths[rawPath] {
+            self = route
+        } else {
+            for (prefix, make) in Self.functionPrefixes where rawPath.hasPrefix(prefix) {
                 let text = try Self.percentDecodeFunctionPath(rawPath.dropFirst(prefix.count))
                 do {
                     self = make(try UdfPath(parsing: text))
