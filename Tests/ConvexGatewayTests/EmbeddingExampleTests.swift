@@ -8,9 +8,10 @@ import Testing
     import FoundationNetworking
 #endif
 
-/// The README's "Embedding the gateway in a Swift app" example, with only the public API: it compiles and serves.
+/// The example of docs/configuration.md, "Embedding the gateway in a Swift app", with only the public API: it compiles
+/// and serves.
 @Suite(.timeLimit(.minutes(1))) struct EmbeddingExampleTests {
-    @Test func theReadmeExampleServesAQuery() async throws {
+    @Test func theDocumentedExampleServesAQuery() async throws {
         try await withLocalDeployment(.init(port: 0)) { deployment in
             var logger = Logger(label: "my-app.gateway")
             logger.logLevel = .critical

@@ -5,7 +5,7 @@ import Foundation
 import TestSupport
 import Testing
 
-/// Every error status of the README's error table, against a real gateway and deployment.
+/// Every error status of the error table in docs/routes-and-errors.md, against a real gateway and deployment.
 @Suite(.timeLimit(.minutes(2)))
 struct GatewayErrorTests {
     @Test func badRequestsAre400WithOneErrorShape() async throws {

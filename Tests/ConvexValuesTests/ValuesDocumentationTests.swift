@@ -3,8 +3,8 @@ import Testing
 
 @testable import ConvexValues
 
-/// The README's examples, so the documentation stays true.
-@Suite struct ReadmeExampleTests {
+/// The examples of docs/values.md, so the page stays true.
+@Suite struct ValuesDocumentationTests {
     struct Team: Codable, Equatable {
         let name: String
         let uniformColors: [String]
