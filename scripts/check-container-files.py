@@ -3,8 +3,8 @@
 scripts/container-test builds docker/Dockerfile and runs the image, docker/compose.yaml and the sidecar for real, so
 what they copy, build, run, publish and report is tested there. What a run cannot show is a setting the gateway does
 not know: an unknown environment variable is silently ignored. So this checks that every setting in the Dockerfile's
-ENV, in compose `environment:`, and in the README's Kubernetes example (env names and args, which nothing here runs)
-is one `convex-gateway --help` documents (the help names each option's environment variable).
+ENV, in compose `environment:`, and in the Kubernetes example of docs/container.md (env names and args, which nothing
+here runs) is one `convex-gateway --help` documents (the help names each option's environment variable).
 
 Usage: check-container-files.py <convex-gateway binary>
 """
@@ -48,10 +48,10 @@ def main() -> int:
     compose = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())
     env_names.update(compose["services"]["gateway"].get("environment", {}).keys())
 
-    readme = (ROOT / "README.md").read_text()
-    k8s_blocks = [block for block in re.findall(r"```yaml\n(.*?)```", readme, re.S) if "kind: " in block]
+    page = (ROOT / "docs" / "container.md").read_text()
+    k8s_blocks = [block for block in re.findall(r"```yaml\n(.*?)```", page, re.S) if "kind: " in block]
     if not k8s_blocks:
-        fail("README has no Kubernetes example")
+        fail("docs/container.md has no Kubernetes example")
     for block in k8s_blocks:
         for document in yaml.safe_load_all(block):
             if not document:
@@ -64,7 +64,7 @@ def main() -> int:
                     env_names.add(item["name"])
                 for word in container.get("args", []):
                     if word.startswith("--") and word.split("=")[0] not in known_flags:
-                        fail(f"README Kubernetes args use {word}, which convex-gateway --help does not list")
+                        fail(f"docs/container.md: Kubernetes args use {word}, which convex-gateway --help does not list")
 
     for name in sorted(env_names):
         if name not in known_env:

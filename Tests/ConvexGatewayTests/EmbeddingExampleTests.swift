@@ -8,9 +8,35 @@ import Testing
     import FoundationNetworking
 #endif
 
-/// The README's "Embedding the gateway in a Swift app" example, with only the public API: it compiles and serves.
+/// The example of docs/configuration.md, "Embedding the gateway in a Swift app", with only the public API: the page
+/// shows it as written here, and it compiles and serves.
 @Suite(.timeLimit(.minutes(1))) struct EmbeddingExampleTests {
-    @Test func theReadmeExampleServesAQuery() async throws {
+    static let page = "docs/configuration.md"
+
+    /// The example as the page prints it. ``theDocumentedExampleServesAQuery()`` makes the same calls, but on port 0,
+    /// against a local deployment, quietly, and with `start()`/`shutdown()` in place of `run()`.
+    static let documented = """
+        import ConvexGateway
+        import Logging
+
+        let logger = Logger(label: "my-app.gateway")
+        var configuration = GatewayConfiguration()
+        configuration.port = 8080
+        configuration.access.cors = CORSPolicy(origins: ["https://app.example.com"])
+        let upstreams = try ClientUpstream.factory(deploymentUrl: "https://happy-otter-123.convex.cloud", logger: logger)
+        let gateway = Gateway(configuration: configuration, logger: logger, upstreamFactory: upstreams)
+        try await gateway.run()  // until the task is cancelled; or start() and later shutdown()
+
+        """
+
+    @Test func thePageShowsTheExample() throws {
+        let page = try String(contentsOf: GatewayProcess.packageRoot.appendingPathComponent(Self.page), encoding: .utf8)
+        let shown = page.contains("```swift\n" + Self.documented + "```\n")
+        #expect(
+            shown, "\(Self.page) no longer shows the embedding example this test runs; update one to match the other")
+    }
+
+    @Test func theDocumentedExampleServesAQuery() async throws {
         try await withLocalDeployment(.init(port: 0)) { deployment in
             var logger = Logger(label: "my-app.gateway")
             logger.logLevel = .critical

@@ -5,9 +5,48 @@ import Foundation
 import TestSupport
 import Testing
 
-/// Every error status of the README's error table, against a real gateway and deployment.
+/// The error statuses of docs/routes-and-errors.md's error table, against a real gateway and deployment; the table
+/// must list every error these tests meet.
 @Suite(.timeLimit(.minutes(2)))
 struct GatewayErrorTests {
+    static let page = "docs/routes-and-errors.md"
+
+    /// The errors the tests below meet, as (status, code).
+    static let met: [(status: Int, code: GatewayError.Code)] = [
+        (400, .malformedJSON), (400, .invalidArguments), (400, .invalidFunctionPath), (400, .invalidFormat),
+        (400, .argumentValidation), (404, .functionNotFound), (404, .routeNotFound), (405, .methodNotAllowed),
+        (413, .payloadTooLarge), (415, .unsupportedMediaType), (422, .convexError), (500, .functionFailed),
+        (503, .upstreamUnavailable), (503, .overloaded), (504, .upstreamTimeout),
+    ]
+
+    /// The errors of `met` that the page's table (under `## Errors`) has no row for, as "<status> <code>".
+    static func undocumented(in page: String) -> [String] {
+        let lines = page.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        guard let heading = lines.firstIndex(of: "## Errors") else { return met.map { "\($0.status) \($0.code)" } }
+        let rows = lines[(heading + 1)...].drop { !$0.hasPrefix("|") }.prefix { $0.hasPrefix("|") }.map { row in
+            row.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
+        }
+        return met.filter { error in
+            !rows.contains { cells in
+                cells.count > 1
+                    && cells[0].split(separator: ",").contains {
+                        Int($0.trimmingCharacters(in: .whitespaces)) == error.status
+                    }
+                    && cells[1].contains("`\(error.code)`")
+            }
+        }.map { "\($0.status) \($0.code)" }
+    }
+
+    @Test func theErrorTableListsEveryErrorTheseTestsMeet() throws {
+        let page = try String(contentsOf: GatewayProcess.packageRoot.appendingPathComponent(Self.page), encoding: .utf8)
+        let missing = Self.undocumented(in: page)
+        #expect(missing.isEmpty, "\(Self.page)'s error table (under '## Errors') has no row for \(missing)")
+        // The check fails on a table without one of them.
+        let without = page.split(separator: "\n").filter { !$0.hasPrefix("| 422 |") }.joined(separator: "\n")
+        #expect(Self.undocumented(in: without) == ["422 ConvexError"])
+        #expect(Self.undocumented(in: "") == Self.met.map { "\($0.status) \($0.code)" })
+    }
+
     @Test func badRequestsAre400WithOneErrorShape() async throws {
         try await GatewayHarness.run { h in
             let malformed = try await h.post("/mutation/messages:send", json: #"{"body":"#)

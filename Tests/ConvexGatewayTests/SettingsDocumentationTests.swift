@@ -3,41 +3,43 @@ import Testing
 
 @testable import ConvexGateway
 
-/// The README's configuration tables ("### Configuration", "### Access controls and limits") hold exactly the declared
-/// settings (GatewaySettings+Declarations.swift), in order: flag, environment variable, default and meaning, secrets
-/// marked. On a mismatch the failure shows the table the declarations call for.
+/// The settings tables of docs/configuration.md ("## Configuration", "## Access controls and limits") hold exactly the
+/// declared settings (GatewaySettings+Declarations.swift), in order: flag, environment variable, default and meaning,
+/// secrets marked. On a mismatch the failure shows the tables the declarations call for.
 @Suite struct SettingsDocumentationTests {
-    @Test func readmeTablesMatchTheDeclarations() throws {
-        let readme = try String(
-            contentsOf: GatewayProcess.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
-        let problems = SettingsTables.problems(readme: readme, declarations: GatewaySettings.declarations)
+    static let page = "docs/configuration.md"
+
+    @Test func theConfigurationPageMatchesTheDeclarations() throws {
+        let page = try String(
+            contentsOf: GatewayProcess.packageRoot.appendingPathComponent(Self.page), encoding: .utf8)
+        let problems = SettingsTables.problems(page: page, declarations: GatewaySettings.declarations)
         #expect(
             problems.isEmpty,
             """
-            README.md's configuration tables differ from the declarations:
+            \(Self.page)'s settings tables differ from the declarations:
             \(problems.map { "  - \($0)" }.joined(separator: "\n"))
             The tables the declarations call for:
             \(SettingsTables.expected(GatewaySettings.declarations))
             """)
     }
 
-    /// The README as the declarations would write it: the check must pass on it, and fail on each kind of drift.
+    /// The page as the declarations would write it: the check must pass on it, and fail on each kind of drift.
     static let faithful = SettingsTables.expected(GatewaySettings.declarations)
 
     @Test func theGeneratedTablesPass() {
-        #expect(SettingsTables.problems(readme: Self.faithful, declarations: GatewaySettings.declarations) == [])
+        #expect(SettingsTables.problems(page: Self.faithful, declarations: GatewaySettings.declarations) == [])
     }
 
     @Test func anUndocumentedSettingFails() {
         let added = Setting.integer("--new-limit", "GATEWAY_NEW_LIMIT", \.localPort, in: 0...1, help: "New.")
         let problems = SettingsTables.problems(
-            readme: Self.faithful, declarations: GatewaySettings.declarations + [added])
+            page: Self.faithful, declarations: GatewaySettings.declarations + [added])
         #expect(problems.contains { $0.contains("GATEWAY_NEW_LIMIT") && $0.contains("not documented") }, "\(problems)")
     }
 
     @Test func aDocumentedSettingThatIsNotDeclaredFails() {
         let declarations = GatewaySettings.declarations.filter { $0.environment != "GATEWAY_THREADS" }
-        let problems = SettingsTables.problems(readme: Self.faithful, declarations: declarations)
+        let problems = SettingsTables.problems(page: Self.faithful, declarations: declarations)
         #expect(problems.contains { $0.contains("GATEWAY_THREADS") && $0.contains("not declared") }, "\(problems)")
     }
 
@@ -49,23 +51,23 @@ import Testing
     ])
     func aChangedRowFails(original: String, changed: String, setting: String) {
         #expect(Self.faithful.contains(original))
-        let readme = Self.faithful.replacingOccurrences(of: original, with: changed)
-        let problems = SettingsTables.problems(readme: readme, declarations: GatewaySettings.declarations)
+        let page = Self.faithful.replacingOccurrences(of: original, with: changed)
+        let problems = SettingsTables.problems(page: page, declarations: GatewaySettings.declarations)
         #expect(problems.contains { $0.contains(setting) }, "\(problems)")
     }
 
     @Test func aSecretWithoutItsMarkFails() {
         let mark = "`--api-key-file`, not both. Secret: never logged."
         #expect(Self.faithful.contains(mark))
-        let readme = Self.faithful.replacingOccurrences(of: mark, with: "`--api-key-file`, not both.")
-        let problems = SettingsTables.problems(readme: readme, declarations: GatewaySettings.declarations)
+        let page = Self.faithful.replacingOccurrences(of: mark, with: "`--api-key-file`, not both.")
+        let problems = SettingsTables.problems(page: page, declarations: GatewaySettings.declarations)
         #expect(problems.contains { $0.hasPrefix("GATEWAY_API_KEY: declared secret") }, "\(problems)")
     }
 
     @Test func aSecretMarkOnAnOrdinarySettingFails() {
-        let readme = Self.faithful.replacingOccurrences(
+        let page = Self.faithful.replacingOccurrences(
             of: "HTTP worker threads.", with: "HTTP worker threads. Secret: never logged.")
-        let problems = SettingsTables.problems(readme: readme, declarations: GatewaySettings.declarations)
+        let problems = SettingsTables.problems(page: page, declarations: GatewaySettings.declarations)
         #expect(problems.contains { $0.hasPrefix("GATEWAY_THREADS: declared not secret") }, "\(problems)")
     }
 
@@ -75,19 +77,19 @@ import Testing
         var swapped = lines
         swapped.swapAt(host, host + 1)
         let problems = SettingsTables.problems(
-            readme: swapped.joined(separator: "\n"), declarations: GatewaySettings.declarations)
+            page: swapped.joined(separator: "\n"), declarations: GatewaySettings.declarations)
         #expect(problems.contains { $0.contains("order") }, "\(problems)")
     }
 
     @Test func aMissingSectionFails() {
-        let readme = Self.faithful.replacingOccurrences(of: "### Access controls and limits", with: "### Access")
-        let problems = SettingsTables.problems(readme: readme, declarations: GatewaySettings.declarations)
+        let page = Self.faithful.replacingOccurrences(of: "## Access controls and limits", with: "## Access")
+        let problems = SettingsTables.problems(page: page, declarations: GatewaySettings.declarations)
         #expect(problems.contains { $0.contains("Access controls and limits") }, "\(problems)")
     }
 }
 
-/// The README's settings tables: `| Flag | Environment | Default | Meaning |`, one per `Setting.Section`, under a
-/// `### <section>` heading.
+/// The settings tables of docs/configuration.md: `| Flag | Environment | Default | Meaning |`, one per
+/// `Setting.Section`, under a `## <section>` heading.
 enum SettingsTables {
     static let header = "| Flag | Environment | Default | Meaning |"
 
@@ -100,21 +102,21 @@ enum SettingsTables {
     /// Every section's heading and table, as the declarations write them.
     static func expected(_ declarations: [Setting]) -> String {
         Setting.Section.allCases.map { section in
-            (["### \(section.rawValue)", "", header, "| --- | --- | --- | --- |"]
+            (["## \(section.rawValue)", "", header, "| --- | --- | --- | --- |"]
                 + declarations.filter { $0.section == section }.map(row)).joined(separator: "\n")
         }.joined(separator: "\n\n") + "\n"
     }
 
-    /// What differs between the README's tables and the declarations; empty when they match.
-    static func problems(readme: String, declarations: [Setting]) -> [String] {
+    /// What differs between the page's tables and the declarations; empty when they match.
+    static func problems(page: String, declarations: [Setting]) -> [String] {
         var problems: [String] = []
-        let lines = readme.split(separator: "\n", omittingEmptySubsequences: false).map {
+        let lines = page.split(separator: "\n", omittingEmptySubsequences: false).map {
             $0.trimmingCharacters(in: .whitespaces)
         }
         for section in Setting.Section.allCases {
-            let title = "'### \(section.rawValue)'"
-            guard let heading = lines.firstIndex(of: "### \(section.rawValue)") else {
-                problems.append("README has no \(title) section")
+            let title = "'## \(section.rawValue)'"
+            guard let heading = lines.firstIndex(of: "## \(section.rawValue)") else {
+                problems.append("the page has no \(title) section")
                 continue
             }
             let table = lines[(heading + 1)...].drop { !$0.hasPrefix("|") }.prefix { $0.hasPrefix("|") }
