@@ -213,6 +213,7 @@ let package = Package(
                 // The browser tests speak the DevTools protocol to headless Chromium over a WebSocket.
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
 

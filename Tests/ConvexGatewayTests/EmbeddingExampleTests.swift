@@ -2,6 +2,8 @@ import ConvexGateway
 import ConvexLocal
 import Foundation
 import Logging
+import ServiceLifecycle
+import TestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -13,11 +15,12 @@ import Testing
 @Suite(.timeLimit(.minutes(1))) struct EmbeddingExampleTests {
     static let page = "docs/configuration.md"
 
-    /// The example as the page prints it. ``theDocumentedExampleServesAQuery()`` makes the same calls, but on port 0,
-    /// against a local deployment, quietly, and with `start()`/`shutdown()` in place of `run()`.
+    /// The example as the page prints it. ``theDocumentedExampleServesAQuery()`` runs the same code, on port 0,
+    /// against a local deployment, quietly, and ends it by the group's graceful shutdown (as SIGTERM would).
     static let documented = """
         import ConvexGateway
         import Logging
+        import ServiceLifecycle
 
         let logger = Logger(label: "my-app.gateway")
         var configuration = GatewayConfiguration()
@@ -25,7 +28,9 @@ import Testing
         configuration.access.cors = CORSPolicy(origins: ["https://app.example.com"])
         let upstreams = try ClientUpstream.factory(deploymentUrl: "https://happy-otter-123.convex.cloud", logger: logger)
         let gateway = Gateway(configuration: configuration, logger: logger, upstreamFactory: upstreams)
-        try await gateway.run()  // until the task is cancelled; or start() and later shutdown()
+        let services = ServiceGroup(
+            configuration: .init(services: [gateway], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await services.run()  // serves until SIGTERM or SIGINT, then drains
 
         """
 
@@ -45,13 +50,20 @@ import Testing
             configuration.access.cors = CORSPolicy(origins: ["https://app.example.com"])
             let upstreams = try ClientUpstream.factory(deploymentUrl: deployment.url, logger: logger)
             let gateway = Gateway(configuration: configuration, logger: logger, upstreamFactory: upstreams)
-            try gateway.start()
+            let services = ServiceGroup(
+                configuration: .init(services: [gateway], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            let running = Task { try await services.run() }
+            #expect(await eventually { gateway.port != nil }, "the group started the gateway")
             let port = try #require(gateway.port)
             let url = try #require(
                 URL(string: "http://127.0.0.1:\(port)/query/mlb:first_place_team?division=NL%20West"))
             let (data, _) = try await URLSession.shared.data(from: url)
             #expect(String(decoding: data, as: UTF8.self).contains("Dodgers"))
-            await gateway.shutdown()
+            // What SIGTERM does: the group shuts down gracefully, the gateway drains, run() returns.
+            await services.triggerGracefulShutdown()
+            try await running.value
+            let after = try? await URLSession.shared.data(from: url)
+            #expect(after == nil, "the gateway no longer serves once the group has shut down")
         }
     }
 }

@@ -1,9 +1,5 @@
 import Foundation
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// A credential (the gateway's API key, a deployment admin key) that never appears in logs or descriptions: its
 /// `description` is a fixed placeholder, so interpolating a configuration into a log line cannot leak it.
 public struct Secret: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
