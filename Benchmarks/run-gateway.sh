@@ -31,10 +31,14 @@
 #  10. mutation to event (change-latency): CHANGE_ROUNDS mutations sent to the deployment itself; the time until the
 #      gateway's SSE stream has the new value, and until the official Python client subscribed directly to the
 #      deployment has it, in one run (Benchmarks/change_latency.py, with the .venv that scripts/test makes).
-# Usage: Benchmarks/run-gateway.sh [hot|hot-origin|hot-browser|latency|fanout|fanout-c|multi|delta|churn|change-latency|all]
+#  11. hot GET under a steady write load (hot-writes): a signed-in client writes WRITE_RATE mutations a second through
+#      the gateway (Benchmarks/steady_writes.py) while wrk reads a hot GET of a query the writes do not change, with
+#      --read-your-writes true and false alternately (RUNS each, a fresh gateway per run): hot-GET throughput with and
+#      without the rule.
+# Usage: Benchmarks/run-gateway.sh [hot|hot-origin|hot-browser|latency|fanout|fanout-c|multi|delta|churn|change-latency|hot-writes|all]
 #   env: THREADS (default: cores), RUNS=3, DURATION=10s, CONNECTIONS=64, LATENCY_REQUESTS=1000,
 #        STREAMS=10000, SMALL_STREAMS=1000, ROUNDS=5, MULTI_STREAMS=2000, DELTA_STREAMS=5000,
-#        CHURN_RATE=500, CHURN_SECONDS=20, CHURN_BURST=1500, FANOUT_C_RUNS=3, CHANGE_ROUNDS=300,
+#        CHURN_RATE=500, CHURN_SECONDS=20, CHURN_BURST=1500, FANOUT_C_RUNS=3, CHANGE_ROUNDS=300, WRITE_RATE=100,
 #        PIN=1: the wrk comparisons (hot, hot-origin, hot-browser) run the servers on SERVER_CPUS (default 0) and wrk
 #        (one thread) on LOAD_CPUS (default 1), so the load generator cannot take the server's core: on a 2-core
 #        machine, unpinned, the servers and wrk share both cores and the scheduler's choices move the ratios.
@@ -57,6 +61,7 @@ CHURN_SECONDS=${CHURN_SECONDS:-20}
 CHURN_BURST=${CHURN_BURST:-1500}
 FANOUT_C_RUNS=${FANOUT_C_RUNS:-3}
 CHANGE_ROUNDS=${CHANGE_ROUNDS:-300}
+WRITE_RATE=${WRITE_RATE:-100}
 PIN=${PIN:-0}
 SERVER_CPUS=${SERVER_CPUS:-0}
 LOAD_CPUS=${LOAD_CPUS:-1}
@@ -165,12 +170,15 @@ hot() {
     local body etag
     body=$(cat "$OUT/hot-body.json")
     etag=$(awk -F': ' 'tolower($1) == "etag" {print $2}' "$OUT/hot-headers.txt" | tr -d '\r')
+    local stamp
+    stamp=$(awk -F': ' 'tolower($1) == "convex-timestamp" {print $2}' "$OUT/hot-headers.txt" | tr -d '\r')
     echo "gateway response headers:"; sed 's/^/    /' "$OUT/hot-headers.txt"
     echo "body (${#body} bytes): $body"
     rm -f "$OUT/hot-c.rps" "$OUT/hot-gateway.rps"
     machine
     for run in $(seq 1 "$RUNS"); do
-        "${ON_SERVER_CPUS[@]}" .build-release/mhd-hello-c "$C_PORT" "$THREADS" "$body" "ETag: $etag" >"$OUT/hot-c-server.log" 2>&1 &
+        "${ON_SERVER_CPUS[@]}" .build-release/mhd-hello-c "$C_PORT" "$THREADS" "$body" "ETag: $etag" \
+            "Convex-Timestamp: $stamp" >"$OUT/hot-c-server.log" 2>&1 &
         C_PID=$!
         wait_for "http://127.0.0.1:$C_PORT/"
         wrk_one c "http://127.0.0.1:$C_PORT$path" "$run"
@@ -328,6 +336,36 @@ change_latency() {
     stop GW_PID
 }
 
+hot_writes() {
+    echo "== 11. hot GET under $WRITE_RATE signed-in writes/s, --read-your-writes true vs false (${WRK[*]} -c$CONNECTIONS -d$DURATION, $RUNS runs each, alternating)"
+    local path="/query/mlb:first_place_team?division=AL%20Central"
+    local seconds=${DURATION%s}
+    rm -f "$OUT/hot-rule-on.rps" "$OUT/hot-rule-off.rps"
+    machine
+    for run in $(seq 1 "$RUNS"); do
+        for rule in on off; do
+            local flag=true
+            [ "$rule" = off ] && flag=false
+            start_gateway "hot-writes-$rule-gateway" --read-your-writes "$flag"
+            curl -s -o /dev/null "http://127.0.0.1:$GW_PORT$path"
+            sleep 0.5
+            curl -s -o /dev/null "http://127.0.0.1:$GW_PORT$path"
+            python3 Benchmarks/steady_writes.py "$GW_PORT" "$WRITE_RATE" "$((seconds + 1))" >"$OUT/hot-writes-$rule-$run.txt" &
+            local writer=$!
+            wrk_one "rule-$rule" "http://127.0.0.1:$GW_PORT$path" "$run"
+            wait "$writer"
+            echo "   ($rule) $(cat "$OUT/hot-writes-$rule-$run.txt")"
+            stop GW_PID
+        done
+    done
+    machine
+    local on off
+    on=$(median "$OUT/hot-rule-on.rps")
+    off=$(median "$OUT/hot-rule-off.rps")
+    echo "medians: read-your-writes on $on req/s, off $off req/s"
+    awk -v a="$on" -v b="$off" 'BEGIN { printf "ratio on/off: %.2f\n", a / b }'
+}
+
 # One line per stream kind for sse-fanout: "1 1 <path>" (one first event, a transition holding every subscription's
 # value), 10 subscriptions of conformance:counter, the first on the
 # counter the mutation changes ("fanout"), the other nine on 120 counters that never change, a different nine per line.
@@ -396,9 +434,10 @@ case "$WHAT" in
     fanout) fanout ;;
     fanout-c) fanout_c ;;
     change-latency) change_latency ;;
+    hot-writes) hot_writes ;;
     multi) multi ;;
     delta) delta ;;
     churn) churn ;;
     all) hot; hot_origin; hot_browser; latency; fanout; multi; delta; churn ;;
-    *) echo "usage: $0 [hot|hot-origin|hot-browser|latency|fanout|fanout-c|multi|delta|churn|change-latency|all]" >&2; exit 2 ;;
+    *) echo "usage: $0 [hot|hot-origin|hot-browser|latency|fanout|fanout-c|multi|delta|churn|change-latency|hot-writes|all]" >&2; exit 2 ;;
 esac

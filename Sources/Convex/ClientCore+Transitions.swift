@@ -40,18 +40,28 @@ extension ClientCore {
 
     /// Reports the effects' transition and query-set deliveries to the listeners (under the lock, so in order).
     func reportLocked(_ effects: SyncState.Effects, _ l: inout Locked) {
-        if let transition = effects.transition { l.viewTimestamp = transition.ts }
+        if let transition = effects.transition {
+            l.viewTimestamp = transition.ts
+            wakeViewWaitersLocked(&l)
+        }
         guard !l.listeners.isEmpty else { return }
-        if !l.listenerMembers.isEmpty, !effects.deliveries.isEmpty {
-            var updates: [UInt64: ConvexQuerySet.Update] = [:]
+        // Every applied Transition reaches every query set, with no changes when none of its members changed: the
+        // set's reader then knows its results hold at the new timestamp too.
+        var updates: [UInt64: ConvexQuerySet.Update] = [:]
+        if effects.transition != nil {
+            for (id, listener) in l.listeners {
+                if case .querySet = listener { updates[id] = ConvexQuerySet.Update(ts: l.viewTimestamp, changes: []) }
+            }
+        }
+        if !l.listenerMembers.isEmpty {
             for (subscriber, result) in effects.deliveries {
                 guard let listener = l.listenerMembers[subscriber] else { continue }
                 updates[listener, default: ConvexQuerySet.Update(ts: l.viewTimestamp, changes: [])].changes.append(
                     (ConvexQuerySet.Member(rawValue: subscriber.raw), result))
             }
-            for (id, update) in updates {
-                if case .querySet(let continuation)? = l.listeners[id] { continuation.yield(update) }
-            }
+        }
+        for (id, update) in updates {
+            if case .querySet(let continuation)? = l.listeners[id] { continuation.yield(update) }
         }
         if let transition = effects.transition, !transition.changed.isEmpty {
             let changes = transition.changed.compactMap { id -> ConvexTransition.Change? in

@@ -42,6 +42,8 @@ final class ClientCore: Sendable {
         var listenerMembers: [SubscriberID: UInt64] = [:]
         /// The timestamp of the last applied Transition: the snapshot of the results the client holds.
         var viewTimestamp = ConvexTimestamp.zero
+        /// Callers of ``waitForView(atLeast:timeout:)``, by id.
+        var viewWaiters: [UInt64: ViewWaiter] = [:]
     }
 
     /// Deadlines are times of ``ConvexClientConfiguration/clock``.
@@ -101,13 +103,17 @@ final class ClientCore: Sendable {
             outbound.enqueue(effects.send)
             deferred.outbound = outbound
         }
+        // A result belongs to the view the effects leave the client in (a joining subscriber's held result: the
+        // current view).
+        let viewTimestamp = effects.transition?.ts ?? l.viewTimestamp
         for (subscriber, result) in effects.deliveries {
-            l.mailboxes[subscriber]?.deliver(result)
+            l.mailboxes[subscriber]?.deliver(result, at: viewTimestamp)
         }
         reportLocked(effects, &l)
         for (id, result) in effects.completions {
             l.callDeadlines[id] = nil
             if let waiter = l.waiters.removeValue(forKey: id) {
+                if let ts = effects.commitTimestamps[id] { waiter.commitTimestamp.withLock { $0 = ts } }
                 deferred.resumes.append((waiter, result))
             }
         }
@@ -198,6 +204,13 @@ final class ClientCore: Sendable {
 
     /// One result of a query: the current one if another subscriber already has it, else the first to arrive.
     func queryOnce(udfPath: String, args: [String: ConvexValue], timeout: Duration?) async -> QueryResult {
+        await queryOnceStamped(udfPath: udfPath, args: args, timeout: timeout).result
+    }
+
+    /// ``queryOnce(udfPath:args:timeout:)`` with the timestamp of the client's view the result belongs to.
+    func queryOnceStamped(
+        udfPath: String, args: [String: ConvexValue], timeout: Duration?
+    ) async -> ResultMailbox.Stamped {
         let mailbox = ResultMailbox()
         let id = addSubscriber(udfPath: udfPath, args: args, mailbox: mailbox)
         defer { removeSubscriber(id) }
@@ -208,10 +221,10 @@ final class ClientCore: Sendable {
                 startSweeperLocked(&l)
             }
         }
-        if let result = await mailbox.next() {
-            return result
+        if let stamped = await mailbox.nextStamped() {
+            return stamped
         }
-        return .failure(cancelledOrClosed(udfPath))
+        return ResultMailbox.Stamped(result: .failure(cancelledOrClosed(udfPath)), ts: .zero)
     }
 
     private func cancelledOrClosed(_ udfPath: String) -> ConvexClientError {
@@ -227,11 +240,20 @@ final class ClientCore: Sendable {
     final class PendingCall: Sendable {
         let id = Mutex<RequestID?>(nil)
         let result = OneShot<QueryResult>()
+        /// A successful mutation's commit timestamp, set before ``result`` completes.
+        let commitTimestamp = Mutex<ConvexTimestamp?>(nil)
     }
 
     func request(_ kind: SyncState.RequestKind, udfPath: String, args: [String: ConvexValue], timeout: Duration?)
         async -> QueryResult
     {
+        await requestCommitted(kind, udfPath: udfPath, args: args, timeout: timeout).result
+    }
+
+    /// ``request(_:udfPath:args:timeout:)`` with a successful mutation's commit timestamp.
+    func requestCommitted(
+        _ kind: SyncState.RequestKind, udfPath: String, args: [String: ConvexValue], timeout: Duration?
+    ) async -> (result: QueryResult, commitTimestamp: ConvexTimestamp?) {
         let call = PendingCall()
         let what = kind == .mutation ? "mutation" : "action"
         return await withTaskCancellationHandler {
@@ -251,7 +273,8 @@ final class ClientCore: Sendable {
             if Task.isCancelled {
                 abandon(call, what: what, udfPath: udfPath, reason: .cancelled)
             }
-            return await call.result.wait()
+            let result = await call.result.wait()
+            return (result, call.commitTimestamp.withLock { $0 })
         } onCancel: {
             abandon(call, what: what, udfPath: udfPath, reason: .cancelled)
         }

@@ -138,6 +138,40 @@ public final class ConvexClient: Sendable {
             .get()
     }
 
+    /// ``query(_:with:timeout:)`` with the timestamp of the snapshot the result holds at (the client's view when it
+    /// was read).
+    public func queryStamped(_ name: String, with args: [String: ConvexValue] = [:], timeout: Duration? = nil)
+        async throws(ConvexClientError) -> (value: ConvexValue, ts: ConvexTimestamp)
+    {
+        let stamped = await core.queryOnceStamped(
+            udfPath: name, args: args, timeout: timeout ?? core.configuration.callTimeout)
+        return (try stamped.result.get(), stamped.ts)
+    }
+
+    /// ``mutation(_:with:timeout:)`` with the mutation's commit timestamp (the `ts` of the sync protocol's
+    /// `MutationResponse`). The client's view includes it when this returns.
+    public func mutationStamped(_ name: String, with args: [String: ConvexValue] = [:], timeout: Duration? = nil)
+        async throws(ConvexClientError) -> (value: ConvexValue, ts: ConvexTimestamp?)
+    {
+        let (result, ts) = await core.requestCommitted(
+            .mutation, udfPath: name, args: args, timeout: timeout ?? core.configuration.callTimeout)
+        return (try result.get(), ts)
+    }
+
+    /// The timestamp of the client's view: the snapshot of the database every result it holds comes from.
+    public var viewTimestamp: ConvexTimestamp {
+        core.state.withLock { $0.viewTimestamp }
+    }
+
+    /// Waits until the client's view is at `ts` or later, asking the deployment for its latest snapshot while it is
+    /// not (a Convex session's view otherwise moves only when one of its queries changes or one of its own mutations
+    /// commits). Returns the view's timestamp, which is below `ts` if `timeout` passed first (the deployment has not
+    /// reached `ts`, or is unreachable).
+    @discardableResult
+    public func waitForView(atLeast ts: ConvexTimestamp, timeout: Duration) async -> ConvexTimestamp {
+        await core.waitForView(atLeast: ts, timeout: timeout)
+    }
+
     /// Runs action `name` and returns its result. Discard the result for the `Void` form.
     ///
     /// An action is never resent: if the connection drops while it runs, the call throws

@@ -26,16 +26,18 @@ public struct ConvexTransition: Sendable {
 /// keep the results of one Transition together.
 ///
 /// ``add(_:with:)`` puts a query into the client's query set (shared with the client's other subscribers of the same
-/// query); ``updates`` yields, for every event of the client that gave members new results, all of them at once with
-/// the timestamp of the snapshot they come from. A member that joins a query the client already holds gets its result
-/// as an update of its own at the current timestamp. The sequence ends when the set or the client is closed.
+/// query); ``updates`` yields, for every Transition the client applies and every other event that gave members new
+/// results, all of them at once with the timestamp of the snapshot they come from. A Transition that changed none of
+/// the members still yields an update, with no changes: the members' results hold at its timestamp too. A member that
+/// joins a query the client already holds gets its result as an update of its own at the current timestamp. The
+/// sequence ends when the set or the client is closed.
 public final class ConvexQuerySet: Sendable {
     /// A member of the set, as ``add(_:with:)`` returned it.
     public struct Member: Hashable, Sendable {
         public let rawValue: UInt64
     }
 
-    /// New results of members, all from the snapshot at `ts`.
+    /// New results of members, all from the snapshot at `ts` (none: the members' results hold at `ts`).
     public struct Update: Sendable {
         public var ts: ConvexTimestamp
         public var changes: [(member: Member, result: Result<ConvexValue, ConvexClientError>)]

@@ -90,6 +90,8 @@ struct SyncState {
         var transition: AppliedTransition?
         /// Finished mutations and actions.
         var completions: [(RequestID, QueryResult)] = []
+        /// The commit timestamps of the successful mutations among ``completions``.
+        var commitTimestamps: [RequestID: ConvexTimestamp] = [:]
         /// A connection is wanted and none is running or scheduled.
         var startConnection = false
         /// The socket must be dropped (protocol violation, FatalError, AuthError); the text is the close reason.
@@ -256,6 +258,17 @@ struct SyncState {
                 effects.send.append(modifyQuerySet([.remove(queryId: id)]))
             }
         }
+        return effects
+    }
+
+    /// Asks the deployment to move this client's view to its latest snapshot: a `ModifyQuerySet` with no
+    /// modifications, which the Convex backend answers with a Transition to its latest timestamp even when no query
+    /// changed (a session's timestamp otherwise moves only when one of its queries changes, its query set or identity
+    /// changes, or one of its own mutations commits). Nothing while disconnected: the next socket starts from the
+    /// latest snapshot anyway.
+    mutating func refreshView() -> Effects {
+        var effects = Effects()
+        if phase == .connected { effects.send.append(modifyQuerySet([])) }
         return effects
     }
 
@@ -641,6 +654,7 @@ struct SyncState {
             if ts.map({ $0 <= end.ts }) ?? true {
                 requests[id] = nil
                 effects.completions.append((id, .success(value)))
+                if let ts { effects.commitTimestamps[id] = ts }
             }
         }
     }
@@ -660,6 +674,7 @@ struct SyncState {
             if let ts = r.ts, ts <= remoteVersion.ts {
                 requests[r.requestId] = nil
                 effects.completions.append((r.requestId, .success(value)))
+                effects.commitTimestamps[r.requestId] = ts
             } else {
                 requests[r.requestId]?.status = .completed(value, ts: r.ts)
             }

@@ -1,4 +1,5 @@
 import Convex
+import ConvexSyncProtocol
 import ConvexValues
 import Logging
 import Synchronization
@@ -52,18 +53,27 @@ public final class ClientUpstream: ConvexUpstream {
     }
 
     public func call(_ kind: CallKind, _ function: String, args: ConvexValue, timeout: Duration)
-        async throws(UpstreamFailure) -> ConvexValue
+        async throws(UpstreamFailure) -> UpstreamAnswer
     {
         let fields = Self.fields(args)
         do {
             switch kind {
-            case .query: return try await client.query(function, with: fields, timeout: timeout)
-            case .mutation: return try await client.mutation(function, with: fields, timeout: timeout)
-            case .action: return try await client.action(function, with: fields, timeout: timeout)
+            case .query:
+                let (value, ts) = try await client.queryStamped(function, with: fields, timeout: timeout)
+                return UpstreamAnswer(value: value, ts: ts.nanoseconds)
+            case .mutation:
+                let (value, ts) = try await client.mutationStamped(function, with: fields, timeout: timeout)
+                return UpstreamAnswer(value: value, ts: ts?.nanoseconds)
+            case .action:
+                return UpstreamAnswer(value: try await client.action(function, with: fields, timeout: timeout))
             }
         } catch {
             throw Self.failure(error, timeout: timeout)
         }
+    }
+
+    public func waitForView(atLeast ts: UInt64, timeout: Duration) async -> UInt64 {
+        await client.waitForView(atLeast: ConvexTimestamp(nanoseconds: ts), timeout: timeout).nanoseconds
     }
 
     public var isConnected: Bool { client.isConnected }
@@ -231,7 +241,8 @@ private final class ClientQuerySet: UpstreamQuerySet {
                     return .init(token: token, result: .failure(ClientUpstream.failure(error, timeout: nil)))
                 }
             }
-            return changes.isEmpty ? nil : UpstreamTransition(ts: update.ts.nanoseconds, changes: changes)
+            // Forwarded with no changes too: the members' results hold at the new timestamp.
+            return UpstreamTransition(ts: update.ts.nanoseconds, changes: changes)
         }
         if let transition { continuation.yield(transition) }
     }
@@ -249,8 +260,9 @@ struct UnavailableUpstream: ConvexUpstream {
 
     func makeQuerySet() -> any UpstreamQuerySet { EndedQuerySet() }
     func call(_ kind: CallKind, _ function: String, args: ConvexValue, timeout: Duration) async throws(UpstreamFailure)
-        -> ConvexValue
+        -> UpstreamAnswer
     { throw .unavailable(reason) }
+    func waitForView(atLeast ts: UInt64, timeout: Duration) async -> UInt64 { 0 }
     var isConnected: Bool { false }
     func waitUntilConnected(timeout: Duration) async throws(UpstreamFailure) { throw .unavailable(reason) }
     func close() async {}

@@ -32,6 +32,8 @@ package final class GatewayCore: Sendable {
     let openStreams: OpenStreams
     /// Where callers' tokens come from: header, stream ticket, cookie (Access/CallerCredentials.swift).
     let credentials: CallerCredentials
+    /// The newest commit among the mutations this gateway answered (read-your-writes, Pipeline/SnapshotFloor.swift).
+    let lastCommit = CommitWatermark()
 
     package init(
         configuration: GatewayConfiguration,

@@ -16,6 +16,7 @@ package struct GatewayError: Error, Sendable, Hashable, CustomStringConvertible 
         package static let invalidArguments = Code(rawValue: "InvalidArguments")
         package static let invalidFunctionPath = Code(rawValue: "InvalidFunctionPath")
         package static let invalidFormat = Code(rawValue: "InvalidFormat")
+        package static let invalidTimestamp = Code(rawValue: "InvalidTimestamp")
         package static let argumentValidation = Code(rawValue: "ArgumentValidationError")
         package static let functionNotFound = Code(rawValue: "FunctionNotFound")
         package static let routeNotFound = Code(rawValue: "NotFound")
@@ -75,6 +76,10 @@ extension GatewayError {
         )
     }
 
+    package static func invalidTimestamp(_ message: String) -> GatewayError {
+        GatewayError(status: 400, code: .invalidTimestamp, message: message)
+    }
+
     package static func unauthenticated(_ message: String) -> GatewayError {
         GatewayError(status: 401, code: .unauthenticated, message: message, headers: [("WWW-Authenticate", "Bearer")])
     }
@@ -119,6 +124,12 @@ extension GatewayError {
             status: 504, code: .upstreamTimeout,
             message: "Convex deployment did not answer within \(formatSeconds(seconds))"
         )
+    }
+
+    package static func timestampNotReached(_ ts: UInt64, seconds: Double) -> GatewayError {
+        GatewayError(
+            status: 504, code: .upstreamTimeout,
+            message: "Convex deployment did not reach timestamp \(ts) within \(formatSeconds(seconds))")
     }
 
     package static let overloaded = GatewayError(

@@ -38,6 +38,8 @@ final class HotQueries: Sendable {
     /// stage's headers: CORS headers differ per allowed origin when origins are echoed).
     final class PreparedValue: Sendable {
         let revision: UInt64
+        /// The snapshot the value holds at, in its `Convex-Timestamp` (the value may hold at later ones too).
+        let ts: UInt64
         let response: GatewayResponse
         let etag: String
         let gzipETag: String
@@ -66,8 +68,9 @@ final class HotQueries: Sendable {
         /// Variants prepared per value at most; past that, answers are built per request.
         static let maxVariants = 64
 
-        init(revision: UInt64, response: GatewayResponse) {
+        init(revision: UInt64, ts: UInt64, response: GatewayResponse) {
             self.revision = revision
+            self.ts = ts
             self.response = response
             self.etag = response.header("ETag") ?? ""
             self.gzipETag = EntityTag.gzipVariant(of: etag)
@@ -199,6 +202,18 @@ extension GatewayCore {
             hotQueries.forget(route, for: target)
             return nil
         }
+        // Read-your-writes (Pipeline/SnapshotFloor.swift): the answer's snapshot must be at the newest commit answered
+        // here and the caller's `Convex-Min-Timestamp` or later; while the subscription's connection is behind,
+        // full handling moves it there. (A malformed header gets full handling's 400.)
+        let minTimestamp: UInt64?
+        do {
+            minTimestamp = try SnapshotFloor.minTimestamp(request.header(SnapshotFloor.minTimestampHeader))
+        } catch {
+            return nil
+        }
+        let floor = SnapshotFloor.required(
+            minTimestamp: minTimestamp, lastCommit: lastCommit.ts, readYourWrites: configuration.readYourWrites)
+        guard route.live.session.ts >= floor else { return nil }
         // The representation fields are read in place (HTTPRequestHead): nothing is copied for the usual answer.
         let sentIfNoneMatch = request.hasHeader("If-None-Match")
         // A long-poll waits in full handling.
@@ -224,18 +239,20 @@ extension GatewayCore {
         }
         route.live.touch(at: started)
         let value: HotQueries.PreparedValue
-        if let held = route.prepared.withLock({ $0 }), held.revision == revision {
+        if let held = route.prepared.withLock({ $0 }), held.revision == revision, held.ts >= floor {
             value = held
         } else {
             // Rendered after the revision was read, so it is at least as new as that revision.
             guard let rendered = hub.currentBody(for: route.key, format: route.format),
-                case .value = rendered.current.result
+                case .value = rendered.current.result, rendered.ts >= floor
             else { return nil }
             value = HotQueries.PreparedValue(
-                revision: revision, response: response(for: rendered.current, body: rendered.body, format: route.format)
-            )
+                revision: revision, ts: rendered.ts,
+                response: response(for: rendered.current, body: rendered.body, format: route.format, ts: rendered.ts))
             route.prepared.withLock { held in
-                if held == nil || held!.revision < revision { held = value }
+                if held == nil || held!.revision < revision || (held!.revision == revision && held!.ts < rendered.ts) {
+                    held = value
+                }
             }
         }
         let notModified =

@@ -8,7 +8,11 @@ public protocol ConvexUpstream: Sendable {
     /// One call of a query, mutation or action, answered within `timeout` (the gateway's one deadline) or failed
     /// with ``UpstreamFailure/timeout(seconds:)`` naming it.
     func call(_ kind: CallKind, _ function: String, args: ConvexValue, timeout: Duration) async throws(UpstreamFailure)
-        -> ConvexValue
+        -> UpstreamAnswer
+    /// Waits until this connection's view of the deployment is at Convex timestamp `ts` or later, asking the
+    /// deployment for its latest snapshot while it is not, for at most `timeout`. Returns the view's timestamp then
+    /// (below `ts` when the time ran out).
+    func waitForView(atLeast ts: UInt64, timeout: Duration) async -> UInt64
     /// Whether the connection to the deployment is up.
     var isConnected: Bool { get }
     /// Waits up to `timeout` for the connection to be up.
@@ -31,13 +35,26 @@ public protocol UpstreamQuerySet: Sendable {
     func add(_ token: UInt64, _ function: String, args: ConvexValue)
     /// Removes the member `token`.
     func remove(_ token: UInt64)
-    /// The members' new results, one element per upstream transition, in order. Read it once.
+    /// The members' new results, one element per upstream transition of the connection (with no changes when none
+    /// of the members changed), in order. Read it once.
     var transitions: AsyncStream<UpstreamTransition> { get }
     /// Removes every member and ends ``transitions``.
     func close()
 }
 
-/// The new results of a query set's members that one upstream transition brought.
+/// A one-shot call's value, with its Convex timestamp: a query's snapshot, a mutation's commit (`nil` for an action).
+public struct UpstreamAnswer: Sendable, Hashable {
+    public var value: ConvexValue
+    public var ts: UInt64?
+
+    public init(value: ConvexValue, ts: UInt64? = nil) {
+        self.value = value
+        self.ts = ts
+    }
+}
+
+/// The new results of a query set's members that one upstream transition brought (none: the members' results hold
+/// at its timestamp too).
 public struct UpstreamTransition: Sendable, Hashable {
     public struct Change: Sendable, Hashable {
         public var token: UInt64

@@ -133,7 +133,7 @@ struct CORSPolicyTests {
         #expect(headers["Access-Control-Allow-Origin"] == "https://app.example.com")
         #expect(headers["Vary"] == "Origin")
         #expect(headers["Access-Control-Allow-Credentials"] == nil)
-        #expect(headers["Access-Control-Expose-Headers"] == "ETag, Retry-After")
+        #expect(headers["Access-Control-Expose-Headers"] == "ETag, Retry-After, Convex-Timestamp")
     }
 
     @Test func wildcardWithCredentialsEchoesTheOrigin() {

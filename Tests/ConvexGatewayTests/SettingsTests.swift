@@ -44,7 +44,7 @@ import Testing
         let gateway = GatewayConfiguration()
         #expect(settings.gateway.host == gateway.host)
         #expect(settings.gateway.heartbeatInterval == gateway.heartbeatInterval)
-        #expect(settings.gateway.access.cors.exposedHeaders == ["ETag", "Retry-After"])
+        #expect(settings.gateway.access.cors.exposedHeaders == ["ETag", "Retry-After", "Convex-Timestamp"])
         #expect(settings.gateway.access.apiKey == nil)
         #expect(settings.adminKey == nil)
         #expect(settings.logLevel == .info)
@@ -52,7 +52,7 @@ import Testing
         #expect(documented["GATEWAY_PORT"]?.defaultText == "`\(gateway.port)`")
         #expect(documented["GATEWAY_HEARTBEAT_SECONDS"]?.defaultText == "`15`")
         #expect(documented["GATEWAY_THREADS"]?.defaultText == "`0` (one per core)")
-        #expect(documented["GATEWAY_CORS_EXPOSE_HEADERS"]?.defaultText == "`ETag, Retry-After`")
+        #expect(documented["GATEWAY_CORS_EXPOSE_HEADERS"]?.defaultText == "`ETag, Retry-After, Convex-Timestamp`")
         #expect(documented["LOG_LEVEL"]?.defaultText == "`info`")
     }
 

@@ -84,8 +84,29 @@ final class ScriptedUpstream: ConvexUpstream {
     }
 
     func call(_ kind: CallKind, _ function: String, args: ConvexValue, timeout: Duration) async throws(UpstreamFailure)
-        -> ConvexValue
-    { .null }
+        -> UpstreamAnswer
+    {
+        // A mutation commits at the next timestamp; no query set hears of it (none of their queries changed).
+        kind == .mutation
+            ? UpstreamAnswer(value: .null, ts: timestamp.add(1, ordering: .relaxed).newValue)
+            : UpstreamAnswer(value: .null, ts: timestamp.load(ordering: .relaxed))
+    }
+
+    /// Asks made to move the connection's view (``waitForView(atLeast:timeout:)``).
+    var viewRequests: Int { refreshes.load(ordering: .relaxed) }
+    private let refreshes = Atomic<Int>(0)
+
+    /// As the Convex backend answers a refresh: one transition of every query set at the latest timestamp (that of
+    /// the last ``push(_:)``), with no changes. A timestamp beyond the latest is never reached.
+    func waitForView(atLeast ts: UInt64, timeout: Duration) async -> UInt64 {
+        refreshes.add(1, ordering: .relaxed)
+        let latest = timestamp.load(ordering: .relaxed)
+        for set in sets.withLock({ $0 }) { set.continuation.yield(UpstreamTransition(ts: latest, changes: [])) }
+        return latest
+    }
+
+    /// The timestamp of the latest ``push(_:)``.
+    var latestTimestamp: UInt64 { timestamp.load(ordering: .relaxed) }
     var isConnected: Bool { true }
     func waitUntilConnected(timeout: Duration) async throws(UpstreamFailure) {}
     func close() async { endAll() }
@@ -222,7 +243,7 @@ func waitUntil(_ condition: () -> Bool) async {
         async let first = hub.firstResult(for: key, args: ["n": 1.0], upstream: upstream, timeout: .seconds(5))
         await waitUntil { upstream.activeCount == 1 }
         upstream.push(.value(.int64(7)))
-        let current = try #require(await first)
+        let current = try #require(await first).current
         #expect(current.result == .value(.int64(7)))
         #expect(hub.currentBody(for: key, format: .encoded) != nil)
         await clock.advance(by: .seconds(9))

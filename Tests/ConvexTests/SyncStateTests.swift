@@ -210,7 +210,31 @@ import Testing
         #expect(late.completions.count == 1)
         #expect(late.completions.first?.0 == id)
         #expect(try late.completions.first?.1.get() == "ok")
+        #expect(late.commitTimestamps[id] == ts(10), "the caller learns the commit timestamp")
         #expect(state.maxObservedTimestamp == ts(10))
+    }
+
+    @Test func aCommitTheViewAlreadyIncludesCompletesWithItsTimestamp() {
+        var state = makeState()
+        _ = connected(&state)
+        _ = state.receive(transition(from: .initial, ts: 20))
+        let (id, _) = state.request(.mutation, udfPath: "messages:send", args: [:])
+        let response = state.receive(.mutationResponse(.init(requestId: id, result: .success("ok"), ts: ts(15))))
+        #expect(response.completions.map(\.0) == [id])
+        #expect(response.commitTimestamps == [id: ts(15)])
+    }
+
+    @Test func refreshingTheViewSendsAnEmptyQuerySetChangeOnlyWhenConnected() {
+        var state = makeState()
+        #expect(state.refreshView().send.isEmpty, "nothing to send before a socket")
+        _ = connected(&state)
+        let effects = state.refreshView()
+        #expect(effects.send == [.modifyQuerySet(.init(baseVersion: 0, newVersion: 1, modifications: []))])
+        // The deployment answers with a Transition to its latest snapshot and the new query-set version.
+        let moved = state.receive(transition(from: .initial, querySet: 1, ts: 30))
+        #expect(moved.resetConnection == nil)
+        #expect(moved.transition?.ts == ts(30))
+        #expect(moved.transition?.changed.isEmpty == true)
     }
 
     @Test func mutationFailureCompletesAtOnce() {

@@ -34,6 +34,42 @@ struct TransitionTests {
         }
     }
 
+    @Test func anotherClientsCommitMovesThisViewOnlyWhenAsked() async throws {
+        try await withClientAndDeployment { reader, deployment in
+            let (first, readAt) = try await reader.queryStamped("conformance:counter", with: ["name": "view"])
+            #expect(first == .int64(0))
+            #expect(readAt == reader.viewTimestamp)
+            let set = reader.makeQuerySet()
+            var updates = set.updates.makeAsyncIterator()
+            _ = set.add("conformance:counter", with: ["name": "untouched"])
+            while let update = await updates.next(), update.changes.isEmpty {}  // until the member's first result
+            try await ConvexClient.withClient(deploymentUrl: deployment.url) { writer in
+                let (count, commit) = try await writer.mutationStamped(
+                    "conformance:increment", with: ["name": "elsewhere"])
+                #expect(count == .int64(1))
+                let committed = try #require(commit)
+                #expect(writer.viewTimestamp >= committed, "the writer's own view includes its commit")
+                // None of the reader's queries changed: as on the Convex backend, its view stays where it was…
+                #expect(reader.viewTimestamp < committed)
+                // …until it asks for the latest snapshot.
+                let moved = await reader.waitForView(atLeast: committed, timeout: .seconds(10))
+                #expect(moved >= committed)
+                // The query set hears of the move, with no changes.
+                var update = try #require(await updates.next())
+                while update.ts < committed, let next = await updates.next() {
+                    #expect(next.changes.isEmpty)
+                    update = next
+                }
+                #expect(update.changes.isEmpty)
+                #expect(update.ts >= committed)
+                // A timestamp the deployment has not reached is not reached.
+                let future = ConvexTimestamp(nanoseconds: UInt64(Int64.max))
+                #expect(await reader.waitForView(atLeast: future, timeout: .milliseconds(300)) < future)
+            }
+            set.close()
+        }
+    }
+
     @Test func aQuerySetGetsItsMembersResultsTogetherAndALateMemberJoinsAtTheCurrentSnapshot() async throws {
         try await withClientAndDeployment { client, _ in
             let set = client.makeQuerySet()

@@ -140,7 +140,7 @@ package final class AccessControl: Sendable {
     /// The routes the rate limit counts: the function routes and the ticket route.
     static func isFunctionRoute(_ path: Substring) -> Bool {
         path.hasPrefix("/query/") || path.hasPrefix("/mutation/") || path.hasPrefix("/action/")
-            || path.hasPrefix("/subscribe/") || path == "/subscribe" || path == "/stream-tickets"
+            || path.hasPrefix("/subscribe/") || path == "/subscribe" || path == "/query" || path == "/stream-tickets"
     }
 
     private func refusal(_ error: GatewayError, headers: [(String, String)] = []) -> GatewayResponse {

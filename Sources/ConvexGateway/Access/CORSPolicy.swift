@@ -27,11 +27,12 @@ public struct CORSPolicy: Sendable, Hashable {
     public static let allowedMethods = "GET, HEAD, POST, OPTIONS"
     /// Request headers a page may send.
     public static let allowedHeaders =
-        "Accept, Authorization, Cache-Control, Content-Type, If-None-Match, Last-Event-ID, Prefer, X-API-Key"
+        "Accept, Authorization, Cache-Control, Content-Type, Convex-Min-Timestamp, If-None-Match, Last-Event-ID, Prefer, "
+        + "X-API-Key"
 
     public init(
         origins: [String] = [], allowCredentials: Bool = false, maxAgeSeconds: Int = 600,
-        exposedHeaders: [String] = ["ETag", "Retry-After"]
+        exposedHeaders: [String] = ["ETag", "Retry-After", "Convex-Timestamp"]
     ) {
         self.origins = origins.map { $0.lowercased() }
         self.allowCredentials = allowCredentials

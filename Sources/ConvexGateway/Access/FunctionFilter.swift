@@ -43,10 +43,14 @@ struct FilteredUpstream: ConvexUpstream {
     }
 
     func call(_ kind: CallKind, _ function: String, args: ConvexValue, timeout: Duration) async throws(UpstreamFailure)
-        -> ConvexValue
+        -> UpstreamAnswer
     {
         try check(function)
         return try await base.call(kind, function, args: args, timeout: timeout)
+    }
+
+    func waitForView(atLeast ts: UInt64, timeout: Duration) async -> UInt64 {
+        await base.waitForView(atLeast: ts, timeout: timeout)
     }
 
     var isConnected: Bool { base.isConnected }

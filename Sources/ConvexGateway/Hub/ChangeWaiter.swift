@@ -1,35 +1,42 @@
 import Synchronization
 
-/// The sink of one long-poll `GET` (``SubscriptionHub/nextChange(of:from:args:upstream:format:timeout:)``): the
-/// first update whose hash differs from the one the client holds ends the wait, and so do the timeout, the end of
-/// the subscription, and shutdown (with `nil`). It ends once; later calls do nothing.
+/// The sink of one long-poll `GET` (``SubscriptionHub/nextChange(of:from:args:upstream:format:timeout:)``), of one
+/// query or a batch of them: the first update whose hash differs from the one the client holds of that member ends
+/// the wait, and so do the timeout, the end of a subscription, and shutdown (with `nil`). It ends once; later calls do
+/// nothing.
 final class ChangeWaiter: EventSink {
+    /// The changed result and the timestamp of the snapshot it comes from.
+    typealias Outcome = (update: SubscriptionUpdate, ts: UInt64)
+
     let format: OutputFormat
-    private let held: UInt64
+    /// Per member, the hash of the result the client holds.
+    private let held: [UInt64]
 
     private enum State {
-        case waiting(CheckedContinuation<SubscriptionUpdate?, Never>?)
+        case waiting(CheckedContinuation<Outcome?, Never>?)
         /// Ended before anyone awaited the outcome.
-        case ended(SubscriptionUpdate?)
+        case ended(Outcome?)
         case done
     }
 
     private let state = Mutex(State.waiting(nil))
 
-    init(format: OutputFormat, held: UInt64) {
+    init(format: OutputFormat, held: [UInt64]) {
         self.format = format
         self.held = held
     }
 
     func deliver(_ transition: StreamTransition) {
-        if let update = transition.changes.last?.update, update.hash != held { end(with: update) }
+        if let change = transition.changes.first(where: { $0.update.hash != held[$0.member] }) {
+            end(with: (change.update, transition.ts))
+        }
     }
 
     func finish() { end(with: nil) }
 
     /// Ends the wait with `update` (`nil`: no change).
-    func end(with update: SubscriptionUpdate?) {
-        let continuation = state.withLock { state -> CheckedContinuation<SubscriptionUpdate?, Never>? in
+    func end(with update: Outcome?) {
+        let continuation = state.withLock { state -> CheckedContinuation<Outcome?, Never>? in
             guard case .waiting(let continuation) = state else { return nil }
             if let continuation {
                 state = .done
@@ -42,9 +49,9 @@ final class ChangeWaiter: EventSink {
     }
 
     /// The changed update, or `nil` when the wait ended without a change.
-    func outcome() async -> SubscriptionUpdate? {
-        await withCheckedContinuation { (continuation: CheckedContinuation<SubscriptionUpdate?, Never>) in
-            let ended = state.withLock { state -> SubscriptionUpdate?? in
+    func outcome() async -> Outcome? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Outcome?, Never>) in
+            let ended = state.withLock { state -> Outcome?? in
                 switch state {
                 case .waiting:
                     state = .waiting(continuation)

@@ -74,8 +74,8 @@ struct HubState {
         case subscribe(Key, generation: UInt64, args: ConvexValue)
         /// Close an entry's upstream subscription.
         case unsubscribe(Key, generation: UInt64)
-        /// Wake waiting `GET`s with a result (`nil`: none will come).
-        case resume(waiters: [UInt64], with: CurrentResult?)
+        /// Wake waiting `GET`s with a result and the timestamp it holds at (`nil`: none will come).
+        case resume(waiters: [UInt64], with: (current: CurrentResult, ts: UInt64)?)
         /// Send a stream the changes of one transition, at once.
         case deliver(Delivery, to: any EventSink)
         /// End streams (the upstream ended, or the hub shut down).
@@ -84,8 +84,9 @@ struct HubState {
 
     /// How a `GET`'s wait for a first result begins.
     enum WaitStart {
-        /// Answered at once: the current result, or `nil` (shutting down, or at the subscription limit).
-        case ready(CurrentResult?)
+        /// Answered at once: the current result and the timestamp it holds at, or `nil` (shutting down, or at the
+        /// subscription limit).
+        case ready((current: CurrentResult, ts: UInt64)?)
         /// Waiting; carry out the actions (a new upstream subscription).
         case waiting([Action])
     }
@@ -94,7 +95,7 @@ struct HubState {
     let maxSubscriptions: Int
     private(set) var entries: [Key: Entry] = [:]
     /// Per identity (one upstream connection), the timestamp of the last transition: the snapshot its entries hold.
-    private(set) var timestamps: [String: UInt64] = [:]
+    private(set) var sessions: [String: SessionView] = [:]
     private var nextGeneration: UInt64 = 1
     private(set) var isShutDown = false
 
@@ -129,7 +130,7 @@ struct HubState {
             }
         }
         guard !initial.isEmpty, let identity = members.first?.key.identity else { return (nil, actions) }
-        return (Delivery(ts: timestamps[identity] ?? 0, changes: initial), actions)
+        return (Delivery(ts: timestamp(of: identity), changes: initial), actions)
     }
 
     /// A stream leaves (`members`: the keys of its subscriptions, in order). Returns whether it was attached.
@@ -148,7 +149,7 @@ struct HubState {
     /// A `GET` waits for the first result of `key`, subscribing upstream if nothing does yet.
     mutating func wait(_ waiter: UInt64, for key: Key, args: ConvexValue, now: Duration) -> WaitStart {
         if isShutDown { return .ready(nil) }
-        if let current = entries[key]?.current { return .ready(current) }
+        if let current = entries[key]?.current { return .ready((current, timestamp(of: key.identity))) }
         if entries[key] == nil && entries.count >= maxSubscriptions { return .ready(nil) }
         let actions = ensureEntry(key, args: args, now: now)
         entries[key]!.waiters.insert(waiter)
@@ -171,8 +172,8 @@ struct HubState {
     mutating func receive(
         ts: UInt64, identity: String, changes: [Change], wallMilliseconds: UInt64, now: Duration
     ) -> [Action] {
-        timestamps[identity] = max(timestamps[identity] ?? 0, ts)
         var actions: [Action] = []
+        defer { session(of: identity).advance(to: ts) }
         var deliveries: [ObjectIdentifier: (sink: any EventSink, delivery: Delivery)] = [:]
         var order: [ObjectIdentifier] = []
         for change in changes {
@@ -181,7 +182,7 @@ struct HubState {
             let waiters = entry.waiters
             entry.waiters = []
             if let current = entry.current, current.hash == change.hash {
-                if !waiters.isEmpty { actions.append(.resume(waiters: Array(waiters), with: current)) }
+                if !waiters.isEmpty { actions.append(.resume(waiters: Array(waiters), with: (current, ts))) }
                 entries[key] = entry
                 markIdleIfUnread(key, now: now)
                 continue
@@ -210,7 +211,7 @@ struct HubState {
             }
             entries[key] = entry
             markIdleIfUnread(key, now: now)
-            if !waiters.isEmpty { actions.append(.resume(waiters: Array(waiters), with: current)) }
+            if !waiters.isEmpty { actions.append(.resume(waiters: Array(waiters), with: (current, ts))) }
         }
         for stream in order {
             var (sink, delivery) = deliveries[stream]!
@@ -245,7 +246,7 @@ struct HubState {
         }
         if !actions.isEmpty {
             let identities = Set(entries.keys.map(\.identity))
-            timestamps = timestamps.filter { identities.contains($0.key) }
+            sessions = sessions.filter { identities.contains($0.key) }
         }
         return actions
     }
@@ -265,10 +266,18 @@ struct HubState {
 
     // MARK: Reads for the owner
 
-    /// The current result of `key` with what is cached of its rendering in `format`.
-    func current(_ key: Key, format: OutputFormat) -> (current: CurrentResult, body: [UInt8]?, live: LiveResult)? {
+    /// The current result of `key` with what is cached of its rendering in `format`, and the timestamp it holds at.
+    func current(
+        _ key: Key, format: OutputFormat
+    ) -> (current: CurrentResult, body: [UInt8]?, live: LiveResult, ts: UInt64)? {
         guard let entry = entries[key], let current = entry.current else { return nil }
-        return (current, entry.bodies[format], entry.live)
+        return (current, entry.bodies[format], entry.live, timestamp(of: key.identity))
+    }
+
+    /// The timestamp the results of `identity`'s connection hold at: that of the last transition applied for it (0
+    /// before the first).
+    func timestamp(of identity: String) -> UInt64 {
+        sessions[identity]?.ts ?? 0
     }
 
     /// The cached body (a value's JSON) of `snapshot` in `format`, while it is still current.
@@ -299,8 +308,16 @@ struct HubState {
         guard entries[key] == nil else { return [] }
         let generation = nextGeneration
         nextGeneration += 1
-        entries[key] = Entry(generation: generation, args: args, live: LiveResult(now: now))
+        entries[key] = Entry(
+            generation: generation, args: args, live: LiveResult(now: now, session: session(of: key.identity)))
         return [.subscribe(key, generation: generation, args: args)]
+    }
+
+    private mutating func session(of identity: String) -> SessionView {
+        if let session = sessions[identity] { return session }
+        let session = SessionView()
+        sessions[identity] = session
+        return session
     }
 
     private mutating func markIdleIfUnread(_ key: Key, now: Duration) {

@@ -11,9 +11,13 @@ package final class LiveResult: Sendable {
 
     private static let retired = UInt64.max
 
-    /// A subscription made at `now`, which counts as its first read.
-    init(now: Duration = .zero) {
+    /// The snapshot the results of the subscription's upstream connection hold at.
+    package let session: SessionView
+
+    /// A subscription made at `now`, which counts as its first read, on the connection whose view is `session`.
+    init(now: Duration = .zero, session: SessionView = SessionView()) {
         lastReadNanoseconds = Atomic(Self.nanoseconds(now))
+        self.session = session
     }
 
     private static func nanoseconds(_ duration: Duration) -> Int64 {

@@ -72,8 +72,16 @@ package final class SubscriptionHub: Sendable {
         /// Per identity, the query set that holds its entries' upstream subscriptions.
         var querySets: [String: QuerySet] = [:]
         var nextQuerySet: UInt64 = 1
-        var waiters: [UInt64: CheckedContinuation<CurrentResult?, Never>] = [:]
+        var waiters: [UInt64: CheckedContinuation<(current: CurrentResult, ts: UInt64)?, Never>] = [:]
         var nextWaiter: UInt64 = 1
+        /// Callers of ``reach(_:identity:upstream:timeout:)`` waiting for an identity's results to hold at a timestamp.
+        var sessionWaiters: [UInt64: SessionWaiter] = [:]
+    }
+
+    private struct SessionWaiter {
+        let identity: String
+        let target: UInt64
+        let continuation: CheckedContinuation<Bool, Never>
     }
 
     private let state: Mutex<Locked>
@@ -110,28 +118,33 @@ package final class SubscriptionHub: Sendable {
         /// The rendered value (empty for a failure).
         package var body: [UInt8]
         package var live: LiveResult
+        /// The Convex timestamp of the snapshot the result holds at (its connection's last transition).
+        package var ts: UInt64
     }
 
     /// The hot path: the rendered body of a live subscription's current result, without waiting. A read extends
     /// the subscription's keep-warm period.
     package func currentBody(for key: Key, format: OutputFormat) -> CurrentBody? {
-        guard let (current, cached, live) = state.withLock({ $0.hub.current(key, format: format) }) else { return nil }
+        guard let (current, cached, live, ts) = state.withLock({ $0.hub.current(key, format: format) }) else {
+            return nil
+        }
         live.touch(at: clock.now)
-        if let cached { return CurrentBody(current: current, body: cached, live: live) }
+        if let cached { return CurrentBody(current: current, body: cached, live: live, ts: ts) }
         guard case .value(let value) = current.result else {
-            return CurrentBody(current: current, body: [], live: live)
+            return CurrentBody(current: current, body: [], live: live, ts: ts)
         }
         let body = render(value, format)
         state.withLock { $0.hub.cache(body, key: key, current: current, format: format, isEvent: false) }
-        return CurrentBody(current: current, body: body, live: live)
+        return CurrentBody(current: current, body: body, live: live, ts: ts)
     }
 
     /// The cold path: subscribes (or joins a subscription that has no result yet) and waits up to `timeout` for the
-    /// first result; the subscription then stays warm for later requests. `nil` when no result came in time, or
-    /// when the hub is at its subscription limit (the caller then makes a one-shot call).
+    /// first result; the subscription then stays warm for later requests. Returns the result with the timestamp of the
+    /// snapshot it holds at; `nil` when no result came in time, or when the hub is at its subscription limit (the
+    /// caller then makes a one-shot call).
     package func firstResult(
         for key: Key, args: ConvexValue, upstream: any ConvexUpstream, timeout: Duration
-    ) async -> CurrentResult? {
+    ) async -> (current: CurrentResult, ts: UInt64)? {
         let waiter = state.withLock { locked in
             defer { locked.nextWaiter += 1 }
             return locked.nextWaiter
@@ -140,15 +153,17 @@ package final class SubscriptionHub: Sendable {
         let timeoutTask = Task { [weak self, clock] in
             try? await clock.sleep(until: deadline)
             guard !Task.isCancelled, let self else { return }
-            let continuation = self.state.withLock { locked -> CheckedContinuation<CurrentResult?, Never>? in
+            let continuation = self.state.withLock {
+                locked -> CheckedContinuation<(current: CurrentResult, ts: UInt64)?, Never>? in
                 guard locked.hub.stopWaiting(waiter, for: key, now: clock.now) else { return nil }
                 return locked.waiters.removeValue(forKey: waiter)
             }
             continuation?.resume(returning: nil)
         }
         defer { timeoutTask.cancel() }
-        return await withCheckedContinuation { (continuation: CheckedContinuation<CurrentResult?, Never>) in
-            let ready: CurrentResult?? = state.withLock { locked in
+        return await withCheckedContinuation {
+            (continuation: CheckedContinuation<(current: CurrentResult, ts: UInt64)?, Never>) in
+            let ready: (current: CurrentResult, ts: UInt64)?? = state.withLock { locked in
                 switch locked.hub.wait(waiter, for: key, args: args, now: clock.now) {
                 case .ready(let current):
                     return .some(current)
@@ -188,21 +203,31 @@ package final class SubscriptionHub: Sendable {
     /// A long-poll `GET`: waits until the result of `key` differs from the one whose hash the client holds, up to
     /// `timeout` on the hub's clock, as an attached sink (so the subscription stays warm meanwhile, and is made again
     /// if it had expired). Detached whatever ends the wait.
-    /// - Returns: the changed result rendered in `format`; `nil` when the wait ended without a change (the timeout,
-    ///   the subscription's end, shutdown, or the subscription limit).
+    /// - Returns: the changed result rendered in `format`, with the timestamp of the snapshot it comes from; `nil` when
+    ///   the wait ended without a change (the timeout, the subscription's end, shutdown, or the subscription limit).
     package func nextChange(
         of key: Key, from held: UInt64, args: ConvexValue, upstream: any ConvexUpstream, format: OutputFormat,
         timeout: Duration
-    ) async -> SubscriptionUpdate? {
+    ) async -> (update: SubscriptionUpdate, ts: UInt64)? {
+        await nextChange(
+            of: [Member(key: key, args: args, held: held)], upstream: upstream, format: format, timeout: timeout)
+    }
+
+    /// A long-poll of many subscriptions (of one identity): waits until the result of any member differs from the one
+    /// whose hash its `held` names. As ``nextChange(of:from:args:upstream:format:timeout:)``; returns the first
+    /// changed result.
+    package func nextChange(
+        of members: [Member], upstream: any ConvexUpstream, format: OutputFormat, timeout: Duration
+    ) async -> (update: SubscriptionUpdate, ts: UInt64)? {
         // The deadline is read before the waiter is visible: the clock may move as soon as it is attached.
         let deadline = clock.now + timeout
-        let waiter = ChangeWaiter(format: format, held: held)
+        let waiter = ChangeWaiter(format: format, held: members.map { $0.held ?? 0 })
         do {
-            try attach(waiter, members: [Member(key: key, args: args, held: held)], upstream: upstream)
+            try attach(waiter, members: members, upstream: upstream)
         } catch {
             return nil
         }
-        defer { detach(waiter, members: [key]) }
+        defer { detach(waiter, members: members.map(\.key)) }
         let timer = Task { [clock] in
             guard (try? await clock.sleep(until: deadline)) != nil else { return }
             waiter.end(with: nil)
@@ -221,14 +246,94 @@ package final class SubscriptionHub: Sendable {
         state.withLock { locked in locked.hub.entries.values.reduce(0) { $0 + $1.attachments.count } }
     }
 
+    /// The current results of `keys` (all of one identity), rendered in `format`, all read at once: one snapshot, at
+    /// the returned timestamp. `nil` unless every key has a current result. A read extends each keep-warm period.
+    package func currentBodies(for keys: [Key], format: OutputFormat) -> (ts: UInt64, bodies: [CurrentBody])? {
+        let read = state.withLock { locked -> (UInt64, [(CurrentResult, [UInt8]?, LiveResult)])? in
+            var results: [(CurrentResult, [UInt8]?, LiveResult)] = []
+            for key in keys {
+                guard let (current, body, live, _) = locked.hub.current(key, format: format) else { return nil }
+                results.append((current, body, live))
+            }
+            return (locked.hub.timestamp(of: keys.first?.identity ?? ""), results)
+        }
+        guard let (ts, results) = read else { return nil }
+        let now = clock.now
+        var bodies: [CurrentBody] = []
+        for (key, (current, cached, live)) in zip(keys, results) {
+            live.touch(at: now)
+            var body = cached ?? []
+            if cached == nil, case .value(let value) = current.result {
+                body = render(value, format)
+                state.withLock { $0.hub.cache(body, key: key, current: current, format: format, isEvent: false) }
+            }
+            bodies.append(CurrentBody(current: current, body: body, live: live, ts: ts))
+        }
+        return (ts, bodies)
+    }
+
+    // MARK: Read-your-writes
+
+    /// The timestamp the hub's results of `identity`'s connection hold at (0 before its first transition).
+    package func sessionTimestamp(of identity: String) -> UInt64 {
+        state.withLock { $0.hub.timestamp(of: identity) }
+    }
+
+    /// Makes the results the hub serves for `identity` hold at `target` or later, within `timeout`: the connection is
+    /// asked to move its view there (``ConvexUpstream/waitForView(atLeast:timeout:)``), and when the hub holds
+    /// subscriptions of it, the hub waits for the transition that moved it. Returns whether `target` was reached.
+    package func reach(
+        _ target: UInt64, identity: String, upstream: any ConvexUpstream, timeout: Duration
+    ) async -> Bool {
+        if sessionTimestamp(of: identity) >= target { return true }
+        let deadline = clock.now + timeout
+        guard await upstream.waitForView(atLeast: target, timeout: timeout) >= target else { return false }
+        let waiter = state.withLock { locked in
+            defer { locked.nextWaiter += 1 }
+            return locked.nextWaiter
+        }
+        let timer = Task { [weak self, clock] in
+            try? await clock.sleep(until: deadline)
+            guard !Task.isCancelled, let self else { return }
+            self.state.withLock { $0.sessionWaiters.removeValue(forKey: waiter) }?.continuation.resume(returning: false)
+        }
+        defer { timer.cancel() }
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let reached: Bool? = state.withLock { locked in
+                // With no subscription of the identity, its next ones start from the connection's view.
+                guard locked.querySets[identity] != nil else { return true }
+                if locked.hub.timestamp(of: identity) >= target { return true }
+                if locked.hub.isShutDown { return false }
+                locked.sessionWaiters[waiter] = SessionWaiter(
+                    identity: identity, target: target, continuation: continuation)
+                return nil
+            }
+            if let reached { continuation.resume(returning: reached) }
+        }
+    }
+
+    /// The session waiters of `identity` whose target the hub's results reached (all of them with `ended`), removed.
+    private static func sessionWaitersDone(_ identity: String, ended: Bool, _ locked: inout Locked) -> [SessionWaiter] {
+        guard !locked.sessionWaiters.isEmpty else { return [] }
+        let ts = locked.hub.timestamp(of: identity)
+        var done: [SessionWaiter] = []
+        for (id, waiter) in locked.sessionWaiters where waiter.identity == identity && (ended || waiter.target <= ts) {
+            locked.sessionWaiters[id] = nil
+            done.append(waiter)
+        }
+        return done
+    }
+
     /// Ends every stream and upstream subscription; later attaches fail with `.shuttingDown`.
     package func shutdown() {
-        let actions = state.withLock { locked in
+        let (actions, waiting) = state.withLock { locked in
             let actions = locked.hub.shutdown()
             stopUpstream(actions, &locked)
-            return actions
+            defer { locked.sessionWaiters = [:] }
+            return (actions, Array(locked.sessionWaiters.values))
         }
         perform(actions)
+        for waiter in waiting { waiter.continuation.resume(returning: false) }
     }
 
     /// Whether any subscription still belongs to the identity with this opaque id.
@@ -355,34 +460,37 @@ package final class SubscriptionHub: Sendable {
         // Hashed before taking the lock: hashing reads the whole value.
         let hashes = transition.changes.map { Self.hash(of: $0.result) }
         let wallMilliseconds = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
-        let actions = state.withLock { locked -> [HubState.Action] in
-            guard let set = locked.querySets[identity], set.generation == querySet else { return [] }
+        let (actions, reached) = state.withLock { locked -> ([HubState.Action], [SessionWaiter]) in
+            guard let set = locked.querySets[identity], set.generation == querySet else { return ([], []) }
             var changes: [HubState.Change] = []
             for (change, hash) in zip(transition.changes, hashes) {
                 guard let key = set.members[change.token] else { continue }
                 changes.append(HubState.Change(key: key, generation: change.token, result: change.result, hash: hash))
             }
-            return locked.hub.receive(
+            let actions = locked.hub.receive(
                 ts: transition.ts, identity: identity, changes: changes, wallMilliseconds: wallMilliseconds,
                 now: clock.now)
+            return (actions, Self.sessionWaitersDone(identity, ended: false, &locked))
         }
         perform(actions)
+        for waiter in reached { waiter.continuation.resume(returning: true) }
     }
 
     /// The query set's transitions ended without it being closed (its connection closed, or refused the
     /// credentials): every entry it held ends, so that streams reconnect and resubscribe.
     private func querySetEnded(identity: String, generation: UInt64) {
-        let actions = state.withLock { locked -> [HubState.Action] in
-            guard let set = locked.querySets[identity], set.generation == generation else { return [] }
+        let (actions, ended) = state.withLock { locked -> ([HubState.Action], [SessionWaiter]) in
+            guard let set = locked.querySets[identity], set.generation == generation else { return ([], []) }
             locked.querySets[identity] = nil
             var actions: [HubState.Action] = []
             for (token, key) in set.members {
                 actions += locked.hub.upstreamEnded(key, generation: token)
                 metrics.upstreamSubscriptionRemoved()
             }
-            return actions
+            return (actions, Self.sessionWaitersDone(identity, ended: true, &locked))
         }
         perform(actions)
+        for waiter in ended { waiter.continuation.resume(returning: false) }
     }
 
     // MARK: Rendering

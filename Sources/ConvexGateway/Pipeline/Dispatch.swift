@@ -52,6 +52,8 @@ extension GatewayCore {
                 let args = try arguments(.query(request.query), for: function)
                 let subscription = StreamSubscription(id: nil, function: function, args: args)
                 return try admitStream { [self] in await startStream(request, context, [subscription]) }
+            case .queryMany:
+                return try batchQuery(request, context)
             case .subscribeMany:
                 let subscriptions = try streamSubscriptions(request)
                 return try admitStream { [self] in await startStream(request, context, subscriptions) }
@@ -91,8 +93,10 @@ extension GatewayCore {
         let (identityID, upstream) = pool.upstream(for: request.identity)
         let key = SubscriptionHub.Key(identity: identityID, function: function, args: args)
         let longPoll = longPollWait(request, context)
-        if let hot = hub.currentBody(for: key, format: format) {
-            let answer = response(for: hot.current, body: hot.body, format: format)
+        let floor = snapshotFloor(request)
+        // A live result answers at once when its snapshot is new enough (read-your-writes, SnapshotFloor.swift).
+        if let hot = hub.currentBody(for: key, format: format), hot.ts >= floor {
+            let answer = response(for: hot.current, body: hot.body, format: format, ts: hot.ts)
             if case .value = hot.current.result {
                 rememberHotTarget(request, key: key, live: hot.live, specGeneration: specGeneration)
                 if let longPoll, Self.holds(context, answer) {
@@ -105,16 +109,14 @@ extension GatewayCore {
             return .respond(finish(answer, context))
         }
         return .deferred { [self] in
-            do throws(UpstreamFailure) {
-                try await upstream.waitUntilConnected(timeout: configuration.connectTimeout)
-            } catch {
-                return .response(finish(errorResponse(error, format: format), context))
+            if let refusal = await readyToRead(at: floor, identity: identityID, upstream: upstream, format: format) {
+                return .response(finish(refusal, context))
             }
-            if let current = await hub.firstResult(
+            if let (current, ts) = await hub.firstResult(
                 for: key, args: args, upstream: upstream, timeout: configuration.upstreamTimeout)
             {
                 let body: [UInt8] = if case .value(let v) = current.result { render(v, format) } else { [] }
-                let answer = response(for: current, body: body, format: format)
+                let answer = response(for: current, body: body, format: format, ts: ts)
                 if let longPoll, Self.holds(context, answer) {
                     return await .response(
                         waitForChange(answer, current, key, args, upstream, longPoll, format, context))
@@ -131,15 +133,53 @@ extension GatewayCore {
         }
     }
 
-    func response(for current: SubscriptionHub.CurrentResult, body: [UInt8], format: OutputFormat) -> GatewayResponse {
+    /// The answer to a query from a live result that holds at snapshot `ts`: the value with its `ETag`, or the
+    /// function's error; either with `Convex-Timestamp`.
+    func response(
+        for current: SubscriptionHub.CurrentResult, body: [UInt8], format: OutputFormat, ts: UInt64
+    ) -> GatewayResponse {
+        var response: GatewayResponse
         switch current.result {
         case .value:
-            var response = GatewayResponse.json(body)
+            response = GatewayResponse.json(body)
             response.headers.append(("ETag", Self.etag(hash: current.hash, format: format)))
-            return response
         case .failure(let failure):
-            return errorResponse(failure, format: format)
+            response = errorResponse(failure, format: format)
         }
+        response.headers.append((SnapshotFloor.timestampHeader, String(ts)))
+        return response
+    }
+
+    // MARK: Read-your-writes
+
+    /// The oldest snapshot an answer to `request` may come from (Pipeline/SnapshotFloor.swift).
+    func snapshotFloor(_ request: ParsedRequest) -> UInt64 {
+        SnapshotFloor.required(
+            minTimestamp: request.minTimestamp, lastCommit: lastCommit.ts, readYourWrites: configuration.readYourWrites)
+    }
+
+    /// Waits for the upstream connection, then makes the hub's results of `identity` hold at `floor` or later; the
+    /// error to answer when either fails (503 unreachable, 504 when the deployment does not reach `floor` in time).
+    func readyToRead(
+        at floor: UInt64, identity: String, upstream: any ConvexUpstream, format: OutputFormat
+    ) async -> GatewayResponse? {
+        do throws(UpstreamFailure) {
+            try await upstream.waitUntilConnected(timeout: configuration.connectTimeout)
+        } catch {
+            return errorResponse(error, format: format)
+        }
+        return await reachSnapshot(floor, identity: identity, upstream: upstream, format: format)
+    }
+
+    /// Makes the hub's results of `identity` hold at `floor` or later; the 504 to answer when the deployment does not
+    /// get there within the upstream timeout.
+    private func reachSnapshot(
+        _ floor: UInt64, identity: String, upstream: any ConvexUpstream, format: OutputFormat
+    ) async -> GatewayResponse? {
+        guard floor > 0, hub.sessionTimestamp(of: identity) < floor else { return nil }
+        let timeout = configuration.upstreamTimeout
+        if await hub.reach(floor, identity: identity, upstream: upstream, timeout: timeout) { return nil }
+        return errorResponse(.timestampNotReached(floor, seconds: timeout.seconds), format: format)
     }
 
     /// A value's entity tag: its hash and output mode, `"<16 hex digits>-<format>"`. It names the content, not the
@@ -154,13 +194,13 @@ extension GatewayCore {
 
     /// The wait a `GET` asks for with `If-None-Match` and `Prefer: wait=<seconds>`, bounded by `--max-wait-seconds`;
     /// `nil` when it asks for none (or waiting is off).
-    private func longPollWait(_ request: ParsedRequest, _ context: ResponseContext) -> Int? {
+    func longPollWait(_ request: ParsedRequest, _ context: ResponseContext) -> Int? {
         guard request.method == "GET", context.representation.ifNoneMatch != nil else { return nil }
         return Prefer.longPollWait(request.request.header("prefer"), maxSeconds: configuration.maxWaitSeconds)
     }
 
     /// Whether the request's `If-None-Match` names the value `answer` carries, i.e. the client holds it already.
-    private static func holds(_ context: ResponseContext, _ answer: GatewayResponse) -> Bool {
+    static func holds(_ context: ResponseContext, _ answer: GatewayResponse) -> Bool {
         guard let ifNoneMatch = context.representation.ifNoneMatch, let etag = answer.header("ETag") else {
             return false
         }
@@ -175,10 +215,13 @@ extension GatewayCore {
         _ context: ResponseContext
     ) async -> GatewayResponse {
         var answer = unchanged
-        if let update = await hub.nextChange(
+        if let (update, ts) = await hub.nextChange(
             of: key, from: held.hash, args: args, upstream: upstream, format: format, timeout: .seconds(seconds))
         {
-            answer = response(for: update.current, body: update.body, format: format)
+            answer = response(for: update.current, body: update.body, format: format, ts: ts)
+        } else {
+            // Unchanged: the value holds at the connection's latest snapshot.
+            answer.setHeader(SnapshotFloor.timestampHeader, String(hub.sessionTimestamp(of: key.identity)))
         }
         answer.headers.append(("Preference-Applied", "wait=\(seconds)"))
         return finish(answer, context)
@@ -191,21 +234,34 @@ extension GatewayCore {
         _ kind: CallKind, _ function: UdfPath, _ input: ArgumentStage.Input, _ args: ConvexValue,
         _ request: ParsedRequest
     ) async -> GatewayResponse {
+        // A one-shot query reads the connection's view: moved to the snapshot floor first (read-your-writes).
+        let floor = kind == .query ? snapshotFloor(request) : 0
+        let timeout = configuration.upstreamTimeout
         let result = await pool.withUpstream(for: request.identity) { _, upstream in
-            await retryingWithFreshSpec(function, input, args) { args in  // Typed inputs (Typed/)
-                do throws(UpstreamFailure) {
+            await retryingWithFreshSpec(function, input, args) { args -> Result<UpstreamAnswer?, UpstreamFailure> in
+                do throws(UpstreamFailure) {  // Typed inputs (Typed/) retried with a fresh spec
                     try await upstream.waitUntilConnected(timeout: configuration.connectTimeout)
-                    return .success(
-                        try await upstream.call(
-                            kind, function.canonical, args: args, timeout: configuration.upstreamTimeout))
+                    if floor > 0, await upstream.waitForView(atLeast: floor, timeout: timeout) < floor {
+                        return .success(nil)
+                    }
+                    return .success(try await upstream.call(kind, function.canonical, args: args, timeout: timeout))
                 } catch {
                     return .failure(error)
                 }
             }
         }
         switch result {
-        case .success(let value): return .json(render(value, request.format))
-        case .failure(let failure): return errorResponse(failure, format: request.format)
+        case .success(let answer?):
+            var response = GatewayResponse.json(render(answer.value, request.format))
+            if let ts = answer.ts {
+                if kind == .mutation { lastCommit.committed(ts) }
+                response.headers.append((SnapshotFloor.timestampHeader, String(ts)))
+            }
+            return response
+        case .success(nil):
+            return errorResponse(.timestampNotReached(floor, seconds: timeout.seconds), format: request.format)
+        case .failure(let failure):
+            return errorResponse(failure, format: request.format)
         }
     }
 

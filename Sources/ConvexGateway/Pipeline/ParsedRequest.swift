@@ -17,6 +17,8 @@ struct ParsedRequest: Sendable {
     var wantsEventStream: Bool
     /// A `/subscribe` stream asked for changes as JSON Patches (`delta=json-patch`, Delta/ValueDelta.swift).
     var wantsPatches = false
+    /// `Convex-Min-Timestamp`: the oldest snapshot the caller accepts (Pipeline/SnapshotFloor.swift).
+    var minTimestamp: UInt64?
 
     var method: String { request.method }
 
@@ -39,6 +41,7 @@ struct ParsedRequest: Sendable {
             throw GatewayError.methodNotAllowed(request.method, allowed: route.allowedMethods)
         }
         identity = try credentials.identity(of: request, route: route, query: &query)
+        minTimestamp = try SnapshotFloor.minTimestamp(request.header("convex-min-timestamp"))
         if route.isStream {
             // Like `ticket`, `delta` on a stream route is the stream's own parameter, never a function argument.
             wantsPatches = try ValueDelta.wantsPatches(query.values(named: ValueDelta.parameter))

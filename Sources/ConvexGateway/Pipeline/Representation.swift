@@ -54,9 +54,12 @@ extension GatewayResponse {
         headers.first { $0.0.lowercased() == name.lowercased() }?.1
     }
 
-    private mutating func setHeader(_ name: String, _ value: String) {
+    /// Sets the first header named `name` to `value`, or adds it.
+    mutating func setHeader(_ name: String, _ value: String) {
         if let index = headers.firstIndex(where: { $0.0.lowercased() == name.lowercased() }) {
             headers[index].1 = value
+        } else {
+            headers.append((name, value))
         }
     }
 }

@@ -3,6 +3,8 @@ import ConvexSyncProtocol
 /// What a request path names: a function call or stream, or one of the gateway's own routes.
 enum Route: Equatable, Sendable {
     case query(UdfPath)
+    /// `GET /query?q.<id>=…`: many queries read at one snapshot (Pipeline/BatchQuery.swift).
+    case queryMany
     case mutation(UdfPath)
     case action(UdfPath)
     case subscribe(UdfPath)
@@ -20,6 +22,7 @@ enum Route: Equatable, Sendable {
     var template: String {
         switch self {
         case .query: Self.queryTemplate
+        case .queryMany: "/query"
         case .mutation: "/mutation/{function}"
         case .action: "/action/{function}"
         case .subscribe: "/subscribe/{function}"
@@ -37,6 +40,7 @@ enum Route: Equatable, Sendable {
     var allowedMethods: [String] {
         switch self {
         case .query: ["GET", "HEAD", "POST"]
+        case .queryMany: ["GET", "HEAD"]
         case .mutation, .action: ["POST"]
         case .subscribe, .subscribeMany: ["GET"]
         case .streamTickets: ["POST"]
@@ -48,14 +52,14 @@ enum Route: Equatable, Sendable {
     var function: UdfPath? {
         switch self {
         case .query(let path), .mutation(let path), .action(let path), .subscribe(let path): path
-        case .subscribeMany, .streamTickets, .health, .ready, .metrics, .openAPI, .clientScript: nil
+        case .queryMany, .subscribeMany, .streamTickets, .health, .ready, .metrics, .openAPI, .clientScript: nil
         }
     }
 
-    /// Whether the route acts as the caller (so it reads credentials): the function routes, every stream route, and
-    /// the ticket route.
+    /// Whether the route acts as the caller (so it reads credentials): the function routes, the batch query, every
+    /// stream route, and the ticket route.
     var actsForCaller: Bool {
-        function != nil || takesTicket || self == .streamTickets
+        function != nil || takesTicket || self == .streamTickets || self == .queryMany
     }
 
     /// The event-stream routes, whose templates start with `/subscribe`.
@@ -76,6 +80,7 @@ enum Route: Equatable, Sendable {
         case "/metrics": self = .metrics
         case "/openapi.yaml": self = .openAPI
         case "/subscribe": self = .subscribeMany
+        case "/query": self = .queryMany
         case "/stream-tickets": self = .streamTickets
         case "/client.js": self = .clientScript
         default:

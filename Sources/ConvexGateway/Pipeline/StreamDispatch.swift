@@ -44,7 +44,8 @@ extension GatewayCore {
         let (identityID, upstream) = pool.upstream(for: request.identity)
         let keys = subscriptions.map { SubscriptionHub.Key(identity: identityID, function: $0.function, args: $0.args) }
         if let refusal = await firstResultsRefusal(
-            of: zip(subscriptions, keys).map { ($0.id, $1, $0.args) }, upstream: upstream, format: format)
+            of: zip(subscriptions, keys).map { ($0.id, $1, $0.args) }, identity: identityID, upstream: upstream,
+            floor: snapshotFloor(request), format: format)
         {
             return .response(finish(refusal, context))
         }
@@ -86,14 +87,13 @@ extension GatewayCore {
     /// Waits for the first result of every subscription (all at once); the error response that refuses the stream,
     /// if any: no result in time, the subscription limit, or a result that can never stream (unknown function, bad
     /// arguments, refused credentials). `id` names the subscription of a multi-subscription stream in the message.
+    /// The results first hold at `floor` or later (read-your-writes), or the stream is refused with a 504.
     private func firstResultsRefusal(
-        of subscriptions: [(id: String?, key: SubscriptionHub.Key, args: ConvexValue)], upstream: any ConvexUpstream,
-        format: OutputFormat
+        of subscriptions: [(id: String?, key: SubscriptionHub.Key, args: ConvexValue)], identity: String,
+        upstream: any ConvexUpstream, floor: UInt64, format: OutputFormat
     ) async -> GatewayResponse? {
-        do throws(UpstreamFailure) {
-            try await upstream.waitUntilConnected(timeout: configuration.connectTimeout)
-        } catch {
-            return errorResponse(error, format: format)
+        if let refusal = await readyToRead(at: floor, identity: identity, upstream: upstream, format: format) {
+            return refusal
         }
         let hub = self.hub
         let timeout = configuration.upstreamTimeout
@@ -103,7 +103,8 @@ extension GatewayCore {
                     (
                         index,
                         await hub.firstResult(
-                            for: subscription.key, args: subscription.args, upstream: upstream, timeout: timeout)
+                            for: subscription.key, args: subscription.args, upstream: upstream, timeout: timeout)?
+                            .current
                     )
                 }
             }

@@ -4,13 +4,26 @@ import ConvexValues
 extension GatewayError.Code {
     /// A multi-subscription stream URL names no subscription, too many, or one badly.
     package static let invalidSubscriptions = Self(rawValue: "InvalidSubscriptions")
+    /// A batch query URL (`GET /query?q.<id>=…`) names no query, too many, or one badly.
+    package static let invalidQueries = Self(rawValue: "InvalidQueries")
 }
 
 /// The subscriptions a multi-subscription stream URL asks for:
-/// `/subscribe?sub.<id>=<module:function>&args.<id>=<URL-encoded JSON object>[&sub.<id2>=…]`, in URL order.
+/// `/subscribe?sub.<id>=<module:function>&args.<id>=<URL-encoded JSON object>[&sub.<id2>=…]`, in URL order, or the
+/// queries of a batch query URL, `/query?q.<id>=…&args.<id>=…` by the same rules.
 /// `args.<id>` is optional (`{}`); ids are 1–64 of `A–Z a–z 0–9 _ -`. Parsed before the stream starts, so a bad
 /// id, function or JSON is a plain HTTP error naming the subscription.
 struct StreamSubscriptions: Sendable {
+    /// Which URL: a stream's subscriptions or a batch's queries.
+    enum Kind: Sendable {
+        case stream, batch
+
+        var route: String { self == .stream ? "/subscribe" : "/query" }
+        var functionPrefix: String { self == .stream ? "sub" : "q" }
+        var noun: String { self == .stream ? "subscription" : "query" }
+        var code: GatewayError.Code { self == .stream ? .invalidSubscriptions : .invalidQueries }
+    }
+
     struct Subscription: Sendable {
         var id: String
         var function: UdfPath
@@ -23,51 +36,59 @@ struct StreamSubscriptions: Sendable {
     /// Query parameters of `/subscribe` that are not subscriptions (`ticket` is taken out by the parse stage).
     static let otherParameters: Set<String> = ["format"]
 
-    /// - Throws: 400 `InvalidSubscriptions` (or the argument stage's own error) naming the subscription.
-    init(_ query: QueryString, limit: Int) throws(GatewayError) {
+    /// - Throws: 400 `InvalidSubscriptions` (`InvalidQueries` for a batch; or the argument stage's own error) naming
+    ///   the subscription.
+    init(_ query: QueryString, limit: Int, kind: Kind = .stream) throws(GatewayError) {
+        let prefix = kind.functionPrefix + "."
+        let invalid = { (message: String) in GatewayError.badRequest(message, code: kind.code) }
+        let noun = kind.noun
+        let capitalNoun = noun.prefix(1).uppercased() + noun.dropFirst()
         var functions: [(id: String, text: String)] = []
         var arguments: [String: String] = [:]
         for parameter in query.parameters where !Self.otherParameters.contains(parameter.name) {
             let name = parameter.name
-            let kind: Substring
+            let part: Substring
             let id: Substring
-            if name.hasPrefix("sub.") {
-                (kind, id) = ("sub", name.dropFirst(4))
+            if name.hasPrefix(prefix) {
+                (part, id) = ("function", name.dropFirst(prefix.count))
             } else if name.hasPrefix("args.") {
-                (kind, id) = ("args", name.dropFirst(5))
+                (part, id) = ("args", name.dropFirst(5))
             } else {
-                throw Self.invalid(
-                    "Unknown query parameter '\(printable(name))' on /subscribe; name subscriptions with "
-                        + "sub.<id>=<module:function> and their arguments with args.<id>=<JSON object>")
+                throw invalid(
+                    "Unknown query parameter '\(printable(name))' on \(kind.route); name \(noun == "query" ? "queries" : "subscriptions") "
+                        + "with \(prefix)<id>=<module:function> and their arguments with args.<id>=<JSON object>")
             }
             guard Self.isValidID(id) else {
-                throw Self.invalid(
-                    "Subscription id '\(printable(String(id)))' is not valid: use 1 to 64 of A-Z a-z 0-9 _ -")
+                throw invalid(
+                    "\(capitalNoun) id '\(printable(String(id)))' is not valid: use 1 to 64 of A-Z a-z 0-9 _ -")
             }
             let idText = String(id)
             guard let value = parameter.value else {
-                throw Self.invalid("Query parameter '\(printable(name))' has no value")
+                throw invalid("Query parameter '\(printable(name))' has no value")
             }
-            if kind == "sub" {
+            if part == "function" {
                 guard !functions.contains(where: { $0.id == idText }) else {
-                    throw Self.invalid("Subscription '\(idText)' is given more than once")
+                    throw invalid("\(capitalNoun) '\(idText)' is given more than once")
                 }
                 functions.append((idText, value))
             } else {
                 guard arguments.updateValue(value, forKey: idText) == nil else {
-                    throw Self.invalid("Arguments of subscription '\(idText)' are given more than once")
+                    throw invalid("Arguments of \(noun) '\(idText)' are given more than once")
                 }
             }
         }
         guard !functions.isEmpty else {
-            throw Self.invalid(
-                "Name at least one subscription: /subscribe?sub.<id>=<module:function>&args.<id>=<JSON object>")
+            throw invalid(
+                "Name at least one \(noun): \(kind.route)?\(prefix)<id>=<module:function>&args.<id>=<JSON object>")
         }
         guard functions.count <= limit else {
-            throw Self.invalid("\(functions.count) subscriptions on one stream; at most \(limit) are allowed")
+            throw invalid(
+                kind == .stream
+                    ? "\(functions.count) subscriptions on one stream; at most \(limit) are allowed"
+                    : "\(functions.count) queries in one request; at most \(limit) are allowed")
         }
         if let orphan = arguments.keys.sorted().first(where: { id in !functions.contains { $0.id == id } }) {
-            throw Self.invalid("args.\(orphan) is given without sub.\(orphan)")
+            throw invalid("args.\(orphan) is given without \(prefix)\(orphan)")
         }
         var subscriptions: [Subscription] = []
         for (id, text) in functions {
@@ -76,12 +97,12 @@ struct StreamSubscriptions: Sendable {
                 function = try UdfPath(parsing: text)
             } catch {
                 throw GatewayError.badRequest(
-                    "Subscription '\(id)': invalid function path '\(printable(error.path))': \(error.message)",
+                    "\(capitalNoun) '\(id)': invalid function path '\(printable(error.path))': \(error.message)",
                     code: .invalidFunctionPath)
             }
             var input = ArgumentStage.Input.body(.object([:]))
             if let text = arguments[id] {
-                input = try ArgumentStage.input(fromBody: Array(text.utf8), what: "Subscription '\(id)': args.\(id)")
+                input = try ArgumentStage.input(fromBody: Array(text.utf8), what: "\(capitalNoun) '\(id)': args.\(id)")
             }
             subscriptions.append(Subscription(id: id, function: function, input: input))
         }
@@ -100,9 +121,6 @@ struct StreamSubscriptions: Sendable {
             }
     }
 
-    private static func invalid(_ message: String) -> GatewayError {
-        .badRequest(message, code: .invalidSubscriptions)
-    }
 }
 
 extension GatewayError {
@@ -110,6 +128,13 @@ extension GatewayError {
     func naming(subscription id: String) -> GatewayError {
         var error = self
         error.message = "Subscription '\(id)': \(message)"
+        return error
+    }
+
+    /// The same error, its message saying which query of a batch it concerns.
+    func naming(query id: String) -> GatewayError {
+        var error = self
+        error.message = "Query '\(id)': \(message)"
         return error
     }
 }

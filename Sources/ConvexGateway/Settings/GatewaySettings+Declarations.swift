@@ -44,6 +44,10 @@ extension GatewaySettings {
                 .integer(
                     "--max-wait-seconds", "GATEWAY_MAX_WAIT_SECONDS", \.gateway.maxWaitSeconds, in: 0...3600,
                     help: "Longest wait of a long-poll `GET` (`If-None-Match` with `Prefer: wait=<seconds>`); 0: none."),
+                .boolean(
+                    "--read-your-writes", "GATEWAY_READ_YOUR_WRITES", \.gateway.readYourWrites,
+                    help: "Once a mutation committed at `T` is answered, no query answer comes from a snapshot older "
+                        + "than `T`, for any caller."),
                 .integer(
                     "--threads", "GATEWAY_THREADS", \.gateway.threads, in: 0...256, note: "one per core",
                     help: "HTTP worker threads."),

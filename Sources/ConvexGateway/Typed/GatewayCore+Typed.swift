@@ -5,10 +5,10 @@ import ConvexValues
 extension GatewayCore {
     /// Runs a call; when it fails without running the function (unknown function or refused arguments), refetches
     /// the spec (rate-limited) and, if the fresh spec types the arguments differently, calls once more with them.
-    func retryingWithFreshSpec(
+    func retryingWithFreshSpec<Success>(
         _ function: UdfPath, _ input: ArgumentStage.Input, _ args: ConvexValue,
-        _ perform: (ConvexValue) async -> Result<ConvexValue, UpstreamFailure>
-    ) async -> Result<ConvexValue, UpstreamFailure> {
+        _ perform: (ConvexValue) async -> Result<Success, UpstreamFailure>
+    ) async -> Result<Success, UpstreamFailure> {
         let first = await perform(args)
         guard let specs = functionSpecs, case .failure(let failure) = first, failure.ranNoFunction else { return first }
         guard let fresh = await specs.refresh(),
@@ -41,7 +41,7 @@ extension ParsedRequest {
     /// Whether handling this request uses the function spec (so it should wait for the first fetch).
     var usesFunctionSpec: Bool {
         switch route {
-        case .query, .mutation, .action, .subscribe, .subscribeMany: true
+        case .query, .queryMany, .mutation, .action, .subscribe, .subscribeMany: true
         case .openAPI: wantsFunctionsDocument
         case .streamTickets, .health, .ready, .metrics, .clientScript: false
         }

@@ -1,0 +1,58 @@
+import ConvexSyncProtocol
+
+/// Moving the client's view forward on request: ``ConvexClient/waitForView(atLeast:timeout:)``.
+extension ClientCore {
+    /// A caller waiting for the view to reach `target`.
+    struct ViewWaiter {
+        let target: ConvexTimestamp
+        let reached: OneShot<Void>
+    }
+
+    /// Waits until the client's view is at `target` or later, asking the deployment for its latest snapshot while it
+    /// is not (again after 50 ms, doubling up to 1 s, while the deployment has not reached `target`), for at most
+    /// `timeout` on the configuration's clock. Returns the view's timestamp then, which is below `target` when the time
+    /// ran out.
+    func waitForView(atLeast target: ConvexTimestamp, timeout: Duration) async -> ConvexTimestamp {
+        let clock = configuration.clock
+        let deadline = clock.now + timeout
+        var retry = Duration.milliseconds(50)
+        while true {
+            let reached = OneShot<Void>()
+            let (view, id, deferred) = state.withLock { l -> (ConvexTimestamp?, UInt64, Deferred?) in
+                if l.viewTimestamp >= target { return (l.viewTimestamp, 0, nil) }
+                let id = l.nextID
+                l.nextID += 1
+                l.viewWaiters[id] = ViewWaiter(target: target, reached: reached)
+                return (nil, id, applyLocked(l.sync.refreshView(), &l))
+            }
+            if let view { return view }
+            deferred?.run(self)
+            let wakeAt = min(clock.now + retry, deadline)
+            let timer = Task {
+                try? await clock.sleep(until: wakeAt)
+                reached.complete(())
+            }
+            await withTaskCancellationHandler {
+                await reached.wait()
+            } onCancel: {
+                reached.complete(())
+            }
+            timer.cancel()
+            let now = state.withLock { l in
+                l.viewWaiters[id] = nil
+                return l.viewTimestamp
+            }
+            if now >= target || clock.now >= deadline || Task.isCancelled { return now }
+            retry = min(retry * 2, .seconds(1))
+        }
+    }
+
+    /// Wakes the waiters whose target the view reached (under the lock, after a Transition was applied).
+    func wakeViewWaitersLocked(_ l: inout Locked) {
+        guard !l.viewWaiters.isEmpty else { return }
+        for (id, waiter) in l.viewWaiters where waiter.target <= l.viewTimestamp {
+            l.viewWaiters[id] = nil
+            waiter.reached.complete(())
+        }
+    }
+}

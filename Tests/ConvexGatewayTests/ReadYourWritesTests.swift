@@ -1,0 +1,140 @@
+import Clocks
+import ConvexSyncProtocol
+import ConvexValues
+import Synchronization
+import Testing
+
+@testable import ConvexGateway
+
+/// Read-your-writes without I/O: the snapshot-floor rule, the commit watermark, the hub's per-connection timestamp, and
+/// the hub moving a connection that lags behind a commit (against a scripted upstream that behaves as the Convex
+/// backend does: a connection's timestamp moves only when one of its queries changes, or when it asks).
+@Suite(.timeLimit(.minutes(1)))
+struct ReadYourWritesTests {
+    @Test func theFloorIsTheNewestCommitAndTheCallersMinimum() {
+        #expect(SnapshotFloor.required(minTimestamp: nil, lastCommit: 0, readYourWrites: true) == 0)
+        #expect(SnapshotFloor.required(minTimestamp: nil, lastCommit: 70, readYourWrites: true) == 70)
+        #expect(SnapshotFloor.required(minTimestamp: 90, lastCommit: 70, readYourWrites: true) == 90)
+        #expect(SnapshotFloor.required(minTimestamp: 50, lastCommit: 70, readYourWrites: true) == 70)
+        #expect(SnapshotFloor.required(minTimestamp: nil, lastCommit: 70, readYourWrites: false) == 0)
+        #expect(SnapshotFloor.required(minTimestamp: 50, lastCommit: 70, readYourWrites: false) == 50)
+    }
+
+    @Test(arguments: [
+        ("1795538336812318803", UInt64(1_795_538_336_812_318_803)), ("0", 0), (" 42 ", 42),
+        ("9223372036854775807", UInt64(Int64.max)),
+    ])
+    func aMinimumTimestampIsDecimalNanoseconds(text: String, value: UInt64) throws {
+        #expect(try SnapshotFloor.minTimestamp(text) == value)
+    }
+
+    @Test(arguments: ["", " ", "abc", "-1", "+5", "1.5", "1e9", "9223372036854775808", "99999999999999999999", "0x10"])
+    func aMalformedMinimumIsRefused(text: String) {
+        #expect(throws: GatewayError.self) { try SnapshotFloor.minTimestamp(text) }
+        do {
+            _ = try SnapshotFloor.minTimestamp(text)
+        } catch {
+            #expect(error.status == 400)
+            #expect(error.code == .invalidTimestamp)
+            #expect(error.message.contains("Convex-Min-Timestamp"))
+        }
+    }
+
+    @Test func noHeaderIsNoMinimum() throws {
+        #expect(try SnapshotFloor.minTimestamp(nil) == nil)
+    }
+
+    @Test func theWatermarkKeepsTheNewestCommit() async {
+        let watermark = CommitWatermark()
+        #expect(watermark.ts == 0)
+        await withTaskGroup(of: Void.self) { group in
+            for ts in (1...200).shuffled() { group.addTask { watermark.committed(UInt64(ts)) } }
+        }
+        #expect(watermark.ts == 200)
+        watermark.committed(3)
+        #expect(watermark.ts == 200)
+    }
+
+    // MARK: The hub's timestamp per connection
+
+    let key = SubscriptionHub.Key(identity: "", function: try! UdfPath(parsing: "messages:list"), args: [:])
+
+    @Test func aTransitionThatChangesNothingStillMovesTheConnectionsTimestamp() throws {
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        _ = try hub.attach(RecordingSink(), to: key, args: [:], held: nil, now: .zero)
+        _ = hub.receive(
+            ts: 5, identity: "", changes: [Change(key, 1, .value(1.0), 11)], wallMilliseconds: 1, now: .zero)
+        #expect(hub.current(key, format: .plain)?.ts == 5)
+        let actions = hub.receive(ts: 9, identity: "", changes: [], wallMilliseconds: 2, now: .zero)
+        #expect(actions.isEmpty, "nothing to deliver")
+        #expect(hub.timestamp(of: "") == 9)
+        #expect(hub.current(key, format: .plain)?.ts == 9, "the result holds at the new snapshot")
+        #expect(hub.timestamp(of: "u1") == 0, "another connection is not moved")
+    }
+
+    @Test func aWaitingGetIsWokenWithTheTimestampOfItsFirstResult() throws {
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        guard case .waiting = hub.wait(7, for: key, args: [:], now: .zero) else {
+            Issue.record("a GET before the first result waits")
+            return
+        }
+        let actions = hub.receive(
+            ts: 12, identity: "", changes: [Change(key, 1, .value(1.0), 11)], wallMilliseconds: 1, now: .zero)
+        let woken = actions.compactMap { action -> UInt64? in
+            if case .resume([7], let read?) = action { read.ts } else { nil }
+        }
+        #expect(woken == [12])
+        guard case .ready(let read?) = hub.wait(8, for: key, args: [:], now: .zero) else {
+            Issue.record("a GET after the first result is answered at once")
+            return
+        }
+        #expect(read.ts == 12)
+    }
+
+    private func Change(_ key: SubscriptionHub.Key, _ generation: UInt64, _ result: UpstreamResult, _ hash: UInt64)
+        -> HubState.Change
+    {
+        HubState.Change(key: key, generation: generation, result: result, hash: hash)
+    }
+
+    // MARK: Moving a connection that lags
+
+    static func hub(clock: TestClock<Duration>) -> SubscriptionHub {
+        SubscriptionHub(
+            keepWarm: .seconds(10), maxSubscriptions: 10, metrics: GatewayMetrics(), logger: quietLogger,
+            clock: GatewayClock(clock)
+        ) { value, _ in value.convexJSON() }
+    }
+
+    @Test func aConnectionBehindACommitIsAskedToMoveAndTheHubFollows() async throws {
+        let hub = Self.hub(clock: TestClock())
+        let upstream = ScriptedUpstream()
+        async let first = hub.firstResult(for: key, args: [:], upstream: upstream, timeout: .seconds(5))
+        await waitUntil { upstream.activeCount == 1 }
+        upstream.push(.value(.int64(1)))
+        #expect(try #require(await first).ts == 1)
+        // A commit elsewhere that changes none of this connection's queries: no transition reaches it.
+        let commit = try await upstream.call(.mutation, "other:write", args: [:], timeout: .seconds(5)).ts ?? 0
+        #expect(commit == 2)
+        #expect(hub.sessionTimestamp(of: "") == 1)
+        #expect(await hub.reach(commit, identity: "", upstream: upstream, timeout: .seconds(5)))
+        #expect(upstream.viewRequests == 1)
+        #expect(hub.sessionTimestamp(of: "") == 2)
+        #expect(hub.currentBody(for: key, format: .plain)?.ts == 2)
+        // Already there: no second ask.
+        #expect(await hub.reach(2, identity: "", upstream: upstream, timeout: .seconds(5)))
+        #expect(upstream.viewRequests == 1)
+    }
+
+    @Test func aTimestampTheDeploymentNeverReachesIsNotReached() async throws {
+        let clock = TestClock()
+        let hub = Self.hub(clock: clock)
+        let upstream = ScriptedUpstream()
+        async let first = hub.firstResult(for: key, args: [:], upstream: upstream, timeout: .seconds(5))
+        await waitUntil { upstream.activeCount == 1 }
+        upstream.push(.value(.int64(1)))
+        _ = try #require(await first)
+        #expect(await hub.reach(1_000, identity: "", upstream: upstream, timeout: .seconds(5)) == false)
+        #expect(hub.sessionTimestamp(of: "") == 1)
+    }
+}
