@@ -320,13 +320,14 @@ export class ConvexGateway {
 }
 
 /**
- * The later of two Convex timestamps, decimal strings of unsigned 64-bit integers compared as BigInt: `seen` when
- * `known` is undefined or older, else `known`. A `seen` that is not such a string (a missing header) is ignored.
+ * The later of two Convex timestamps, decimal strings compared as BigInt: `seen` when `known` is undefined or older,
+ * else `known`. A `seen` that is not a Convex timestamp (a missing header; not decimal digits; above 2^63 - 1, which
+ * the gateway would refuse in `Convex-Min-Timestamp`) is ignored.
  */
 export function laterTimestamp(known, seen) {
   if (typeof seen !== "string" || !/^[0-9]{1,20}$/.test(seen)) return known;
   const value = BigInt(seen);
-  if (value >= 2n ** 64n) return known;
+  if (value >= 2n ** 63n) return known;
   if (known !== undefined && BigInt(known) >= value) return known;
   return value.toString(); // canonical: no leading zeros
 }
