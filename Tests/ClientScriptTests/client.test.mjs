@@ -11,8 +11,10 @@ import {
   ConvexGateway,
   applyPatch,
   applyTransition,
+  callHeaders,
   decodeConvexValue,
   encodeConvexValue,
+  laterTimestamp,
 } from "../../Sources/ConvexGateway/Resources/client.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -170,6 +172,37 @@ test("applyTransition decodes values and patch operations with the given decoder
   assert.deepEqual(changes[0].value, { wins: 81n });
 });
 
+// MARK: Timestamps (read your writes)
+
+test("laterTimestamp keeps the highest Convex timestamp, compared as integers, not as text or float64", () => {
+  assert.equal(laterTimestamp(undefined, "5"), "5");
+  assert.equal(laterTimestamp("5", "10"), "10", "not compared as text");
+  assert.equal(laterTimestamp("10", "9"), "10");
+  assert.equal(laterTimestamp("10", "10"), "10");
+  // Above 2^53, float64 cannot tell these apart.
+  assert.equal(laterTimestamp("9007199254740993", "9007199254740992"), "9007199254740993");
+  assert.equal(laterTimestamp("9223372036854775806", "9223372036854775807"), "9223372036854775807");
+  assert.equal(laterTimestamp(undefined, "0007"), "7", "kept in canonical form");
+});
+
+test("laterTimestamp ignores what is not a Convex timestamp: decimal digits, at most 2^63 - 1", () => {
+  const beyond = ["9223372036854775808", "18446744073709551615", "123456789012345678901"];
+  for (const seen of [undefined, null, "", " 5", "5 ", "-1", "1.5", "1e3", "0x10", "abc", ...beyond, 7, 7n]) {
+    assert.equal(laterTimestamp("3", seen), "3", `${typeof seen} ${String(seen)}`);
+    assert.equal(laterTimestamp(undefined, seen), undefined, `${typeof seen} ${String(seen)}`);
+  }
+});
+
+test("callHeaders sends JSON, the token and Convex-Min-Timestamp only when there are some", () => {
+  assert.deepEqual(callHeaders(null, undefined), { "Content-Type": "application/json" });
+  assert.deepEqual(callHeaders("jwt", "42"), {
+    "Content-Type": "application/json",
+    Authorization: "Bearer jwt",
+    "Convex-Min-Timestamp": "42",
+  });
+  assert.deepEqual(callHeaders(undefined, "0"), { "Content-Type": "application/json", "Convex-Min-Timestamp": "0" });
+});
+
 // MARK: The client with stand-ins for EventSource and fetch
 
 class FakeEventSource {
@@ -288,4 +321,57 @@ test('values: "convex" sends and reads the encoded format, int64 as BigInt and b
   assert.deepEqual(gateway.current("mlb:team", { id: 5n }), { wins: 80n });
   gateway.close();
   assert.throws(() => new ConvexGateway("http://gateway.test", { values: "bigint" }), TypeError);
+});
+
+test("calls send the highest Convex-Timestamp seen on answers and transitions as Convex-Min-Timestamp", async () => {
+  const requests = [];
+  // Each answer: [status, Convex-Timestamp header or null, body].
+  const answers = [
+    [200, "1000", 1],
+    [200, "999", 1],
+    [422, "1500", { error: { code: "ConvexError", message: "no" } }],
+    [200, null, 2],
+    [200, "1700", 3],
+  ];
+  globalThis.fetch = async (url, init) => {
+    requests.push({ url, init });
+    const [status, timestamp, body] = answers.shift();
+    const headers = new Headers(timestamp === null ? {} : { "Convex-Timestamp": timestamp });
+    return { ok: status === 200, status, headers, json: async () => body };
+  };
+  FakeEventSource.instances = [];
+  globalThis.EventSource = FakeEventSource;
+  const gateway = new ConvexGateway("http://gateway.test", { debounceMs: 0 });
+  const sent = () => requests.at(-1).init.headers["Convex-Min-Timestamp"];
+  assert.equal(gateway.timestamp, undefined);
+
+  assert.equal(await gateway.mutation("conformance:increment", { name: "a" }), 1);
+  assert.equal(sent(), undefined, "nothing seen yet: no header");
+  assert.equal(gateway.timestamp, "1000");
+  await gateway.query("conformance:counter", { name: "a" });
+  assert.equal(sent(), "1000", "the query reads at least the mutation's commit");
+  assert.equal(gateway.timestamp, "1000", "an older snapshot does not lower it");
+  await assert.rejects(gateway.action("conformance:convexErrorAction"), { code: "ConvexError" });
+  assert.equal(sent(), "1000");
+  assert.equal(gateway.timestamp, "1500", "a refusal's timestamp counts too");
+  await gateway.query("conformance:counter", { name: "a" });
+  assert.equal(sent(), "1500");
+  assert.equal(gateway.timestamp, "1500", "an answer without the header leaves it");
+
+  const values = [];
+  gateway.subscribe("conformance:counter", { name: "a" }, (value) => values.push(value));
+  await until(() => FakeEventSource.instances.length === 1);
+  const source = FakeEventSource.instances[0];
+  source.emit("transition", { ts: "1600", changes: [{ sub: "q1", value: 1, v: "x" }] });
+  assert.equal(gateway.timestamp, "1600", "a transition's ts counts");
+  source.emit("transition", { ts: "1550", changes: [] });
+  assert.equal(gateway.timestamp, "1600");
+  await gateway.mutation("conformance:increment", { name: "a" });
+  assert.equal(sent(), "1600");
+  assert.equal(gateway.timestamp, "1700");
+  assert.throws(() => {
+    gateway.timestamp = "1";
+  }, TypeError, "read-only");
+  assert.deepEqual(values, [1]);
+  gateway.close();
 });

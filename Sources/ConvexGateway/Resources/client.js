@@ -28,6 +28,13 @@
  * `token({ forceRefresh: true, forceRefreshToken: true })` for a new one and carries on (`forceRefreshToken` is the
  * flag convex-js' `setAuth(fetchToken)` passes, so Convex auth adapters plug in unchanged). With `token` returning null, calls and streams are
  * anonymous, or signed in by the gateway's auth cookie if it has one.
+ *
+ * Read your writes: the client keeps the highest Convex timestamp it has seen, from the `Convex-Timestamp` header of
+ * every answer (a mutation's commit, the snapshot a query read) and the `ts` of every transition of its stream, and
+ * sends it as `Convex-Min-Timestamp` on each call. Behind a load balancer, a query therefore reads a snapshot at least
+ * as new as this client's last mutation, whichever gateway replica answers (one that cannot reach it in time answers
+ * 504 `UpstreamTimeout`). `gateway.timestamp` is that timestamp, a decimal string (undefined before the first). The
+ * stream is an EventSource, which cannot send headers: a live query follows its own replica, which catches up.
  */
 
 /**
@@ -63,6 +70,8 @@ export class ConvexGateway {
   #failures = 0;
   /** Values as convex-js gives them (`values: "convex"`), else plain JSON. */
   #convex;
+  /** The highest Convex timestamp seen (decimal string), sent as `Convex-Min-Timestamp`; undefined before the first. */
+  #timestamp = undefined;
 
   /**
    * @param {string} url The gateway's base URL, e.g. "https://gateway.example.com".
@@ -79,6 +88,14 @@ export class ConvexGateway {
       throw new TypeError(`values must be "json" or "convex", not ${options.values}`);
     }
     this.#convex = options.values === "convex";
+  }
+
+  /**
+   * The highest Convex timestamp this client has seen, as a decimal string (undefined before its first answer): what
+   * it sends as `Convex-Min-Timestamp`, so that its queries read at least what it wrote and saw.
+   */
+  get timestamp() {
+    return this.#timestamp;
   }
 
   /**
@@ -145,8 +162,7 @@ export class ConvexGateway {
   async #call(kind, fn, args, forceRefresh = false) {
     checkCall(fn, args);
     const token = await this.#token(forceRefresh);
-    const headers = { "Content-Type": "application/json" };
-    if (token) headers.Authorization = `Bearer ${token}`;
+    const headers = callHeaders(token, this.#timestamp);
     let response;
     try {
       const format = this.#convex ? "?format=encoded" : "";
@@ -158,6 +174,7 @@ export class ConvexGateway {
     } catch {
       throw new ConvexGatewayError(0);
     }
+    this.#timestamp = laterTimestamp(this.#timestamp, response.headers?.get("Convex-Timestamp"));
     const body = await response.json().catch(() => null);
     if (response.ok) return this.#convex ? decodeConvexValue(body) : body;
     // A refused token ran nothing: retrying once with a fresh one is safe, even for a mutation.
@@ -204,7 +221,9 @@ export class ConvexGateway {
     const decode = this.#convex ? decodeConvexValue : (value) => value;
     source.addEventListener("transition", (event) => {
       if (!current()) return;
-      const changes = applyTransition(byId, JSON.parse(event.data), decode);
+      const message = JSON.parse(event.data);
+      this.#timestamp = laterTimestamp(this.#timestamp, message.ts);
+      const changes = applyTransition(byId, message, decode);
       if (changes === null) {
         // A patch was made for a value this page does not hold: start again from full values.
         this.#scheduleOpen(0);
@@ -298,6 +317,30 @@ export class ConvexGateway {
   #fail(query, error) {
     for (const listener of [...query.listeners]) notify(listener.onError, error);
   }
+}
+
+/**
+ * The later of two Convex timestamps, decimal strings compared as BigInt: `seen` when `known` is undefined or older,
+ * else `known`. A `seen` that is not a Convex timestamp (a missing header; not decimal digits; above 2^63 - 1, which
+ * the gateway would refuse in `Convex-Min-Timestamp`) is ignored.
+ */
+export function laterTimestamp(known, seen) {
+  if (typeof seen !== "string" || !/^[0-9]{1,20}$/.test(seen)) return known;
+  const value = BigInt(seen);
+  if (value >= 2n ** 63n) return known;
+  if (known !== undefined && BigInt(known) >= value) return known;
+  return value.toString(); // canonical: no leading zeros
+}
+
+/**
+ * The headers of a call: JSON, `Authorization: Bearer <token>` when there is a token, and `Convex-Min-Timestamp` when
+ * the client has seen a timestamp.
+ */
+export function callHeaders(token, timestamp) {
+  const headers = { "Content-Type": "application/json" };
+  if (token) headers.Authorization = `Bearer ${token}`;
+  if (timestamp !== undefined) headers["Convex-Min-Timestamp"] = timestamp;
+  return headers;
 }
 
 /**
