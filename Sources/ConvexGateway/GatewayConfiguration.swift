@@ -1,6 +1,6 @@
 /// Everything a gateway instance is configured with. The `convex-gateway` executable fills it from flags, then
 /// environment variables, then these defaults; its settings are declared in `Settings/GatewaySettings+Declarations.swift`
-/// (README "Configuration").
+/// (docs/configuration.md).
 public struct GatewayConfiguration: Sendable {
     /// Address to listen on.
     public var host = "127.0.0.1"

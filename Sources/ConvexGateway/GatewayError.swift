@@ -6,7 +6,7 @@ import ConvexValues
 /// This is the only place where failures become status codes: ``Code/status``.
 package struct GatewayError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A stable, machine-readable error code, and the HTTP status it is answered with: the one table of the
-    /// gateway's errors (README "Errors").
+    /// gateway's errors (docs/routes-and-errors.md).
     package enum Code: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
         case badRequest = "BadRequest"
         case malformedJSON = "MalformedJSON"

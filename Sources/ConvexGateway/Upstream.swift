@@ -110,7 +110,7 @@ public enum UpstreamFailure: Error, Sendable, Hashable {
 }
 
 extension UpstreamFailure {
-    /// The one mapping from upstream failures to HTTP statuses (see README "Errors").
+    /// The one mapping from upstream failures to HTTP statuses (docs/routes-and-errors.md).
     package var gatewayError: GatewayError {
         switch self {
         case .convexError(let message, let data):

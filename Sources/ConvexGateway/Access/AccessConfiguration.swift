@@ -1,6 +1,6 @@
 /// The gateway's access controls and request limits. Every control is off by default except the limits; the
 /// `convex-gateway` executable fills this from flags and environment variables, as declared in
-/// `Settings/GatewaySettings+Declarations.swift` (README "Access controls and limits").
+/// `Settings/GatewaySettings+Declarations.swift` (docs/configuration.md, "Access controls and limits").
 public struct AccessConfiguration: Sendable {
     /// When set, every request except `/healthz`, `/readyz`, `/openapi.yaml`, `/client.js` and CORS preflights must
     /// carry it in the ``apiKeyHeader`` header; otherwise 401 `InvalidAPIKey`.

@@ -1,9 +1,9 @@
 import Logging
 
 /// Every setting of `convex-gateway`, each declared once: flag, environment variable, help and kind; the default is
-/// the value ``GatewaySettings`` starts with. `--help`, the lookup and the README check (SettingsDocumentationTests)
+/// the value ``GatewaySettings`` starts with. `--help`, the lookup and the documentation check (SettingsDocumentationTests)
 /// come from here. To add a setting: add a property (here or in `GatewayConfiguration`), declare it below, and add
-/// the row the README test asks for to the README's table.
+/// the row the documentation test asks for to the table in docs/configuration.md.
 extension GatewaySettings {
     package static let declarations: [Setting] =
         section(

@@ -1,9 +1,9 @@
 /// One setting of the `convex-gateway` executable: its flag, environment variable, documented default, help text,
 /// whether it is secret, and how its text becomes part of ``GatewaySettings``. Every setting is declared once, in
 /// `GatewaySettings+Declarations.swift`; `--help`, the lookup (flag > environment > default) and the check of the
-/// README's tables all read the declarations.
+/// tables of docs/configuration.md all read the declarations.
 package struct Setting: Sendable {
-    /// Where a setting is documented: its group in `--help`, and the README section whose table lists it.
+    /// Where a setting is documented: its group in `--help`, and the section of docs/configuration.md whose table lists it.
     package enum Section: String, Sendable, CaseIterable {
         case configuration = "Configuration"
         case access = "Access controls and limits"
@@ -56,7 +56,7 @@ package struct Setting: Sendable {
     package var name: String { flag.map { "\($0)/\(environment)" } ?? environment }
 
     /// The help text with what the declaration adds: the accepted choices, the alternative, and the secret marker.
-    /// Markdown; the README's "Meaning" column holds exactly this.
+    /// Markdown; the "Meaning" column of docs/configuration.md holds exactly this.
     package var documentation: String {
         var text = help
         if !choices.isEmpty { text += " One of " + choices.map { "`\($0)`" }.joined(separator: ", ") + "." }
