@@ -10,7 +10,7 @@ enum ClientScript {
         return "\"client-" + String(hash.value, radix: 16) + "\""
     }()
 
-    /// The script; `If-None-Match` naming its ETag gets a 304 in the finish stage (Pipeline/Representation.swift).
+    /// The script; `If-None-Match` naming its ETag gets a 304 when the request completes (ConditionalGetAndGzip/).
     /// Browsers keep it but revalidate on each use (`no-cache`), so a page always runs the client of the gateway it
     /// talks to.
     static var response: GatewayResponse {

@@ -10,8 +10,10 @@ import Logging
 /// 2. parse once (Pipeline/ParsedRequest.swift): route and function path, query string, format, and the caller
 ///    identity from the `Authorization` header, a stream ticket or the auth cookie (Access/CallerCredentials.swift);
 /// 3. typed arguments (Pipeline/ArgumentStage.swift), consulting the function spec (Typed/);
-/// 4. dispatch (Pipeline/Dispatch.swift): query, mutation, action, stream, or the hot answer (HotQueries.swift);
-/// 5. finish (Pipeline/Finish.swift): CORS headers and metrics on every response, errors included.
+/// 4. dispatch (Pipeline/Dispatch.swift) to the stage of the route kind: Queries, BatchQuery, Calls, Streams,
+///    SystemRoutes (Pipeline/), or the hot answer (HotQueries.swift);
+/// 5. complete (Pipeline/Finish.swift): the representation, CORS headers and metrics of every answer, errors and
+///    stream starts included; no stage finishes a response itself.
 package final class GatewayCore: Sendable {
     package let configuration: GatewayConfiguration
     /// The one clock every stage reads time from (keep-warm, idle connections, rate limit, spec refresh).
@@ -84,7 +86,7 @@ package final class GatewayCore: Sendable {
             representation: RepresentationPreferences(method: request.method, header: request.header))
         switch access.decide(request) {
         case .answer(let response):
-            return .respond(finish(response, context))
+            return complete(.respond(response), context)
         case .proceed(let headers):
             context.headers = headers
         }
@@ -92,18 +94,19 @@ package final class GatewayCore: Sendable {
         do {
             parsed = try ParsedRequest(request, defaultFormat: configuration.defaultFormat, credentials: credentials)
         } catch {
-            return .respond(finish(errorResponse(error, format: configuration.defaultFormat), context))
+            return complete(.respond(errorResponse(error, format: configuration.defaultFormat)), context)
         }
         // Typed inputs (Typed/): function calls and the functions document wait for the first function spec fetch.
         if let specs = functionSpecs, specs.firstFetchPending, parsed.usesFunctionSpec {
-            return .deferred { [self, context] in
-                await specs.waitForFirstFetch()
-                switch dispatch(parsed, context) {
-                case .respond(let response): return .response(response)
-                case .deferred(let next): return await next()
-                }
-            }
+            return complete(
+                .deferred { [self, context] in
+                    await specs.waitForFirstFetch()
+                    switch dispatch(parsed, context) {
+                    case .respond(let response): return .response(response)
+                    case .deferred(let next): return await next()
+                    }
+                }, context)
         }
-        return dispatch(parsed, context)
+        return complete(dispatch(parsed, context), context)
     }
 }

@@ -11,7 +11,7 @@ import Synchronization
 /// `Authorization` or the auth cookie (anonymous), without `Accept: text/event-stream`, and with the function spec unchanged since the
 /// target was remembered. Anything else, and any target not remembered, takes full handling.
 ///
-/// `If-None-Match` and `Accept-Encoding` are answered by the same rules as full handling (Pipeline/Representation.swift):
+/// `If-None-Match` and `Accept-Encoding` are answered by the same rules as full handling (ConditionalGetAndGzip/):
 /// a 304, or gzip from 1 KiB, with the compressed body made once per value. A long-poll (`Prefer: wait`) takes full
 /// handling, which can wait.
 final class HotQueries: Sendable {
@@ -222,7 +222,7 @@ extension GatewayCore {
             let context = ResponseContext(
                 template: Route.queryTemplate, startedAt: .now - (clock.now - started), headers: [],
                 representation: RepresentationPreferences(method: "GET", header: request.header))
-            return try? HTTPPreparedResponse(HTTPResponse(finish(refusal, context)))
+            return try? HTTPPreparedResponse(HTTPResponse(complete(refusal, context)))
         case .proceed(let headers):
             accessHeaders = headers
         }

@@ -4,7 +4,7 @@ import Testing
 
 @testable import ConvexGateway
 
-/// The rules that pick a response's representation (Pipeline/Representation.swift and its parsers): `If-None-Match`,
+/// The rules that pick a response's representation (ConditionalGetAndGzip/): `If-None-Match`,
 /// `Accept-Encoding` and `Prefer`, as RFC 9110 and RFC 7240 read them.
 @Suite struct RepresentationTests {
     static let etag = #""00000000000000ab-plain""#

@@ -34,16 +34,16 @@ extension GatewayCore {
         let longPoll = longPollWait(request, context)
         return .deferred { [self, keys, queries] in
             if let refusal = await readyToRead(at: floor, identity: identityID, upstream: upstream, format: format) {
-                return .response(finish(refusal, context))
+                return .response(refusal)
             }
             let answer: GatewayResponse
             switch await readBatch(keys: keys, args: queries.map(\.args), upstream: upstream, format: format) {
             case .failure(let error):
-                return .response(finish(errorResponse(error, format: format), context))
+                return .response(errorResponse(error, format: format))
             case .success(let snapshot):
                 answer = batchResponse(ids: queries.map(\.id), snapshot, format: format)
                 guard let longPoll, Self.holds(context, answer) else {
-                    return .response(finish(answer, context))
+                    return .response(answer)
                 }
                 // The client holds this snapshot: wait for any of the queries to change.
                 let members = zip(keys, zip(queries, snapshot.bodies)).map { key, pair in
@@ -59,7 +59,7 @@ extension GatewayCore {
                     waited.setHeader(SnapshotFloor.timestampHeader, String(hub.sessionTimestamp(of: identityID)))
                 }
                 waited.headers.append(("Preference-Applied", "wait=\(longPoll)"))
-                return .response(finish(waited, context))
+                return .response(waited)
             }
         }
     }

@@ -10,9 +10,30 @@ struct ResponseContext: Sendable {
 }
 
 extension GatewayCore {
-    /// The last stage of every response, errors and hot answers included: picks the representation (304, gzip:
-    /// Representation.swift), adds the access stage's headers and records the request's metrics.
-    func finish(_ response: GatewayResponse, _ context: ResponseContext) -> GatewayResponse {
+    /// The one completion of every request, whatever the stage that answered it: a response gets its representation
+    /// (304, gzip: ConditionalGetAndGzip/), the access stage's headers (CORS) and its metrics; a deferred answer gets
+    /// the same when it comes; an event stream gets the access stage's headers and is counted as a 200 when it starts.
+    /// No stage finishes a response itself.
+    func complete(_ handling: GatewayHandling, _ context: ResponseContext) -> GatewayHandling {
+        switch handling {
+        case .respond(let response):
+            return .respond(complete(response, context))
+        case .deferred(let answer):
+            return .deferred { [self] in
+                switch await answer() {
+                case .response(let response):
+                    return .response(complete(response, context))
+                case .stream(var start):
+                    start.headers += context.headers
+                    metrics.recordRequest(route: context.template, status: 200, duration: .now - context.startedAt)
+                    return .stream(start)
+                }
+            }
+        }
+    }
+
+    /// ``complete(_:_:)-(GatewayHandling,_)`` of a response given now (the quick responder's refusals too).
+    func complete(_ response: GatewayResponse, _ context: ResponseContext) -> GatewayResponse {
         var response = response.negotiated(context.representation) { ContentCoding.gzip(response.body) }
         response.headers += context.headers
         metrics.recordRequest(route: context.template, status: response.status, duration: .now - context.startedAt)

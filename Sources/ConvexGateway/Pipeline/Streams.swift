@@ -38,7 +38,7 @@ extension GatewayCore {
     /// Starts an event stream: `/subscribe/<function>` (one subscription without an id, its own events) or
     /// `/subscribe?sub.<id>=…` (transition events). The one place where a stream starts.
     func startStream(
-        _ request: ParsedRequest, _ context: ResponseContext, _ subscriptions: [StreamSubscription]
+        _ request: ParsedRequest, _ subscriptions: [StreamSubscription]
     ) async -> GatewayOutcome {
         let format = request.format
         let (identityID, upstream) = pool.upstream(for: request.identity)
@@ -47,7 +47,7 @@ extension GatewayCore {
             of: zip(subscriptions, keys).map { ($0.id, $1, $0.args) }, identity: identityID, upstream: upstream,
             floor: snapshotFloor(request), format: format)
         {
-            return .response(finish(refusal, context))
+            return .response(refusal)
         }
         let framing: EventStream.Framing =
             subscriptions.count == 1 && subscriptions[0].id == nil
@@ -57,10 +57,9 @@ extension GatewayCore {
         )
         let attachments = StreamAttachments()
         let (hub, logger, openStreams) = (self.hub, self.logger, self.openStreams)
-        _ = finish(GatewayResponse(status: 200, body: []), context)
         return .stream(
             EventStreamStart(
-                headers: Self.eventStreamHeaders + context.headers,
+                headers: Self.eventStreamHeaders,
                 preamble: Self.streamPreamble,
                 attach: { output in
                     openStreams.opened(output)
