@@ -49,6 +49,9 @@ let package = Package(
 
         // MARK: Sync protocol and client
         .target(name: "ConvexSyncProtocol", dependencies: ["ConvexValues"]),
+        // The byte-level rules of the header fields the gateway reads on its hot path (entity tags, Accept,
+        // Accept-Encoding, comparisons in place) and the client-address key: the only unsafe code outside MicroHTTPD.
+        .target(name: "HTTPFields", dependencies: ["MicroHTTPD"]),
         .testTarget(name: "ConvexSyncProtocolTests", dependencies: ["ConvexSyncProtocol", "ConvexValues"]),
         // One HTTP/1.1 request over SwiftNIO: the few plain fetches, without FoundationNetworking (libcurl).
         .target(
@@ -176,6 +179,7 @@ let package = Package(
                 "ConvexSyncProtocol",
                 "Convex",
                 "MicroHTTPD",
+                "HTTPFields",
                 .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -202,6 +206,7 @@ let package = Package(
             name: "ConvexGatewayTests",
             dependencies: [
                 "ConvexGateway",
+                "HTTPFields",
                 "ConvexSyncProtocol",
                 "TestSupport",
                 "Convex",

@@ -1,3 +1,4 @@
+import HTTPFields
 /// `GET /client.js`: the browser client (`Resources/client.js`). SwiftPM embeds the file in the binary at build
 /// time, so the installed executable and the container image serve it with no resource files beside them.
 enum ClientScript {

@@ -1,3 +1,4 @@
+import HTTPFields
 import MicroHTTPD
 import Synchronization
 
@@ -183,7 +184,7 @@ extension GatewayCore {
         else { return nil }
         // The parse stage's conditions for an answer that depends on the target alone: no credentials.
         guard !request.hasHeader("Authorization"),
-            !request.withHeader("Accept", ParsedRequest.acceptsEventStream)
+            !request.withField("Accept", Accept.acceptsEventStream)
         else { return nil }
         if let cookie = credentials.cookieName, CookieHeader.value(named: cookie, in: request.header("Cookie")) != nil {
             return nil
@@ -246,10 +247,10 @@ extension GatewayCore {
         }
         let notModified =
             sentIfNoneMatch
-            && request.withHeader("If-None-Match") { field in
+            && request.withField("If-None-Match") { field in
                 field.map { EntityTag.ifNoneMatch($0, matches: value.etag, gzip: value.gzipETag) } ?? false
             }
-        let gzip = request.withHeader("Accept-Encoding", ContentCoding.acceptsGzip)
+        let gzip = request.withField("Accept-Encoding", AcceptEncoding.acceptsGzip)
         let prepared: HTTPPreparedResponse
         if let made = value.variant(gzip: gzip, notModified: notModified, accessHeaders: accessHeaders) {
             prepared = made

@@ -2,6 +2,7 @@ import Clocks
 import CompressNIO
 import ConvexValues
 import Foundation
+import HTTPFields
 import NIOCore
 import TestSupport
 import Testing

@@ -1,4 +1,5 @@
 import CompressNIO
+import HTTPFields
 import NIOCore
 import Testing
 

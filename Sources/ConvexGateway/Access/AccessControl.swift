@@ -1,4 +1,5 @@
 import Convex
+import HTTPFields
 
 extension GatewayError {
     static func invalidAPIKey(missing: Bool) -> GatewayError {
@@ -111,13 +112,13 @@ package final class AccessControl: Sendable {
 
     /// The CORS answer for an `Origin` field's bytes (CORS on): the prepared headers of a configured origin sent
     /// as configured, else ``CORSPolicy/allows(origin:)`` and ``CORSPolicy/responseHeaders(origin:)`` on its text.
-    private func originCheck(_ bytes: UnsafeBufferPointer<UInt8>?) -> OriginCheck {
-        guard let bytes else { return .absent }
+    private func originCheck(_ field: FieldValue?) -> OriginCheck {
+        guard let field else { return .absent }
         if let corsHeadersForAnyOrigin { return .allowed(corsHeadersForAnyOrigin) }
-        for entry in corsHeadersByOrigin where bytes.hasSameBytes(as: entry.origin) {
+        for entry in corsHeadersByOrigin where field.hasSameBytes(as: entry.origin) {
             return .allowed(entry.headers)
         }
-        let origin = String(decoding: bytes, as: UTF8.self)
+        let origin = field.text
         let cors = configuration.cors
         return cors.allows(origin: origin) ? .allowed(cors.responseHeaders(origin: origin)) : .refused(origin)
     }

@@ -43,7 +43,7 @@ struct StreamTickets: Sendable {
         }
         var plaintext: [UInt8] = []
         plaintext.reserveCapacity(8 + token.utf8.count)
-        withUnsafeBytes(of: expiresAt.bigEndian) { plaintext.append(contentsOf: $0) }
+        plaintext.append(contentsOf: (0..<8).reversed().map { UInt8(truncatingIfNeeded: expiresAt >> ($0 * 8)) })
         plaintext.append(contentsOf: token.utf8)
         do {
             let sealed = try AES.GCM.seal(plaintext, using: key.key, authenticating: [Self.version])

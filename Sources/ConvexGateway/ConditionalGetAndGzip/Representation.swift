@@ -1,3 +1,4 @@
+import HTTPFields
 /// What a request says about the representation it wants: whether it takes gzip, and the entity tags it holds.
 /// The finish stage (and the hot path, with the same rules) picks the response's representation from it.
 struct RepresentationPreferences: Sendable {

@@ -102,7 +102,8 @@ extension GatewayCore {
         for (id, read) in zip(ids, snapshot.bodies) {
             tag.combine(Array(id.utf8))
             tag.combine(0)
-            withUnsafeBytes(of: read.current.hash.littleEndian) { tag.combine(Array($0)) }
+            let hash = read.current.hash
+            tag.combine((0..<8).map { UInt8(truncatingIfNeeded: hash >> ($0 * 8)) })
             let name = ConvexValue.string(id).convexJSON()
             switch read.current.result {
             case .value:

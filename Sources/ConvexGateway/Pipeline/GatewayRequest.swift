@@ -1,3 +1,5 @@
+import HTTPFields
+
 /// A request as the server hands it to the gateway, before any parsing: the method, the target exactly as sent,
 /// the headers and the body. ``ParsedRequest`` is what the pipeline makes of it.
 package struct GatewayRequest: Sendable {
@@ -30,4 +32,11 @@ package struct GatewayRequest: Sendable {
 
     /// The request target as sent (path and query), which the hot `GET` path remembers answers by.
     package var target: String { rawQuery.map { "\(rawPath)?\($0)" } ?? rawPath }
+}
+
+extension GatewayRequest: HeaderFields {
+    package func withField<R>(_ name: String, _ body: (FieldValue?) -> R) -> R {
+        guard let value = header(name) else { return body(nil) }
+        return FieldValue.of(value, body)
+    }
 }

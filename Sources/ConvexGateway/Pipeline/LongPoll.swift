@@ -1,5 +1,6 @@
 import ConvexSyncProtocol
 import ConvexValues
+import HTTPFields
 
 /// Long-poll: a `GET` with `If-None-Match` and `Prefer: wait=<seconds>` whose tag names the current value is held
 /// until the value changes (200) or the wait ends (304).

@@ -1,5 +1,6 @@
 import ConvexSyncProtocol
 import Foundation
+import HTTPFields
 
 /// A request as the pipeline understands it, built once by ``init(_:defaultFormat:credentials:)``: the route (with its
 /// function path), the query string decoded to text, who is calling, and the output format. Every later stage reads this
@@ -51,28 +52,8 @@ struct ParsedRequest: Sendable {
         self.request = request
     }
 
-    /// Whether an `Accept` header asks for Server-Sent Events.
+    /// Whether an `Accept` field value asks for an event stream (HTTPFields' ``Accept``).
     static func acceptsEventStream(_ accept: String?) -> Bool {
-        guard var accept else { return false }
-        return accept.withUTF8 { acceptsEventStream($0) }
-    }
-
-    /// The same over the field's bytes (the hot path reads them in place): `text/event-stream` anywhere in it, in
-    /// any letter case.
-    static func acceptsEventStream(_ accept: UnsafeBufferPointer<UInt8>?) -> Bool {
-        let wanted = eventStreamType
-        guard let accept, accept.count >= wanted.count else { return false }
-        for start in 0...(accept.count - wanted.count) {
-            var index = 0
-            while index < wanted.count, lowercased(accept[start + index]) == wanted[index] { index += 1 }
-            if index == wanted.count { return true }
-        }
-        return false
-    }
-
-    private static let eventStreamType = Array("text/event-stream".utf8)
-
-    private static func lowercased(_ byte: UInt8) -> UInt8 {
-        byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
+        Accept.acceptsEventStream(accept)
     }
 }

@@ -1,5 +1,6 @@
 import ConvexSyncProtocol
 import ConvexValues
+import HTTPFields
 
 /// `GET /query/<function>` and `HEAD`: answered from the live subscription of the caller, function and arguments
 /// (at once when it has a result new enough, else once its first result comes), with the value's `ETag`.

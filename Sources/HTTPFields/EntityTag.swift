@@ -3,9 +3,9 @@
 /// A representation's tag is `"<opaque>"`; its gzip-coded variant carries its own strong tag, `"<opaque>-gzip"`
 /// (``gzipVariant(of:)``). `If-None-Match` naming either form matches the value, whichever coding the client asks for
 /// now: both stand for the same content.
-enum EntityTag {
+public enum EntityTag {
     /// The tag of the gzip-coded representation of the one with tag `etag` (`"x"` → `"x-gzip"`).
-    static func gzipVariant(of etag: String) -> String {
+    public static func gzipVariant(of etag: String) -> String {
         guard etag.hasSuffix("\""), etag.count >= 2 else { return etag }
         return String(etag.dropLast()) + "-gzip\""
     }
@@ -13,20 +13,20 @@ enum EntityTag {
     /// Whether an `If-None-Match` field value names the representation tagged `etag` or its gzip variant `gzip`
     /// (``gzipVariant(of:)``, passed in by callers that keep it), by weak comparison (a `W/` prefix is ignored); `*`
     /// matches any current representation. The list is read up to its first malformed member.
-    static func ifNoneMatch(_ field: String, matches etag: String, gzip: String? = nil) -> Bool {
-        var field = field
-        return field.withUTF8 { ifNoneMatch($0, matches: etag, gzip: gzip) }
+    public static func ifNoneMatch(_ field: String, matches etag: String, gzip: String? = nil) -> Bool {
+        FieldValue.of(field) { ifNoneMatch($0, matches: etag, gzip: gzip) }
     }
 
     /// The same rules over the field's bytes, as the hot path reads them in place.
-    static func ifNoneMatch(_ field: UnsafeBufferPointer<UInt8>, matches etag: String, gzip: String? = nil) -> Bool {
+    public static func ifNoneMatch(_ field: FieldValue, matches etag: String, gzip: String? = nil) -> Bool {
         // The usual case, a client sending back the one tag it was given, costs one comparison.
         if field.hasSameBytes(as: etag) { return true }
         let gzip = gzip ?? gzipVariant(of: etag)
         if field.hasSameBytes(as: gzip) { return true }
         var found = false
-        forEachTag(in: field) { tag in
-            found = tag.elementsEqual("*".utf8) || tag.hasSameBytes(as: etag) || tag.hasSameBytes(as: gzip)
+        forEachTag(in: field.bytes) { tag in
+            let tag = FieldValue(tag)
+            found = tag.bytes.elementsEqual("*".utf8) || tag.hasSameBytes(as: etag) || tag.hasSameBytes(as: gzip)
             return !found
         }
         return found
