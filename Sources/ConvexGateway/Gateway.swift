@@ -40,7 +40,9 @@ public final class Gateway: Sendable {
         http.shutdownGracePeriod = configuration.shutdownGracePeriod
         http.connectionMemoryLimit = configuration.access.connectionMemoryLimit
         http.idleTimeoutSeconds = configuration.access.idleTimeoutSeconds
-        http.quickResponder = { head in core.hotAnswer(head) }  // HotQueries.swift
+        if configuration.quickResponder {
+            http.quickResponder = { head in core.hotAnswer(head) }  // HotQueries.swift
+        }
         http.rejectionResponse = { rejection in
             let error: GatewayError =
                 switch rejection {

@@ -182,13 +182,9 @@ extension GatewayCore {
         guard request.method == "GET", let target = request.target,
             let route = hotQueries.route(for: target, on: request)
         else { return nil }
-        // The parse stage's conditions for an answer that depends on the target alone: no credentials.
-        guard !request.hasHeader("Authorization"),
-            !request.withField("Accept", Accept.acceptsEventStream)
+        // The answer must depend on the target alone, as full handling decides when it remembers a target.
+        guard TargetOnlyAnswer.applies(method: request.method, fields: request, authCookie: credentials.cookieName)
         else { return nil }
-        if let cookie = credentials.cookieName, CookieHeader.value(named: cookie, in: request.header("Cookie")) != nil {
-            return nil
-        }
         guard route.specGeneration == (functionSpecs?.generation ?? 0), let revision = route.live.revision else {
             hotQueries.forget(route, for: target)
             return nil
@@ -270,7 +266,10 @@ extension GatewayCore {
     /// answer depends on the target alone (an anonymous caller).
     func rememberHotTarget(_ request: ParsedRequest, key: SubscriptionHub.Key, live: LiveResult, specGeneration: UInt64)
     {
-        guard request.method == "GET", request.identity == .anonymous else { return }
+        guard
+            TargetOnlyAnswer.applies(
+                method: request.method, fields: request.request, authCookie: credentials.cookieName)
+        else { return }
         let target = request.request.target
         // Requests the hot path declines come through here every time: keep what is remembered, with its prepared
         // responses, while it still holds.
