@@ -159,6 +159,8 @@ final class GatewayProcess: @unchecked Sendable {
         return Int(digits).flatMap { $0 > 0 ? $0 : nil }
     }
 
+    /// The package's root directory: this file is `Tests/ConvexGatewayTests/Support/GatewayProcess.swift`.
     static let packageRoot: URL = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 }
