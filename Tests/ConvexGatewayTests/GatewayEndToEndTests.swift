@@ -171,13 +171,14 @@ struct GatewayEndToEndTests {
             #expect(health.status == 200)
             #expect(health.text == #"{"status":"ok"}"#)
             // Ready once the upstream connection is up (it opens on demand).
-            var ready = try await h.get("/readyz")
-            for _ in 0..<30 where ready.status != 200 {
-                try await Task.sleep(for: .seconds(1))
-                ready = try await h.get("/readyz")
-            }
-            #expect(ready.status == 200)
-            #expect(ready.text == #"{"status":"ready"}"#)
+            var ready: TestResponse?
+            #expect(
+                await eventually(timeout: .seconds(30)) {
+                    ready = try? await h.get("/readyz")
+                    return ready?.status == 200
+                })
+            #expect(ready?.status == 200)
+            #expect(ready?.text == #"{"status":"ready"}"#)
             _ = try await h.get("/query/messages:list")
             let metrics = try await h.get("/metrics")
             #expect(metrics.status == 200)

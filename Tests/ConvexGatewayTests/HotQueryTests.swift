@@ -24,13 +24,13 @@ struct HotQueryTests {
     static func warm(_ h: GatewayHarness, _ target: String, headers: [String: String] = [:]) async throws
         -> TestResponse
     {
-        var response = try await h.get(target, headers: headers)
-        for _ in 0..<50 where h.gateway.core.hotQueries.route(for: target) == nil {
-            try await Task.sleep(for: .milliseconds(20))
-            response = try await h.get(target, headers: headers)
+        var response: TestResponse?
+        let remembered = await eventually {
+            response = try? await h.get(target, headers: headers)
+            return h.gateway.core.hotQueries.route(for: target) != nil
         }
-        #expect(h.gateway.core.hotQueries.route(for: target) != nil, "\(target) was not remembered")
-        return response
+        #expect(remembered, "\(target) was not remembered")
+        return try #require(response)
     }
 
     @Test func aRememberedTargetFollowsEveryChange() async throws {

@@ -57,20 +57,16 @@ enum PythonClient {
         environment["PYTHONPATH"] = scriptsDirectory.path
         process.environment = environment
         try process.run()
-        let deadline = ContinuousClock.now + timeout
-        while process.isRunning {
-            if ContinuousClock.now > deadline || Task.isCancelled {
-                // The official client may block signals in its runtime threads: SIGKILL if SIGTERM is not enough.
-                process.terminate()
-                let grace = ContinuousClock.now + .seconds(2)
-                while process.isRunning && ContinuousClock.now < grace { usleep(20_000) }
-                if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-                process.waitUntilExit()
-                let err = (try? String(contentsOf: errURL, encoding: .utf8)) ?? ""
-                Issue.record("\(script) did not finish within \(timeout); stderr:\n\(err)")
-                throw ScriptTimeout()
-            }
-            try? await Task.sleep(for: .milliseconds(20))
+        if await !poll(timeout: timeout, { !process.isRunning }) {
+            // The official client may block signals in its runtime threads: SIGKILL if SIGTERM is not enough.
+            process.terminate()
+            let grace = ContinuousClock.now + .seconds(2)
+            while process.isRunning && ContinuousClock.now < grace { usleep(20_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+            let err = (try? String(contentsOf: errURL, encoding: .utf8)) ?? ""
+            Issue.record("\(script) did not finish within \(timeout); stderr:\n\(err)")
+            throw ScriptTimeout()
         }
         return Result(
             status: process.terminationStatus,

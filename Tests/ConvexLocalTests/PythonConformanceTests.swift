@@ -104,18 +104,26 @@ struct PythonConformanceTests {
     }
 }
 
-/// Polls `condition` every 20 ms for up to `timeout`.
+/// Polls `condition` every 20 ms for up to `timeout`; records an issue at the caller and throws if it never holds.
 func waitUntil(
     timeout: Duration = .seconds(20), _ condition: () throws -> Bool,
     sourceLocation: SourceLocation = #_sourceLocation
 ) async throws {
+    guard try await poll(timeout: timeout, condition) else {
+        Issue.record("waitUntil gave up after \(timeout)", sourceLocation: sourceLocation)
+        throw WaitTimeout()
+    }
+}
+
+/// Polls `condition` every 20 ms until it holds or `timeout` passes (or the task is cancelled); whether it held.
+func poll(timeout: Duration, _ condition: () throws -> Bool) async rethrows -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
-        if try condition() { return }
-        try await Task.sleep(for: .milliseconds(20))
+        if try condition() { return true }
+        // Real time between polls: what is polled (the deployment's state, a Python process) has no event to await.
+        guard (try? await Task.sleep(for: .milliseconds(20))) != nil else { break }
     }
-    Issue.record("condition not met within \(timeout)", sourceLocation: sourceLocation)
-    throw WaitTimeout()
+    return try condition()
 }
 
 struct WaitTimeout: Error {}

@@ -322,6 +322,8 @@ struct SyncWebSocketTests {
                     return messages.contains { if case .transition = $0 { true } else { false } }
                 }
             }
+            // Real time: the deployment's heartbeat (50 ms) and JSON Ping (200 ms) timers run on the real clock; a
+            // window of several of their periods shows that the stall holds everything back.
             try await Task.sleep(for: .milliseconds(600))
             let unstalledAt = ContinuousClock.now
             deployment.setStalled(false)

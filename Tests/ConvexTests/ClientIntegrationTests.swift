@@ -41,9 +41,11 @@ func eventually(
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if try await condition() { return }
-        try? await Task.sleep(for: .milliseconds(20))
+        // Real time between polls: what is polled (the deployment's sockets, the client's state) has no event to await.
+        guard (try? await Task.sleep(for: .milliseconds(20))) != nil else { break }
     }
-    Issue.record("Timed out waiting until \(what)", sourceLocation: sourceLocation)
+    if try await condition() { return }
+    Issue.record("Timed out waiting until \(what): gave up after \(timeout)", sourceLocation: sourceLocation)
 }
 
 extension ConvexClient {
@@ -78,6 +80,8 @@ struct ClientCallTests {
 
     @Test func connectsLazily() async throws {
         try await withClientAndDeployment { client, deployment in
+            // Real time: that nothing connects before the first call is seen only over a window; no event marks a
+            // connection that is not made.
             try await Task.sleep(for: .milliseconds(200))
             #expect(client.connectionState == .idle)
             #expect(deployment.syncConnectionCount == 0)
@@ -308,7 +312,10 @@ struct ClientReconnectTests {
     }
 
     @Test func serverClosingSocketsMidMutationsAppliesEachExactlyOnce() async throws {
-        try await withClientAndDeployment { client, deployment in
+        // Eight closes in a row would back off for seconds under the default cap; what is tested is that every
+        // mutation is applied once across them, not the backoff.
+        let configuration = ConvexClientConfiguration(callTimeout: .seconds(20), maxBackoff: .milliseconds(100))
+        try await withClientAndDeployment(configuration: configuration) { client, deployment in
             let total = 300
             let batches = 8
             let results = try await withThrowingTaskGroup(of: ConvexValue.self) { group in
@@ -320,9 +327,13 @@ struct ClientReconnectTests {
                     for _ in (batch * total / batches)..<((batch + 1) * total / batches) {
                         group.addTask { try await client.mutation("conformance:increment", with: ["name": "closing"]) }
                     }
-                    while deployment.syncConnectionCount == 0 { try await Task.sleep(for: .milliseconds(1)) }
+                    await eventually("batch \(batch) has a socket") { deployment.syncConnectionCount > 0 }
+                    let accepted = deployment.acceptedSyncConnections
                     deployment.closeSyncConnections()
-                    try await Task.sleep(for: .milliseconds(15))
+                    // The next batch starts once the closed socket is gone, or the client has already opened another.
+                    await eventually("the socket closed under batch \(batch) is gone") {
+                        deployment.syncConnectionCount == 0 || deployment.acceptedSyncConnections > accepted
+                    }
                 }
                 var all: [ConvexValue] = []
                 for try await value in group { all.append(value) }
@@ -338,7 +349,12 @@ struct ClientReconnectTests {
         try await withClientAndDeployment { client, deployment in
             try await client.waitUntilConnected()
             async let slow: ConvexValue = client.action("conformance:sleep", with: ["ms": 2000.0])
-            try await Task.sleep(for: .milliseconds(300))
+            // Once the action is on the socket, a lost connection fails it: it may have run.
+            await eventually("the action is sent") {
+                client.core.state.withLock { l in
+                    l.sync.requests.values.contains { $0.kind == .action && $0.status == .sent }
+                }
+            }
             deployment.closeSyncConnections()
             do {
                 _ = try await slow
@@ -504,6 +520,8 @@ struct ClientAuthTests {
             }
             #expect(failure != nil)
             let opened = client.socketsOpened
+            // Real time: the absence of a retry is seen only over a window of several reconnect backoffs (100 ms at
+            // first), which the client sleeps on the real clock, not the injected one.
             try await Task.sleep(for: .milliseconds(500))
             #expect(client.socketsOpened == opened, "no silent retry loop")
             #expect(deployment.syncConnectionCount == 0)

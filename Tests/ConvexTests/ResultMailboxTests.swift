@@ -1,4 +1,5 @@
 import ConvexValues
+import Synchronization
 import Testing
 
 @testable import Convex
@@ -15,10 +16,12 @@ struct ResultMailboxTests {
 
     @Test func waitingConsumerIsWokenByADelivery() async throws {
         let mailbox = ResultMailbox()
-        async let next = mailbox.next()
-        try await Task.sleep(for: .milliseconds(50))
+        let executor = ManualTaskExecutor()
+        let consumer = Task(executorPreference: executor) { await mailbox.next() }
+        executor.runUntilIdle()  // the consumer now waits in the mailbox
         mailbox.deliver(.success("x"))
-        #expect(try await next?.get() == "x")
+        executor.runUntilIdle()
+        #expect(try await consumer.value?.get() == "x")
     }
 
     @Test func finishEndsAfterThePendingResult() async throws {
@@ -32,9 +35,29 @@ struct ResultMailboxTests {
 
     @Test func cancellationEndsAWait() async {
         let mailbox = ResultMailbox()
-        let task = Task { await mailbox.next() }
-        try? await Task.sleep(for: .milliseconds(50))
-        task.cancel()
-        #expect(await task.value == nil)
+        let executor = ManualTaskExecutor()
+        let consumer = Task(executorPreference: executor) { await mailbox.next() }
+        executor.runUntilIdle()  // the consumer now waits in the mailbox
+        consumer.cancel()
+        executor.runUntilIdle()
+        #expect(await consumer.value == nil)
+    }
+}
+
+/// Runs its tasks only when told: once ``runUntilIdle()`` returns, each of them has finished or waits for something
+/// outside it, so a test knows a consumer is waiting without sleeping to give it time.
+private final class ManualTaskExecutor: TaskExecutor {
+    private let jobs = Mutex<[UnownedJob]>([])
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        jobs.withLock { $0.append(job) }
+    }
+
+    /// Runs the queued jobs, and the jobs they queue, until none is left.
+    func runUntilIdle() {
+        while let job = jobs.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) {
+            job.runSynchronously(on: asUnownedTaskExecutor())
+        }
     }
 }

@@ -90,6 +90,8 @@ struct TokenRefreshTests {
             // In step: each change is seen before the next write, so "every change" does not depend on how fast the
             // reader runs on a busy machine (a subscription coalesces a slow reader to the latest value).
             for written in 1...writes {
+                // Real time: a real-time suite; the tokens expire by the wall clock, and the writes are spread over
+                // 20 s so that several refreshes fall between them.
                 try await Task.sleep(for: .milliseconds(250))
                 _ = try deployment.mutation("conformance:increment", ["name": "refresh"])
                 await eventually("change \(written) delivered") { values.all.last == .int64(Int64(written)) }

@@ -4,7 +4,7 @@ import Testing
 
 @testable import ConvexValues
 
-// The seed document's examples, verbatim apart from `Codable` where the test also encodes.
+// Example application types: a team whose bigint counts arrive as `$integer`, a log with renamed keys.
 struct BaseballTeam: Codable, Equatable {
     let name: String
     let uniformColors: [String]
@@ -88,7 +88,7 @@ func describedPath(_ error: any Error) -> String? {
     return String(description[range.upperBound...].dropLast())
 }
 
-@Suite struct SeedExampleTests {
+@Suite struct CodableExampleTests {
     @Test func baseballTeamFromBigInts() throws {
         // `wins: 80n, losses: 60n` arrive as $integer wrappers.
         let json = guardiansValue.convexJSON()

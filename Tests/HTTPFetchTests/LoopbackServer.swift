@@ -59,9 +59,9 @@ private func serve(
                 body.append(contentsOf: buffer.readableBytesView)
             case .end:
                 guard let head else { return }
+                // No answer: the connection stays open, read until the client leaves or the server is cancelled.
                 guard let (status, headers, responseBody) = respond(ReceivedRequest(head: head, body: body)) else {
-                    try await Task.sleep(for: .seconds(60))
-                    return
+                    continue
                 }
                 try await outbound.write(
                     .head(HTTPResponseHead(version: .http1_1, status: status, headers: HTTPHeaders(headers))))

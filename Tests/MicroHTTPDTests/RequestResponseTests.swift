@@ -43,21 +43,21 @@ struct RequestResponseTests {
 
     @Test("deferred response from a Task keeps the connection alive")
     func deferredResponse() async throws {
-        let handler: HTTPHandler = { request, responder in
-            Task {
-                try? await Task.sleep(for: .milliseconds(30))
-                responder.respond(HTTPResponse(status: 201, body: "later \(request.path)"))
-            }
-        }
+        // The handler keeps the responder and returns; the test's task answers once it holds it.
+        let held = Box<[(path: String, responder: HTTPResponder)]>([])
+        let handler: HTTPHandler = { request, responder in held.update { $0.append((request.path, responder)) } }
         try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: handler) { server in
             let port = try #require(server.port)
-            let (first, second) = try await blocking {
-                let connection = try RawConnection(port: port)
-                try connection.send("GET /a HTTP/1.1\r\nHost: x\r\n\r\n")
-                let first = try connection.readResponse()
-                try connection.send("GET /b HTTP/1.1\r\nHost: x\r\n\r\n")
-                return (first, try connection.readResponse())
+            let connection = try RawConnection(port: port)
+            var responses: [TestResponse] = []
+            for (index, path) in ["/a", "/b"].enumerated() {
+                try connection.send("GET \(path) HTTP/1.1\r\nHost: x\r\n\r\n")
+                #expect(await eventually { held.value.count == index + 1 })
+                let request = try #require(held.value.last)
+                request.responder.respond(HTTPResponse(status: 201, body: "later \(request.path)"))
+                responses.append(try await blocking { try connection.readResponse() })
             }
+            let (first, second) = (responses[0], responses[1])
             #expect(first.status == 201)
             #expect(first.text == "later /a")
             #expect(first.header("Connection") == nil)

@@ -75,11 +75,19 @@ struct StreamingTests {
                 return try connection.readChunk()
             }
             let writer = try #require(collector.writers.value.first)
-            #expect(await eventually { writer.readerCalls.load(ordering: .relaxed) >= 2 })
-            try await Task.sleep(for: .milliseconds(100))
+            // Settled: at least the call that delivered the first event and the one that suspended, and no call
+            // between two polls.
+            var previous = -1
+            #expect(
+                await eventually {
+                    let calls = writer.readerCalls.load(ordering: .relaxed)
+                    defer { previous = calls }
+                    return calls >= 2 && calls == previous
+                })
             let settled = writer.readerCalls.load(ordering: .relaxed)
+            // Real time: that libmicrohttpd's thread does not call the reader is seen only over a window (a busy-looping
+            // reader would be called millions of times in half a second); no event marks a call that does not happen.
             try await Task.sleep(for: .milliseconds(500))
-            // A busy-looping reader would be called millions of times in half a second.
             #expect(writer.readerCalls.load(ordering: .relaxed) == settled)
             writer.write("data: wake\n\n")
             #expect(try await blocking { try connection.readChunk() } == Array("data: wake\n\n".utf8))
@@ -148,7 +156,8 @@ struct StreamingTests {
                     group.addTask {
                         for index in 0..<messages {
                             writer.write(message)
-                            if index % 50 == 0 { try? await Task.sleep(for: .milliseconds(1)) }
+                            // Now and then until the stream has drained, so later writes wake a suspended stream.
+                            if index % 50 == 0 { #expect(await eventually { writer.pendingByteCount == 0 }) }
                         }
                     }
                 }
@@ -177,7 +186,8 @@ struct StreamingTests {
             while !writer.isClosed && writes < 200 {
                 writer.write(": heartbeat\n\n")
                 writes += 1
-                try await Task.sleep(for: .milliseconds(10))
+                // Each write is handed to libmicrohttpd (or refused) before the next one.
+                #expect(await eventually { writer.isClosed || writer.pendingByteCount == 0 })
             }
             #expect(writer.isClosed, "the disconnect should be noticed within 200 writes")
             #expect(await writer.closed() == .clientDisconnected)
@@ -187,24 +197,22 @@ struct StreamingTests {
 
     @Test("a stream can be started later from a Task, and replacePending coalesces")
     func deferredStreamAndCoalescing() async throws {
-        let writerBox = Box<HTTPStreamWriter?>(nil)
-        let handler: HTTPHandler = { _, responder in
-            Task {
-                try? await Task.sleep(for: .milliseconds(20))
-                let writer = responder.startStream(headers: ["Content-Type": "text/event-stream"])
-                // The libmicrohttpd thread may take a write as soon as the stream starts, so which of these
-                // go out is a race; the buffer's coalescing itself is tested without I/O in StreamBufferTests.
-                writer?.write("data: 1\n\n")
-                writer?.replacePending(with: Array("data: 2\n\n".utf8))
-                writer?.replacePending(with: Array("data: 3\n\n".utf8))
-                writerBox.set(writer)
-            }
-        }
+        let responderBox = Box<HTTPResponder?>(nil)
+        // The handler keeps the responder and returns: the stream is started later, by the test's task.
+        let handler: HTTPHandler = { _, responder in responderBox.set(responder) }
         try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: handler) { server in
             let port = try #require(server.port)
             let connection = try RawConnection(port: port)
+            try connection.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(await eventually { responderBox.value != nil })
+            let responder = try #require(responderBox.value)
+            let writer = try #require(responder.startStream(headers: ["Content-Type": "text/event-stream"]))
+            // The libmicrohttpd thread may take a write as soon as the stream starts, so which of these go out is a
+            // race; the buffer's coalescing itself is tested without I/O in StreamBufferTests.
+            writer.write("data: 1\n\n")
+            writer.replacePending(with: Array("data: 2\n\n".utf8))
+            writer.replacePending(with: Array("data: 3\n\n".utf8))
             let (head, received) = try await blocking {
-                try connection.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
                 let head = try connection.readHead()
                 var received = ""
                 while !received.hasSuffix("data: 3\n\n"), let chunk = try connection.readChunk() {
@@ -219,7 +227,6 @@ struct StreamingTests {
                     "data: 3\n\n", "data: 1\n\ndata: 3\n\n", "data: 2\n\ndata: 3\n\n",
                     "data: 1\n\ndata: 2\n\ndata: 3\n\n",
                 ].contains(received))
-            let writer = try #require(writerBox.value)
             #expect(writer.pendingByteCount == 0)
             writer.finish()
             #expect(try await blocking { try connection.readChunk() } == nil)

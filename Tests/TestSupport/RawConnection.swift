@@ -32,15 +32,17 @@ public final class Box<Value: Sendable>: Sendable {
     public func update<R>(_ body: (inout Value) -> R) -> R { storage.withLock { body(&$0) } }
 }
 
-/// Polls `condition` until it holds or `timeout` passes.
-public func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
+/// Polls `condition` until it holds or `timeout` passes, and says whether it held: callers `#expect` the result
+/// (this target does not link Swift Testing), or throw, so a wait that gives up fails the test.
+public func eventually(timeout: Duration = .seconds(10), _ condition: () async -> Bool) async -> Bool {
     let clock = ContinuousClock()
     let deadline = clock.now.advanced(by: timeout)
     while clock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(5))
+        if await condition() { return true }
+        // Real time between polls: what is polled (a count, a server's state, a process) has no event to await.
+        guard (try? await Task.sleep(for: .milliseconds(5))) != nil else { break }
     }
-    return condition()
+    return await condition()
 }
 
 public struct ResponseHead: Sendable {

@@ -59,12 +59,12 @@ final class DevToolsConnection: Sendable {
                     }
                 }
             }
-            let handshakeTimer = Task {
-                try await Task.sleep(for: .seconds(30))
-                opened.continuation.finish()
+            // Ends the wait when the socket opens or fails, or after 30 s (then `outbound` is still nil).
+            try await withTimeout(
+                .seconds(30), what: "the DevTools handshake", cancel: { _ in opened.continuation.finish() }
+            ) {
+                for await _ in opened.stream {}
             }
-            for await _ in opened.stream {}
-            handshakeTimer.cancel()
             if connection.state.withLock({ $0.outbound == nil }) {
                 // The connection failed (its error ends the group) or took too long.
                 group.cancelAll()
@@ -219,6 +219,7 @@ private func withTimeout<T: Sendable>(
     _ body: () async throws -> T
 ) async throws -> T {
     let timer = Task {
+        // Real time: a deadline on Chromium, an outside process with no clock the test could advance.
         try await Task.sleep(for: timeout)
         cancel(TestFailure("\(what) did not finish within \(timeout)"))
     }

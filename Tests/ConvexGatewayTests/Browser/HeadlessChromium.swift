@@ -68,14 +68,13 @@ enum HeadlessChromium {
     /// Waits (up to 30 s) for Chromium to write `DevToolsActivePort`: its port, then the browser's WebSocket path.
     private static func devToolsURL(profile: URL, process: Process, logURL: URL) async throws -> String {
         let file = profile.appendingPathComponent("DevToolsActivePort")
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline && process.isRunning {
+        var url: String?
+        _ = await eventually(timeout: .seconds(30)) {
             let lines = ((try? String(contentsOf: file, encoding: .utf8)) ?? "").split(separator: "\n")
-            if lines.count >= 2, let port = Int(lines[0]) {
-                return "ws://127.0.0.1:\(port)\(lines[1])"
-            }
-            try await Task.sleep(for: .milliseconds(50))
+            if lines.count >= 2, let port = Int(lines[0]) { url = "ws://127.0.0.1:\(port)\(lines[1])" }
+            return url != nil || !process.isRunning
         }
+        if let url { return url }
         let log = (try? String(contentsOf: logURL, encoding: .utf8)) ?? ""
         throw TestFailure("Chromium did not open its DevTools port within 30 s; its log:\n\(log.suffix(4000))")
     }

@@ -35,13 +35,12 @@ enum PythonHelper {
         try process.run()
         defer { stop(process) }
         var port: Int?
-        let deadline = ContinuousClock.now + .seconds(20)
-        while port == nil && ContinuousClock.now < deadline && process.isRunning {
-            try await Task.sleep(for: .milliseconds(50))
+        _ = await eventually(timeout: .seconds(20)) {
             let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
             if let range = log.range(of: "\(name).port=") {
                 port = Int(log[range.upperBound...].prefix { $0.isNumber })
             }
+            return port != nil || !process.isRunning
         }
         guard let port else {
             let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""

@@ -154,12 +154,6 @@ func held(fromEventID id: String) -> UInt64? {
     ResumeID(parsing: id, count: 1)?.held.first ?? nil
 }
 
-func waitUntil(_ condition: () -> Bool) async {
-    for _ in 0..<500 where !condition() {
-        try? await Task.sleep(for: .milliseconds(5))
-    }
-}
-
 @Suite(.timeLimit(.minutes(1))) struct SubscriptionHubTests {
     let function = try! UdfPath(parsing: "messages:list")
 

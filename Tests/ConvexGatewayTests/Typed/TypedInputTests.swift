@@ -1,3 +1,4 @@
+import Clocks
 import ConvexGateway
 import ConvexLocal
 import ConvexValues
@@ -89,14 +90,15 @@ struct TypedInputTests {
     @Test("a function added after start is typed on its first call, after a refetch")
     func refreshOnDemand() async throws {
         let functions = Self.functions()
+        let clock = TestClock<Duration>()
         try await GatewayHarness.run(
             configure: { $0.functionSpec?.minimumRefreshInterval = .seconds(2) }, adminKey: Self.adminKey,
-            functions: functions
+            functions: functions, clock: GatewayClock(clock)
         ) { h in
             let first = try await h.post("/query/conformance:typed", json: #"{"x": 1}"#)
             #expect(first.status == 200)
             functions.mutation("typed:lateMutation", args: ["n": .int64]) { _, args in args["n"] ?? .null }
-            try await Task.sleep(for: .milliseconds(2200))  // past the refresh interval since the first fetch
+            await clock.advance(by: .milliseconds(2200))  // past the refresh interval since the first fetch
             // The first call fails validation upstream; the gateway refetches the spec and calls once more.
             let after = try await h.post("/mutation/typed:lateMutation", json: #"{"n": 5}"#)
             #expect(after.status == 200, "\(after.text)")

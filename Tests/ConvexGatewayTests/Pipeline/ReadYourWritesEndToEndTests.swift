@@ -224,7 +224,8 @@ struct ReadYourWritesEndToEndTests {
                 }
             }
             let hub = h.gateway.core.hub
-            await waitUntil { hub.attachmentCount == 2 }  // the long-poll holds both queries
+            // The long-poll holds all three queries (the missing function's too: its error is its result).
+            await waitUntil { hub.attachmentCount == 3 }
             _ = try await h.post("/mutation/conformance:increment", json: #"{"name":"ryw-b2"}"#)
             let changed = try await waiting.value
             #expect(changed.status == 200)

@@ -195,7 +195,7 @@ struct RateLimiterTests {
     }
 }
 
-struct AccessScreenTests {
+struct AccessControlTests {
     static func request(
         _ path: String, method: String = "GET", headers: [String: String] = [:], remote: String? = "127.0.0.1"
     ) -> GatewayRequest {
@@ -206,18 +206,19 @@ struct AccessScreenTests {
         var configuration = AccessConfiguration()
         configuration.apiKey = try Secret("k-123", source: "test")
         let access = AccessControl(configuration: configuration)
-        let missing = try #require(access.screen(Self.request("/query/messages:list")))
+        let missing = try #require(access.answer(to: Self.request("/query/messages:list")))
         #expect(missing.status == 401)
         #expect(String(decoding: missing.body, as: UTF8.self).hasPrefix(#"{"error":{"code":"InvalidAPIKey","#))
         #expect(missing.headers.contains { $0.0 == "WWW-Authenticate" })
-        let wrong = try #require(access.screen(Self.request("/metrics", headers: ["X-API-Key": "k-124"])))
+        let wrong = try #require(access.answer(to: Self.request("/metrics", headers: ["X-API-Key": "k-124"])))
         #expect(wrong.status == 401)
         #expect(
-            access.screen(Self.request("/query/messages:list", headers: ["x-api-key": "k-123"])).map(\.status) == nil)
+            access.answer(to: Self.request("/query/messages:list", headers: ["x-api-key": "k-123"])).map(\.status)
+                == nil)
         for open in ["/healthz", "/readyz", "/openapi.yaml", "/client.js"] {
-            #expect(access.screen(Self.request(open)).map(\.status) == nil, "\(open)")
+            #expect(access.answer(to: Self.request(open)).map(\.status) == nil, "\(open)")
         }
-        #expect(access.screen(Self.request("/nowhere"))?.status == 401)
+        #expect(access.answer(to: Self.request("/nowhere"))?.status == 401)
     }
 
     @Test func preflightAndOriginChecks() throws {
@@ -225,15 +226,15 @@ struct AccessScreenTests {
         configuration.cors = CORSPolicy(origins: ["https://app.test"])
         configuration.apiKey = try Secret("k", source: "test")
         let access = AccessControl(configuration: configuration)
-        let preflight = try #require(
-            access.screen(
-                Self.request(
-                    "/mutation/messages:send", method: "OPTIONS",
-                    headers: ["Origin": "https://app.test", "Access-Control-Request-Method": "POST"])))
+        let preflightRequest = Self.request(
+            "/mutation/messages:send", method: "OPTIONS",
+            headers: ["Origin": "https://app.test", "Access-Control-Request-Method": "POST"])
+        let preflight = try #require(access.answer(to: preflightRequest))
         #expect(preflight.status == 204)
         #expect(
             preflight.headers.contains { $0.0 == "Access-Control-Allow-Methods" && $0.1 == CORSPolicy.allowedMethods })
-        let foreign = try #require(access.screen(Self.request("/query/x:y", headers: ["Origin": "https://evil.test"])))
+        let foreign = try #require(
+            access.answer(to: Self.request("/query/x:y", headers: ["Origin": "https://evil.test"])))
         #expect(foreign.status == 403)
         #expect(String(decoding: foreign.body, as: UTF8.self).contains("OriginNotAllowed"))
         #expect(
@@ -242,7 +243,7 @@ struct AccessScreenTests {
 
         let off = AccessControl(configuration: AccessConfiguration())
         #expect(
-            off.screen(Self.request("/query/x:y", method: "OPTIONS", headers: ["Origin": "https://any.test"])).map(
+            off.answer(to: Self.request("/query/x:y", method: "OPTIONS", headers: ["Origin": "https://any.test"])).map(
                 \.status) == nil)
         #expect(off.responseHeaders(for: Self.request("/healthz", headers: ["Origin": "https://any.test"])).isEmpty)
     }
@@ -267,7 +268,7 @@ struct AccessScreenTests {
         let expected = configuration.cors.responseHeaders(origin: origin)
         #expect(headers.map { "\($0.0): \($0.1)" } == expected.map { "\($0.0): \($0.1)" })
         #expect(headers.first { $0.0 == "Access-Control-Allow-Origin" }?.1 == allowed)
-        let other = access.screen(Self.request("/query/x:y", headers: ["Origin": origin + "x"]))
+        let other = access.answer(to: Self.request("/query/x:y", headers: ["Origin": origin + "x"]))
         #expect(other?.status == (origins == ["*"] ? nil : 403), "an origin one byte longer")
     }
 
@@ -276,20 +277,20 @@ struct AccessScreenTests {
         configuration.rateLimit = 0.001
         configuration.rateLimitBurst = 2
         let access = AccessControl(configuration: configuration)
-        #expect(access.screen(Self.request("/query/a:b")).map(\.status) == nil)
-        #expect(access.screen(Self.request("/mutation/a:b", method: "POST")).map(\.status) == nil)
-        let limited = try #require(access.screen(Self.request("/subscribe/a:b")))
+        #expect(access.answer(to: Self.request("/query/a:b")).map(\.status) == nil)
+        #expect(access.answer(to: Self.request("/mutation/a:b", method: "POST")).map(\.status) == nil)
+        let limited = try #require(access.answer(to: Self.request("/subscribe/a:b")))
         #expect(limited.status == 429)
         #expect(limited.headers.contains { $0.0 == "Retry-After" && Int($0.1).map { $0 >= 1 } == true })
-        #expect(access.screen(Self.request("/healthz")).map(\.status) == nil)
-        #expect(access.screen(Self.request("/metrics")).map(\.status) == nil)
-        #expect(access.screen(Self.request("/query/a:b", remote: "127.0.0.2")).map(\.status) == nil)
+        #expect(access.answer(to: Self.request("/healthz")).map(\.status) == nil)
+        #expect(access.answer(to: Self.request("/metrics")).map(\.status) == nil)
+        #expect(access.answer(to: Self.request("/query/a:b", remote: "127.0.0.2")).map(\.status) == nil)
     }
 }
 
 /// The access stage's decision read as the tests ask it: the answer to send instead, or the headers to add.
 extension AccessControl {
-    func screen(_ request: GatewayRequest) -> GatewayResponse? {
+    func answer(to request: GatewayRequest) -> GatewayResponse? {
         if case .answer(let response) = decide(request) { return response }
         return nil
     }
@@ -297,40 +298,5 @@ extension AccessControl {
     func responseHeaders(for request: GatewayRequest) -> [(String, String)] {
         if case .proceed(let headers) = decide(request) { return headers }
         return []
-    }
-}
-
-struct QueryStringTests {
-    @Test(arguments: [
-        ("a=1&b=%C3%A9", true), ("args=%7B%22a%22%3A1%7D", true), ("p=a+b", true), ("", true), ("a&&b=", true),
-        ("a=%FF", false), ("%C0%AF=1", false), ("t=%E2%82", false), ("ok=1&bad=%ED%A0%80", false),
-        ("x=%zz", false), ("y=%", false), ("z=%4", false),
-    ])
-    func acceptsOnlyUTF8(query: String, valid: Bool) {
-        #expect(((try? QueryString(raw: query[...])) != nil) == valid, "\(query)")
-    }
-
-    @Test func decodesOnceWithPlusAsSpace() throws {
-        let query = try QueryString(raw: "division=AL+Central&zip=02139&flag&e=%25%2B&=v")
-        #expect(
-            query.parameters == [
-                .init(name: "division", value: "AL Central"), .init(name: "zip", value: "02139"),
-                .init(name: "flag", value: nil), .init(name: "e", value: "%+"), .init(name: "", value: "v"),
-            ])
-    }
-
-    @Test func namesTheParameter() throws {
-        #expect {
-            try QueryString(raw: "good=1&bad=%FF")
-        } throws: { error in
-            guard let error = error as? GatewayError else { return false }
-            return error.status == 400 && error.code == .invalidArguments && error.message.contains("'bad'")
-                && error.message.contains("UTF-8")
-        }
-        #expect {
-            try QueryString(raw: "good=1&odd=%zz")
-        } throws: { error in
-            (error as? GatewayError)?.message.contains("'odd' has a malformed percent-escape") == true
-        }
     }
 }

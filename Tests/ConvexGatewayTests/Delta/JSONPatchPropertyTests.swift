@@ -63,8 +63,7 @@ import Testing
 
     /// Writes the sequences where client.js's unit tests read them.
     static func keepForClientTests(_ document: [UInt8], mode: ConvexOutputMode) throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
+        let root = GatewayProcess.packageRoot
         let directory = root.appendingPathComponent(".build/patch-sequences")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         try Data(document).write(to: directory.appendingPathComponent("\(mode).json"), options: .atomic)

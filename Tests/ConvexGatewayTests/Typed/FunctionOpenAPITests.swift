@@ -21,8 +21,7 @@ struct FunctionOpenAPITests {
         {
             return env
         }
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
+        let root = GatewayProcess.packageRoot
         let venv = root.appendingPathComponent(".venv/bin/python").path
         return FileManager.default.isExecutableFile(atPath: venv) ? venv : nil
     }

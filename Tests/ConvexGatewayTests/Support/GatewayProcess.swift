@@ -67,10 +67,9 @@ final class GatewayProcess: @unchecked Sendable {
         defer { try? FileManager.default.removeItem(atPath: logPath) }
 
         var port: Int?
-        let deadline = ContinuousClock.now + .seconds(30)
-        while port == nil && ContinuousClock.now < deadline && process.isRunning {
-            try await Task.sleep(for: .milliseconds(50))
+        _ = await eventually(timeout: .seconds(30)) {
             port = parsePort(log: (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")
+            return port != nil || !process.isRunning
         }
         guard let port else {
             if process.isRunning { process.terminate() }
@@ -93,10 +92,7 @@ final class GatewayProcess: @unchecked Sendable {
     /// SIGTERM, then up to 15 s for a graceful exit (SIGKILL after that). Returns the exit status.
     func stop() async -> Int32 {
         if process.isRunning { process.terminate() }
-        let deadline = ContinuousClock.now + .seconds(15)
-        while process.isRunning && ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(50))
-        }
+        _ = await eventually(timeout: .seconds(15)) { !process.isRunning }
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
@@ -112,6 +108,26 @@ final class GatewayProcess: @unchecked Sendable {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
     }
 
+    /// Client connections whose socket the gateway process still holds: entries of the TCP tables of its network
+    /// namespace on its port, other than the listening one, that still belong to a descriptor (a socket the gateway
+    /// has closed, in FIN-WAIT or TIME-WAIT, has inode 0).
+    var acceptedSocketCount: Int {
+        let localPort = ":" + String(port, radix: 16, uppercase: true).leftPadded(to: 4)
+        var count = 0
+        for table in ["tcp", "tcp6"] {
+            guard let text = try? String(contentsOfFile: "/proc/\(pid)/net/\(table)", encoding: .utf8) else { continue }
+            // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode …
+            for line in text.split(separator: "\n").dropFirst() {
+                let fields = line.split(separator: " ")
+                guard fields.count > 9, fields[1].hasSuffix(localPort), fields[3] != "0A", fields[9] != "0" else {
+                    continue
+                }
+                count += 1
+            }
+        }
+        return count
+    }
+
     /// Resident memory of the gateway process in bytes.
     var residentBytes: Int {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
@@ -121,7 +137,7 @@ final class GatewayProcess: @unchecked Sendable {
         return kib * 1024
     }
 
-    /// Descriptor count and memory once the gateway has been quiet for a moment.
+    /// Descriptor count and resident memory of the gateway process.
     struct Usage: CustomStringConvertible {
         var descriptors: Int
         var residentBytes: Int
@@ -136,10 +152,8 @@ final class GatewayProcess: @unchecked Sendable {
         since baseline: Usage, descriptorSlack: Int = 3, memoryGrowthLimit: Int = 32 << 20,
         settle: Duration = .seconds(20), sourceLocation: SourceLocation = #_sourceLocation
     ) async {
-        let deadline = ContinuousClock.now + settle
-        while descriptorCount > baseline.descriptors + descriptorSlack && ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(100))
-        }
+        // Checked below: a count that never comes back fails there.
+        _ = await eventually(timeout: settle) { descriptorCount <= baseline.descriptors + descriptorSlack }
         let after = usage()
         if ProcessInfo.processInfo.environment["HOSTILE_VERBOSE"] != nil {
             print("gateway usage: before \(baseline), after \(after)")
@@ -159,6 +173,14 @@ final class GatewayProcess: @unchecked Sendable {
         return Int(digits).flatMap { $0 > 0 ? $0 : nil }
     }
 
+    /// The package's root directory: this file is `Tests/ConvexGatewayTests/Support/GatewayProcess.swift`.
     static let packageRoot: URL = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        String(repeating: "0", count: max(0, width - count)) + self
+    }
 }

@@ -107,13 +107,7 @@ struct ClientDepartureEndToEndTests {
     /// the concurrency pool) until it holds or `bound` passes.
     static func eventuallyOffThePool(within bound: Duration, _ condition: @escaping @Sendable () -> Bool) async -> Bool
     {
-        let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: bound)
-        while clock.now < deadline {
-            if (try? await blocking(condition)) == true { return true }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return false
+        await eventually(timeout: bound) { (try? await blocking(condition)) == true }
     }
 
     static func openConnections(_ h: GatewayHarness) async throws -> Int {

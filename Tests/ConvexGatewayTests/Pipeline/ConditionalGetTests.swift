@@ -166,13 +166,13 @@ struct ConditionalGetTests {
         _ h: GatewayHarness, _ target: String, headers: [String: String] = [:],
         until condition: @escaping @Sendable (TestResponse) -> Bool
     ) async throws -> TestResponse {
-        var response = try await h.get(target, headers: headers)
-        for _ in 0..<200 where !condition(response) {
-            try await Task.sleep(for: .milliseconds(20))
-            response = try await h.get(target, headers: headers)
+        var response: TestResponse?
+        let shown = await eventually {
+            response = try? await h.get(target, headers: headers)
+            return response.map(condition) ?? false
         }
-        #expect(condition(response), "\(target) never showed the change: \(response.text)")
-        return response
+        #expect(shown, "\(target) never showed the change: \(response?.text ?? "no answer")")
+        return try #require(response)
     }
 
     // MARK: Long-poll
