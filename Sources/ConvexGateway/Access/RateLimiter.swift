@@ -68,7 +68,7 @@ package final class RateLimiter: Sendable {
     /// should wait (at least 1), for `Retry-After`.
     package func admit(_ address: String?, now: Duration? = nil) -> Int? {
         let now = now ?? clock.now
-        let key = Self.clientKey(address)
+        let key = ClientAddress.rateLimitKey(address)
         let wait: Duration? = state.withLock { state in
             if var bucket = state.buckets[key] {
                 let wait = bucket.take(now: now, rate: rate, burst: burst)
@@ -99,9 +99,4 @@ package final class RateLimiter: Sendable {
         }
     }
 
-    /// The bucket key of a client address (HTTPFields' ``ClientAddress/rateLimitKey(_:)``): the address for IPv4, the
-    /// /64 network for IPv6.
-    static func clientKey(_ address: String?) -> String {
-        ClientAddress.rateLimitKey(address)
-    }
 }

@@ -9,11 +9,6 @@ enum ContentCoding {
     /// Smaller bodies are sent as they are: the gzip header and a round of zlib cost more than they save.
     static let minimumBytes = 1024
 
-    /// Whether an `Accept-Encoding` field value accepts gzip (HTTPFields' ``AcceptEncoding``).
-    static func acceptsGzip(_ field: String?) -> Bool {
-        AcceptEncoding.acceptsGzip(field)
-    }
-
     /// `body` gzip-coded (zlib's default level), or `nil` if zlib failed.
     static func gzip(_ body: [UInt8]) -> [UInt8]? {
         var buffer = ByteBuffer(bytes: body)

@@ -1,8 +1,9 @@
 import HTTPFields
+
 /// What a request says about the representation it wants: whether it takes gzip, and the entity tags it holds.
 /// The finish stage (and the hot path, with the same rules) picks the response's representation from it.
 struct RepresentationPreferences: Sendable {
-    /// `Accept-Encoding` accepts gzip (``ContentCoding/acceptsGzip(_:)``).
+    /// `Accept-Encoding` accepts gzip (HTTPFields' ``AcceptEncoding``).
     var acceptsGzip = false
     /// `If-None-Match` of a `GET` or `HEAD` (other methods ignore it: none of their answers carries an `ETag`).
     var ifNoneMatch: String?
@@ -15,7 +16,7 @@ struct RepresentationPreferences: Sendable {
     }
 
     init(method: String, header: (String) -> String?) {
-        acceptsGzip = ContentCoding.acceptsGzip(header("accept-encoding"))
+        acceptsGzip = AcceptEncoding.acceptsGzip(header("accept-encoding"))
         ifNoneMatch = method == "GET" || method == "HEAD" ? header("if-none-match") : nil
     }
 }

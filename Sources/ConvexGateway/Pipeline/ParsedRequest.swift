@@ -48,12 +48,7 @@ struct ParsedRequest: Sendable {
             wantsPatches = try ValueDelta.wantsPatches(query.values(named: ValueDelta.parameter))
             query.parameters.removeAll { $0.name == ValueDelta.parameter }
         }
-        wantsEventStream = Self.acceptsEventStream(request.header("accept"))
+        wantsEventStream = Accept.acceptsEventStream(request.header("accept"))
         self.request = request
-    }
-
-    /// Whether an `Accept` field value asks for an event stream (HTTPFields' ``Accept``).
-    static func acceptsEventStream(_ accept: String?) -> Bool {
-        Accept.acceptsEventStream(accept)
     }
 }

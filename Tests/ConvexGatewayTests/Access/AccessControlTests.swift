@@ -1,5 +1,6 @@
 import ConvexValues
 import Foundation
+import HTTPFields
 import Testing
 
 @testable import ConvexGateway
@@ -178,11 +179,12 @@ struct RateLimiterTests {
     }
 
     @Test func keysIPv6ByNetworkAndMappedIPv4ByAddress() {
-        #expect(RateLimiter.clientKey("2001:db8:1:2:aaaa::1") == RateLimiter.clientKey("2001:db8:1:2:bbbb::2"))
-        #expect(RateLimiter.clientKey("2001:db8:1:2::1") != RateLimiter.clientKey("2001:db8:1:3::1"))
-        #expect(RateLimiter.clientKey("::ffff:192.0.2.7") == "192.0.2.7")
-        #expect(RateLimiter.clientKey("192.0.2.7") == "192.0.2.7")
-        #expect(RateLimiter.clientKey(nil) == "unknown")
+        #expect(
+            ClientAddress.rateLimitKey("2001:db8:1:2:aaaa::1") == ClientAddress.rateLimitKey("2001:db8:1:2:bbbb::2"))
+        #expect(ClientAddress.rateLimitKey("2001:db8:1:2::1") != ClientAddress.rateLimitKey("2001:db8:1:3::1"))
+        #expect(ClientAddress.rateLimitKey("::ffff:192.0.2.7") == "192.0.2.7")
+        #expect(ClientAddress.rateLimitKey("192.0.2.7") == "192.0.2.7")
+        #expect(ClientAddress.rateLimitKey(nil) == "unknown")
     }
 
     @Test func forgetsQuietClientsSoMemoryStaysBounded() {

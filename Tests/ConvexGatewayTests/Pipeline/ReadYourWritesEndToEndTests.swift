@@ -63,38 +63,13 @@ struct ReadYourWritesEndToEndTests {
         return stale
     }
 
-    /// A second gateway (a replica) on the harness's deployment, for the length of `body`.
-    static func withReplica<T: Sendable>(
-        of h: GatewayHarness, readYourWrites: Bool = true, _ body: (Int) async throws -> T
-    ) async throws -> T {
-        var configuration = GatewayConfiguration()
-        configuration.port = 0
-        configuration.threads = 2
-        configuration.connectTimeout = .seconds(30)
-        configuration.readYourWrites = readYourWrites
-        var client = ConvexClientConfiguration()
-        client.connectTimeout = .seconds(10)
-        let factory = try ClientUpstream.factory(
-            deploymentUrl: h.deployment.url, configuration: client, logger: quietLogger)
-        let replica = Gateway(configuration: configuration, logger: quietLogger, upstreamFactory: factory)
-        try replica.start()
-        do {
-            let result = try await body(replica.port ?? 0)
-            await replica.shutdown()
-            return result
-        } catch {
-            await replica.shutdown()
-            throw error
-        }
-    }
-
     static func get(_ port: Int, _ target: String, headers: [String: String] = [:]) async throws -> TestResponse {
         try await blocking { try RawConnection.request("GET", target, port: port, headers: headers) }
     }
 
     @Test func aReplicaAskedForTheWritesTimestampShowsTheWrite() async throws {
         try await GatewayHarness.run { h in
-            try await Self.withReplica(of: h) { replica in
+            try await h.withReplica { replica in
                 let target = "/query/conformance:counter?name=ryw-two"
                 var warm = try await Self.get(replica, target)
                 for _ in 0..<50 where h.gateway.core.hotQueries.count == 0 && warm.status == 200 {

@@ -51,7 +51,7 @@ import Testing
         ("", false),
     ])
     func acceptEncodingReadsWeights(field: String, gzip: Bool) {
-        #expect(ContentCoding.acceptsGzip(field) == gzip)
+        #expect(AcceptEncoding.acceptsGzip(field) == gzip)
     }
 
     /// The `Accept` check the parse stage and the hot path share: a stream is asked for in any letter case.
@@ -66,11 +66,11 @@ import Testing
         ("", false),
     ])
     func anEventStreamIsAskedForInAnyLetterCase(field: String, wanted: Bool) {
-        #expect(ParsedRequest.acceptsEventStream(field) == wanted)
+        #expect(Accept.acceptsEventStream(field) == wanted)
     }
 
     @Test func noAcceptEncodingMeansIdentity() {
-        #expect(!ContentCoding.acceptsGzip(nil as String?))
+        #expect(!AcceptEncoding.acceptsGzip(nil as String?))
     }
 
     @Test(

@@ -62,6 +62,32 @@ struct GatewayHarness: Sendable {
         }
     }
 
+    /// A second gateway (a replica, configured as the harness's gateway and then by `configure`) on the harness's
+    /// deployment, for the length of `body`, which gets its port.
+    func withReplica<T: Sendable>(
+        configure: (inout GatewayConfiguration) -> Void = { _ in }, _ body: (Int) async throws -> T
+    ) async throws -> T {
+        var configuration = GatewayConfiguration()
+        configuration.port = 0
+        configuration.threads = 2
+        configuration.connectTimeout = .seconds(30)
+        configure(&configuration)
+        var client = ConvexClientConfiguration()
+        client.connectTimeout = .seconds(10)
+        let factory = try ClientUpstream.factory(
+            deploymentUrl: deployment.url, configuration: client, logger: quietLogger)
+        let replica = Gateway(configuration: configuration, logger: quietLogger, upstreamFactory: factory)
+        try replica.start()
+        do {
+            let result = try await body(replica.port ?? 0)
+            await replica.shutdown()
+            return result
+        } catch {
+            await replica.shutdown()
+            throw error
+        }
+    }
+
     func get(_ target: String, headers: [String: String] = [:]) async throws -> TestResponse {
         let port = self.port
         return try await blocking { try RawConnection.request("GET", target, port: port, headers: headers) }
