@@ -184,7 +184,7 @@ private final class ClientQuerySet: UpstreamQuerySet {
                 guard let self else { return }
                 self.forward(update)
             }
-            self?.finish()
+            self?.endTransitions()
         }
         continuation.onTermination = { _ in forward.cancel() }
         let id = registry.add(self)
@@ -212,7 +212,7 @@ private final class ClientQuerySet: UpstreamQuerySet {
 
     func close() {
         state.withLock { $0.ended = true }
-        finish()
+        endTransitions()
     }
 
     /// Every member's last result is `failure`; then the set ends.
@@ -226,7 +226,7 @@ private final class ClientQuerySet: UpstreamQuerySet {
             return UpstreamTransition(ts: state.lastTimestamp, changes: changes)
         }
         if let last, !last.changes.isEmpty { continuation.yield(last) }
-        finish()
+        endTransitions()
     }
 
     private func forward(_ update: ConvexQuerySet.Update) {
@@ -247,7 +247,7 @@ private final class ClientQuerySet: UpstreamQuerySet {
         if let transition { continuation.yield(transition) }
     }
 
-    private func finish() {
+    private func endTransitions() {
         continuation.finish()
         set.close()
         if let id = registration.withLock({ $0 }) { registry.remove(id) }
@@ -272,6 +272,6 @@ struct UnavailableUpstream: ConvexUpstream {
 struct EndedQuerySet: UpstreamQuerySet {
     func add(_ token: UInt64, _ function: String, args: ConvexValue) {}
     func remove(_ token: UInt64) {}
-    var transitions: AsyncStream<UpstreamTransition> { AsyncStream { $0.finish() } }
+    var transitions: AsyncStream<UpstreamTransition> { AsyncStream(unfolding: { nil }) }
     func close() {}
 }

@@ -1,3 +1,5 @@
+import ConvexValues
+
 /// Everything a gateway instance is configured with. The `convex-gateway` executable fills it from flags, then
 /// environment variables, then these defaults; its settings are declared in `Settings/GatewaySettings+Declarations.swift`
 /// (docs/configuration.md).

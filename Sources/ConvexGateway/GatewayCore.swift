@@ -10,10 +10,11 @@ import Logging
 /// 2. parse once (Pipeline/ParsedRequest.swift): route and function path, query string, format, and the caller
 ///    identity from the `Authorization` header, a stream ticket or the auth cookie (Access/CallerCredentials.swift);
 /// 3. typed arguments (Pipeline/ArgumentStage.swift), consulting the function spec (Typed/);
-/// 4. dispatch (Pipeline/Dispatch.swift) to the stage of the route kind: Queries, BatchQuery, Calls, Streams,
-///    SystemRoutes (Pipeline/), or the hot answer (HotQueries.swift);
-/// 5. complete (Pipeline/Finish.swift): the representation, CORS headers and metrics of every answer, errors and
-///    stream starts included; no stage finishes a response itself.
+/// 4. dispatch (Pipeline/Dispatch.swift) to the stage of the route kind, each a type with its own dependencies in a
+///    file named for what it serves: ``Queries``, ``BatchQueries``, ``Calls``, ``Streams``, ``SystemRoutes``
+///    (Pipeline/); the quick responder's hot answer is HotQueries.swift;
+/// 5. complete (Pipeline/Finish.swift): every stage returns a ``StageOutcome`` or throws a ``GatewayError``; the one
+///    completion makes either the response, with its representation, CORS headers and metrics.
 package final class GatewayCore: Sendable {
     package let configuration: GatewayConfiguration
     /// The one clock every stage reads time from (keep-warm, idle connections, rate limit, spec refresh).
@@ -25,7 +26,6 @@ package final class GatewayCore: Sendable {
     package let access: AccessControl
     let logger: Logger
     let render: @Sendable (ConvexValue, OutputFormat) -> [UInt8]
-    let openAPIDocument: [UInt8]?
     /// Typed inputs (Typed/): the deployment's function spec, when configured.
     package let functionSpecs: FunctionSpecStore?
     /// Remembered hot `GET` targets (HotQueries.swift).
@@ -34,8 +34,17 @@ package final class GatewayCore: Sendable {
     let openStreams: OpenStreams
     /// Where callers' tokens come from: header, stream ticket, cookie (Access/CallerCredentials.swift).
     let credentials: CallerCredentials
-    /// The newest commit among the mutations this gateway answered (read-your-writes, Pipeline/SnapshotFloor.swift).
-    let lastCommit = CommitWatermark()
+    /// Read-your-writes (Pipeline/ReadYourWrites.swift): the newest commit answered here, and moving connections.
+    let readYourWrites: ReadYourWrites
+    /// The typed-arguments stage (Pipeline/ArgumentStage.swift).
+    let arguments: TypedArguments
+
+    // The stages (Pipeline/), one per route kind.
+    let queries: Queries
+    let batchQueries: BatchQueries
+    let calls: Calls
+    let streams: Streams
+    let systemRoutes: SystemRoutes
 
     package init(
         configuration: GatewayConfiguration,
@@ -68,13 +77,34 @@ package final class GatewayCore: Sendable {
             identity in
             access.filter(upstreamFactory(identity, metrics))
         }
-        self.openAPIDocument = configuration.openAPIFile.flatMap { FileManager.default.contents(atPath: $0) }.map {
-            Array($0)
-        }
         // Typed inputs (Typed/): fetch the function spec once at start.
-        self.functionSpecs = configuration.functionSpec.map {
+        let functionSpecs = configuration.functionSpec.map {
             FunctionSpecStore(source: $0, logger: logger, clock: clock)
         }
+        self.functionSpecs = functionSpecs
+        let readYourWrites = ReadYourWrites(hub: hub, configuration: configuration, logger: logger)
+        let arguments = TypedArguments(functionSpecs: functionSpecs, maxBodyBytes: configuration.maxBodyBytes)
+        self.readYourWrites = readYourWrites
+        self.arguments = arguments
+        let calls = Calls(
+            pool: pool, readYourWrites: readYourWrites, functionSpecs: functionSpecs, configuration: configuration,
+            render: render, logger: logger)
+        self.calls = calls
+        self.queries = Queries(
+            hub: hub, pool: pool, readYourWrites: readYourWrites, calls: calls, hotQueries: hotQueries,
+            authCookie: credentials.cookieName, configuration: configuration, render: render, logger: logger)
+        self.batchQueries = BatchQueries(
+            hub: hub, pool: pool, readYourWrites: readYourWrites, arguments: arguments, configuration: configuration,
+            render: render, logger: logger)
+        self.streams = Streams(
+            hub: hub, pool: pool, openStreams: openStreams, readYourWrites: readYourWrites, arguments: arguments,
+            configuration: configuration, logger: logger)
+        self.systemRoutes = SystemRoutes(
+            metrics: metrics, pool: pool, credentials: credentials, functionSpecs: functionSpecs,
+            functionFilter: configuration.access.functions,
+            openAPIDocument: configuration.openAPIFile.flatMap { FileManager.default.contents(atPath: $0) }.map {
+                Array($0)
+            })
         functionSpecs?.start()
     }
 
@@ -86,7 +116,7 @@ package final class GatewayCore: Sendable {
             representation: RepresentationPreferences(method: request.method, header: request.header))
         switch access.decide(request) {
         case .answer(let response):
-            return complete(.respond(response), context)
+            return .respond(completed(response, context))
         case .proceed(let headers):
             context.headers = headers
         }
@@ -94,19 +124,30 @@ package final class GatewayCore: Sendable {
         do {
             parsed = try ParsedRequest(request, defaultFormat: configuration.defaultFormat, credentials: credentials)
         } catch {
-            return complete(.respond(errorResponse(error, format: configuration.defaultFormat)), context)
+            return .respond(completed(errorResponse(error, format: configuration.defaultFormat), context))
         }
         // Typed inputs (Typed/): function calls and the functions document wait for the first function spec fetch.
         if let specs = functionSpecs, specs.firstFetchPending, parsed.usesFunctionSpec {
-            return complete(
-                .deferred { [self, context] in
-                    await specs.waitForFirstFetch()
-                    switch dispatch(parsed, context) {
-                    case .respond(let response): return .response(response)
-                    case .deferred(let next): return await next()
-                    }
-                }, context)
+            let outcome = StageOutcome.later { [self, context] () async throws(GatewayError) -> GatewayOutcome in
+                await specs.waitForFirstFetch()
+                switch try dispatch(parsed, context) {
+                case .now(let response): return .response(response)
+                case .later(let next): return try await next()
+                }
+            }
+            return complete(.success(outcome), format: parsed.format, context)
         }
-        return complete(dispatch(parsed, context), context)
+        let outcome: Result<StageOutcome, GatewayError>
+        do throws(GatewayError) {
+            outcome = .success(try dispatch(parsed, context))
+        } catch {
+            outcome = .failure(error)
+        }
+        return complete(outcome, format: parsed.format, context)
+    }
+
+    /// Sends the heartbeat comment to every open stream.
+    package func sendHeartbeats() {
+        openStreams.heartbeat()
     }
 }

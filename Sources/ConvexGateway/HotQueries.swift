@@ -1,3 +1,4 @@
+import ConvexValues
 import HTTPFields
 import MicroHTTPD
 import Synchronization
@@ -171,6 +172,26 @@ final class HotQueries: Sendable {
             }
         }
     }
+
+    /// Called by full handling when it answered a `GET` from a live subscription: remembers the target when the
+    /// answer depends on the target alone (an anonymous caller).
+    func remember(
+        _ request: ParsedRequest, key: SubscriptionHub.Key, live: LiveResult, specGeneration: UInt64,
+        authCookie: String?
+    ) {
+        guard TargetOnlyAnswer.applies(method: request.method, fields: request.request, authCookie: authCookie) else {
+            return
+        }
+        let target = request.request.target
+        // Requests the hot path declines come through here every time: keep what is remembered, with its prepared
+        // responses, while it still holds.
+        if let known = route(for: target), known.live === live, known.specGeneration == specGeneration {
+            return
+        }
+        remember(
+            HotQueries.Remembered(key: key, format: request.format, live: live, specGeneration: specGeneration),
+            for: target)
+    }
 }
 
 extension GatewayCore {
@@ -198,8 +219,7 @@ extension GatewayCore {
         } catch {
             return nil
         }
-        let floor = SnapshotFloor.required(
-            minTimestamp: minTimestamp, lastCommit: lastCommit.ts, readYourWrites: configuration.readYourWrites)
+        let floor = readYourWrites.floor(minTimestamp: minTimestamp)
         guard route.live.session.ts >= floor else { return nil }
         // The representation fields are read in place (HTTPRequestHead): nothing is copied for the usual answer.
         let sentIfNoneMatch = request.hasHeader("If-None-Match")
@@ -219,7 +239,7 @@ extension GatewayCore {
             let context = ResponseContext(
                 template: Route.queryTemplate, startedAt: .now - (clock.now - started), headers: [],
                 representation: RepresentationPreferences(method: "GET", header: request.header))
-            return try? HTTPPreparedResponse(HTTPResponse(complete(refusal, context)))
+            return try? HTTPPreparedResponse(HTTPResponse(completed(refusal, context)))
         case .proceed(let headers):
             accessHeaders = headers
         }
@@ -234,7 +254,8 @@ extension GatewayCore {
             else { return nil }
             value = HotQueries.PreparedValue(
                 revision: revision, ts: rendered.ts,
-                response: response(for: rendered.current, body: rendered.body, format: route.format, ts: rendered.ts))
+                response: queries.answer(
+                    for: rendered.current, body: rendered.body, format: route.format, ts: rendered.ts))
             route.prepared.withLock { held in
                 if held == nil || held!.revision < revision || (held!.revision == revision && held!.ts < rendered.ts) {
                     held = value
@@ -260,24 +281,5 @@ extension GatewayCore {
         }
         (notModified ? hotQueries.notModifiedRecorder : hotQueries.recorder).record(clock.now - started)
         return prepared
-    }
-
-    /// Called by full handling when it answered a `GET` from a live subscription: remembers the target when the
-    /// answer depends on the target alone (an anonymous caller).
-    func rememberHotTarget(_ request: ParsedRequest, key: SubscriptionHub.Key, live: LiveResult, specGeneration: UInt64)
-    {
-        guard
-            TargetOnlyAnswer.applies(
-                method: request.method, fields: request.request, authCookie: credentials.cookieName)
-        else { return }
-        let target = request.request.target
-        // Requests the hot path declines come through here every time: keep what is remembered, with its prepared
-        // responses, while it still holds.
-        if let known = hotQueries.route(for: target), known.live === live, known.specGeneration == specGeneration {
-            return
-        }
-        hotQueries.remember(
-            HotQueries.Remembered(key: key, format: request.format, live: live, specGeneration: specGeneration),
-            for: target)
     }
 }

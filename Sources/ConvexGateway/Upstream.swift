@@ -1,4 +1,5 @@
 import ConvexValues
+import Logging
 
 /// What the gateway needs from a Convex deployment for one identity. `ConvexClient` provides it in production; the
 /// gateway keeps one per distinct caller identity.
@@ -151,9 +152,11 @@ extension UpstreamFailure {
         }
     }
 
-    /// Detail for the log when the client is shown less (``unexpected(_:)``).
-    var logDetail: String? {
-        if case .unexpected(let detail) = self { return detail }
-        return nil
+    /// ``gatewayError``; a failure of no known kind is logged with its detail first (the client sees a generic 500).
+    func gatewayError(logging logger: Logger) -> GatewayError {
+        if case .unexpected(let detail) = self {
+            logger.error("unexpected upstream failure", metadata: ["error": "\(detail)"])
+        }
+        return gatewayError
     }
 }

@@ -135,13 +135,13 @@ struct HTTPAPI: Sendable {
     }
 
     private func format(
-        _ fields: [String: ConvexValue], request: Request, clientHeader: String?, defaultFormat: ValueFormat? = nil
-    ) throws(HTTPAPIError) -> ValueFormat {
+        _ fields: [String: ConvexValue], request: Request, clientHeader: String?, defaultFormat: HTTPAPIFormat? = nil
+    ) throws(HTTPAPIError) -> HTTPAPIFormat {
         switch fields["format"] {
         case nil, .null?:
-            return defaultFormat ?? ValueFormat.defaultFormat(convexClient: clientHeader)
+            return defaultFormat ?? HTTPAPIFormat.defaultFormat(convexClient: clientHeader)
         case .string(let text)?:
-            guard let f = ValueFormat(parameter: text) else {
+            guard let f = HTTPAPIFormat(parameter: text) else {
                 throw .badRequest(
                     "BadFormat",
                     "Invalid format \"\(text)\": the format param must be one of [`json`, `convex_encoded_json`, `export_json`]"
@@ -265,7 +265,7 @@ struct HTTPAPI: Sendable {
         guard case .array(let queries)? = fields["queries"] else {
             throw HTTPAPIError.badRequest("BadJsonBody", "Field `queries` must be an array")
         }
-        var parsed: [(path: String, args: [String: ConvexValue], format: ValueFormat)] = []
+        var parsed: [(path: String, args: [String: ConvexValue], format: HTTPAPIFormat)] = []
         for query in queries {
             guard case .object(let q) = query else {
                 throw HTTPAPIError.badRequest("BadJsonBody", "Each query must be an object")
@@ -294,7 +294,7 @@ struct HTTPAPI: Sendable {
     }
 
     /// The `UdfResponse` envelope (reference §3.2): `logLines` omitted when empty, `errorData` only for `ConvexError`.
-    func udfResponse(_ outcome: FunctionOutcome, format: ValueFormat) -> [UInt8] {
+    func udfResponse(_ outcome: FunctionOutcome, format: HTTPAPIFormat) -> [UInt8] {
         var out: [UInt8] = []
         switch outcome.result {
         case .success(let value):

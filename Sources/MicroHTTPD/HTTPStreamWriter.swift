@@ -67,13 +67,13 @@ public final class HTTPStreamWriter: Sendable {
         state.withLock { $0.pendingByteCount }
     }
 
-    /// Whether writes are refused (after ``finish()`` or once the request is over).
+    /// Whether writes are refused (after ``end()`` or once the request is over).
     public var isClosed: Bool {
         state.withLock { !$0.acceptsWrites }
     }
 
     /// Ends the stream after the queued bytes: libmicrohttpd sends the terminating chunk. Idempotent.
-    public func finish() {
+    public func end() {
         _ = perform { $0.finish() }
     }
 

@@ -135,7 +135,7 @@ import Testing
         #expect(e.path == c.path)
         #expect(e.message == c.message)
         #expect(e.description == "\(c.message) (at \(c.path))")
-        for mode in ConvexOutputMode.allCases {
+        for mode in OutputFormat.allCases {
             let rendered = Result { () throws(ConvexValueError) in try ConvexJSONTranscoder.render(c.json, mode: mode) }
             #expect(rendered.map { _ in 0 } == .failure(e))
             var out: [UInt8] = []

@@ -51,7 +51,7 @@ import Testing
             String(decoding: try ConvexJSONTranscoder.render(Array(input.utf8), mode: .encoded), as: UTF8.self)
                 == encoded)
         // The streaming path handled it (no detour through the value parser).
-        for mode in ConvexOutputMode.allCases {
+        for mode in OutputFormat.allCases {
             var out: [UInt8] = []
             #expect(
                 Array(input.utf8).withUnsafeBufferPointer {
@@ -74,7 +74,7 @@ import Testing
                 == #"{"losses":60,"name":"Guardians","nan":"NaN","negZero":-0.0,"ratio":0.5,"raw":"AAH/","uniformColors":["blue","white","red"],"wins":80}"#
         )
         #expect(value.json(mode: .encoded) == value.convexJSON())
-        for mode in ConvexOutputMode.allCases {
+        for mode in OutputFormat.allCases {
             #expect(try ConvexJSONTranscoder.render(value.convexJSON(), mode: mode) == value.json(mode: mode))
         }
     }
@@ -130,7 +130,7 @@ import Testing
 
     @Test func outputLargerThanTheInputEstimate() throws {
         // `-0` grows to a 28-byte wrapper in `encoded`, `1e15` to `1000000000000000.0` in `plain`.
-        for (item, mode) in [("-0", ConvexOutputMode.encoded), ("1e15", .plain), ("0", .clean)] {
+        for (item, mode) in [("-0", OutputFormat.encoded), ("1e15", .plain), ("0", .clean)] {
             let json = Array(("[" + Array(repeating: item, count: 5000).joined(separator: ",") + "]").utf8)
             var out: [UInt8] = []
             #expect(
@@ -160,7 +160,7 @@ import Testing
     @Test func transcoderMatchesTheValueWriter() async {
         await propertyCheck(count: 400, input: RandomValues.generator) { value in
             let encoded = value.convexJSON()
-            for mode in ConvexOutputMode.allCases {
+            for mode in OutputFormat.allCases {
                 var out: [UInt8] = []
                 let streamed = encoded.withUnsafeBufferPointer {
                     ConvexJSONTranscoder.fastRender(buffer: $0, mode: mode, into: &out)
@@ -173,7 +173,7 @@ import Testing
 
     @Test func plainAndCleanAreValidJSON() async {
         await propertyCheck(count: 200, input: RandomValues.generator) { value in
-            for mode in [ConvexOutputMode.plain, .clean] {
+            for mode in [OutputFormat.plain, .clean] {
                 let out = (try? ConvexJSONTranscoder.render(value.convexJSON(), mode: mode)) ?? []
                 #expect(
                     (try? JSONSerialization.jsonObject(with: Data(out), options: [.fragmentsAllowed])) != nil,

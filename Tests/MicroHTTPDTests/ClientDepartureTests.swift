@@ -105,7 +105,7 @@ struct ClientDepartureTests {
                 return received
             }
             #expect(received == pieces * piece.count)
-            writer.finish()
+            writer.end()
             #expect(try await blocking { try connection.readChunk() } == nil)
             #expect(collector.reasons.value.isEmpty || collector.reasons.value == [.finished])
         }

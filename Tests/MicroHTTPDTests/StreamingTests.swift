@@ -47,7 +47,7 @@ struct StreamingTests {
                 let chunk = try await blocking { try connection.readChunk() }
                 #expect(chunk == Array("data: \(index)\n\n".utf8))
             }
-            writer.finish()
+            writer.end()
             #expect(writer.write("late") == false)
             #expect(try await blocking { try connection.readChunk() } == nil)
             #expect(await writer.closed() == .finished)
@@ -163,7 +163,7 @@ struct StreamingTests {
                 }
             }
             #expect(try await received == writers * messages * message.count)
-            writer.finish()
+            writer.end()
             #expect(try await blocking { try connection.readChunk() } == nil)
         }
     }
@@ -228,7 +228,7 @@ struct StreamingTests {
                     "data: 1\n\ndata: 2\n\ndata: 3\n\n",
                 ].contains(received))
             #expect(writer.pendingByteCount == 0)
-            writer.finish()
+            writer.end()
             #expect(try await blocking { try connection.readChunk() } == nil)
         }
     }

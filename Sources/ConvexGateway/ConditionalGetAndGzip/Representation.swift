@@ -1,7 +1,7 @@
 import HTTPFields
 
 /// What a request says about the representation it wants: whether it takes gzip, and the entity tags it holds.
-/// The finish stage (and the hot path, with the same rules) picks the response's representation from it.
+/// The one completion (Pipeline/Finish.swift) and the hot path, with the same rules, pick the response's representation from it.
 struct RepresentationPreferences: Sendable {
     /// `Accept-Encoding` accepts gzip (HTTPFields' ``AcceptEncoding``).
     var acceptsGzip = false

@@ -1,3 +1,4 @@
+import ConvexValues
 import Synchronization
 
 /// The sink of one long-poll `GET` (``SubscriptionHub/nextChange(of:from:args:upstream:format:timeout:)``), of one
@@ -32,7 +33,7 @@ final class ChangeWaiter: EventSink {
         }
     }
 
-    func finish() { end(with: nil) }
+    func end() { end(with: nil) }
 
     /// Ends the wait with `update` (`nil`: no change).
     func end(with update: Outcome?) {

@@ -1,3 +1,5 @@
+import ConvexValues
+
 /// What the subscription hub delivers to: one event stream, of one or many subscriptions (its members, numbered in
 /// the order they attached). Implementations never block.
 package protocol EventSink: AnyObject, Sendable {
@@ -11,7 +13,7 @@ package protocol EventSink: AnyObject, Sendable {
     func deliver(_ transition: StreamTransition)
     /// A subscription ended (its upstream connection closed, or the gateway is shutting down): the stream ends
     /// cleanly and the client's `EventSource` reconnects.
-    func finish()
+    func end()
 }
 
 extension EventSink {

@@ -79,7 +79,7 @@ struct HubState {
         /// Send a stream the changes of one transition, at once.
         case deliver(Delivery, to: any EventSink)
         /// End streams (the upstream ended, or the hub shut down).
-        case finish([any EventSink])
+        case end([any EventSink])
     }
 
     /// How a `GET`'s wait for a first result begins.
@@ -330,7 +330,7 @@ struct HubState {
         if !entry.waiters.isEmpty { actions.append(.resume(waiters: Array(entry.waiters), with: nil)) }
         var seen: Set<ObjectIdentifier> = []
         let sinks = entry.attachments.values.map(\.sink).filter { seen.insert(ObjectIdentifier($0)).inserted }
-        if !sinks.isEmpty { actions.append(.finish(sinks)) }
+        if !sinks.isEmpty { actions.append(.end(sinks)) }
         return actions
     }
 }

@@ -443,8 +443,8 @@ package final class SubscriptionHub: Sendable {
                     return StreamTransition.Change(member: change.member, update: update)
                 }
                 sink.deliver(StreamTransition(ts: delivery.ts, changes: changes))
-            case .finish(let sinks):
-                for sink in sinks { sink.finish() }
+            case .end(let sinks):
+                for sink in sinks { sink.end() }
             }
         }
     }

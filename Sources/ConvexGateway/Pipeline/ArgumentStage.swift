@@ -172,3 +172,22 @@ enum ArgumentStage {
         word.first.map { "aeiou".contains($0) } == true ? "an" : "a"
     }
 }
+
+/// The typed-arguments stage as the route stages use it: a request body's input, and arguments typed by the current
+/// function spec (Typed/).
+struct TypedArguments: Sendable {
+    let functionSpecs: FunctionSpecStore?
+    let maxBodyBytes: Int
+
+    /// The input of a request's body.
+    func bodyInput(_ request: ParsedRequest) throws(GatewayError) -> ArgumentStage.Input {
+        try ArgumentStage.input(
+            fromBody: request.request.body, contentType: request.request.header("content-type"),
+            maxBytes: maxBodyBytes)
+    }
+
+    /// The arguments of `input` for `function`, typed by the current function spec.
+    func arguments(_ input: ArgumentStage.Input, for function: UdfPath) throws(GatewayError) -> ConvexValue {
+        try ArgumentStage.arguments(input, for: function, spec: functionSpecs?.current)
+    }
+}

@@ -1,4 +1,5 @@
 import ConvexValues
+import Logging
 
 /// `GET /query?q.<id>=<module:function>&args.<id>=<JSON object>…`: many queries answered from one snapshot of the
 /// database, by the same id and argument rules as multi-subscription streams (StreamSubscriptions.swift).
@@ -12,8 +13,16 @@ import ConvexValues
 /// query failed (its id is then not in `values`); refused credentials fail the whole request (401). The answer has
 /// one `ETag` over every result, and takes `If-None-Match` (304) and `Prefer: wait=<seconds>` (a long-poll until any
 /// of the queries changes).
-extension GatewayCore {
-    func batchQuery(_ request: ParsedRequest, _ context: ResponseContext) throws(GatewayError) -> GatewayHandling {
+struct BatchQueries: Sendable {
+    let hub: SubscriptionHub
+    let pool: UpstreamPool
+    let readYourWrites: ReadYourWrites
+    let arguments: TypedArguments
+    let configuration: GatewayConfiguration
+    let render: @Sendable (ConvexValue, OutputFormat) -> [UInt8]
+    let logger: Logger
+
+    func get(_ request: ParsedRequest, _ context: ResponseContext) throws(GatewayError) -> StageOutcome {
         let parsed = try StreamSubscriptions(
             request.query, limit: configuration.maxStreamSubscriptions, kind: .batch)
         var queries: [(id: String, function: String, args: ConvexValue)] = []
@@ -22,7 +31,7 @@ extension GatewayCore {
         for query in parsed.subscriptions {
             let args: ConvexValue
             do {
-                args = try arguments(query.input, for: query.function)
+                args = try arguments.arguments(query.input, for: query.function)
             } catch {
                 throw error.naming(query: query.id)
             }
@@ -30,49 +39,44 @@ extension GatewayCore {
             keys.append(SubscriptionHub.Key(identity: identityID, function: query.function, args: args))
         }
         let format = request.format
-        let floor = snapshotFloor(request)
-        let longPoll = longPollWait(request, context)
-        return .deferred { [self, keys, queries] in
-            if let refusal = await readyToRead(at: floor, identity: identityID, upstream: upstream, format: format) {
-                return .response(refusal)
+        let floor = readYourWrites.floor(for: request)
+        let longPoll = LongPoll.wait(request, context, maxSeconds: configuration.maxWaitSeconds)
+        let ids = queries.map(\.id)
+        return .later { [keys, queries] () async throws(GatewayError) -> GatewayOutcome in
+            try await readYourWrites.ready(at: floor, identity: identityID, upstream: upstream)
+            let snapshot = try await readBatch(
+                keys: keys, args: queries.map(\.args), upstream: upstream, format: format)
+            let answer = try batchResponse(ids: ids, snapshot, format: format)
+            guard let longPoll, LongPoll.holds(context, answer) else {
+                return .response(answer)
             }
-            let answer: GatewayResponse
-            switch await readBatch(keys: keys, args: queries.map(\.args), upstream: upstream, format: format) {
-            case .failure(let error):
-                return .response(errorResponse(error, format: format))
-            case .success(let snapshot):
-                answer = batchResponse(ids: queries.map(\.id), snapshot, format: format)
-                guard let longPoll, Self.holds(context, answer) else {
-                    return .response(answer)
-                }
-                // The client holds this snapshot: wait for any of the queries to change.
-                let members = zip(keys, zip(queries, snapshot.bodies)).map { key, pair in
-                    SubscriptionHub.Member(key: key, args: pair.0.args, held: pair.1.current.hash)
-                }
-                var waited = answer
-                if await hub.nextChange(
-                    of: members, upstream: upstream, format: format, timeout: .seconds(longPoll)) != nil,
-                    let changed = hub.currentBodies(for: keys, format: format)
-                {
-                    waited = batchResponse(ids: queries.map(\.id), changed, format: format)
-                } else {
-                    waited.setHeader(SnapshotFloor.timestampHeader, String(hub.sessionTimestamp(of: identityID)))
-                }
-                waited.headers.append(("Preference-Applied", "wait=\(longPoll)"))
-                return .response(waited)
+            // The client holds this snapshot: wait for any of the queries to change.
+            let members = zip(keys, zip(queries, snapshot.bodies)).map { key, pair in
+                SubscriptionHub.Member(key: key, args: pair.0.args, held: pair.1.current.hash)
             }
+            var waited = answer
+            if await hub.nextChange(
+                of: members, upstream: upstream, format: format, timeout: .seconds(longPoll)) != nil,
+                let changed = hub.currentBodies(for: keys, format: format)
+            {
+                waited = try batchResponse(ids: ids, changed, format: format)
+            } else {
+                waited.setHeader(SnapshotFloor.timestampHeader, String(hub.sessionTimestamp(of: identityID)))
+            }
+            waited.headers.append(("Preference-Applied", "wait=\(longPoll)"))
+            return .response(waited)
         }
     }
 
     /// Waits for the first result of every query (all at once), then reads them all at one snapshot.
     private func readBatch(
         keys: [SubscriptionHub.Key], args: [ConvexValue], upstream: any ConvexUpstream, format: OutputFormat
-    ) async -> Result<(ts: UInt64, bodies: [SubscriptionHub.CurrentBody]), GatewayError> {
+    ) async throws(GatewayError) -> (ts: UInt64, bodies: [SubscriptionHub.CurrentBody]) {
         let hub = self.hub
         let timeout = configuration.upstreamTimeout
         // Results expire only after the keep-warm period, so a second try finds them all unless one just ended.
         for _ in 0..<2 {
-            if let snapshot = hub.currentBodies(for: keys, format: format) { return .success(snapshot) }
+            if let snapshot = hub.currentBodies(for: keys, format: format) { return snapshot }
             let arrived = await withTaskGroup(of: Bool.self) { group in
                 for (key, args) in zip(keys, args) {
                     group.addTask {
@@ -82,20 +86,19 @@ extension GatewayCore {
                 return await group.allSatisfy { $0 }
             }
             if !arrived {
-                return .failure(
-                    hub.subscriptionCount >= configuration.maxSubscriptions
-                        ? .overloaded : .upstreamTimeout(seconds: timeout.seconds))
+                throw hub.subscriptionCount >= configuration.maxSubscriptions
+                    ? .overloaded : .upstreamTimeout(seconds: timeout.seconds)
             }
         }
-        if let snapshot = hub.currentBodies(for: keys, format: format) { return .success(snapshot) }
-        return .failure(.upstreamTimeout(seconds: timeout.seconds))
+        if let snapshot = hub.currentBodies(for: keys, format: format) { return snapshot }
+        throw .upstreamTimeout(seconds: timeout.seconds)
     }
 
     /// The batch's answer: its values and errors by id, the snapshot's timestamp, and one `ETag` over every result.
-    /// Refused credentials (for every query at once) are the answer's own 401.
+    /// - Throws: refused credentials (for every query at once) as the answer's own 401.
     private func batchResponse(
         ids: [String], _ snapshot: (ts: UInt64, bodies: [SubscriptionHub.CurrentBody]), format: OutputFormat
-    ) -> GatewayResponse {
+    ) throws(GatewayError) -> GatewayResponse {
         var values: [UInt8] = []
         var errors: [UInt8] = []
         var tag = FNV1a()
@@ -110,7 +113,7 @@ extension GatewayCore {
                 values += values.isEmpty ? [UInt8(ascii: "{")] : [UInt8(ascii: ",")]
                 values += name + [UInt8(ascii: ":")] + read.body
             case .failure(let failure):
-                if case .unauthenticated = failure { return errorResponse(failure, format: format) }
+                if case .unauthenticated = failure { throw failure.gatewayError(logging: logger) }
                 // {"error":{…}} gives its inner object.
                 let body = failure.gatewayError.body { render($0, format) }
                 errors += errors.isEmpty ? [UInt8(ascii: "{")] : [UInt8(ascii: ",")]
@@ -124,7 +127,7 @@ extension GatewayCore {
         }
         body.append(UInt8(ascii: "}"))
         var response = GatewayResponse.json(body)
-        response.headers.append(("ETag", Self.etag(hash: tag.value, format: format)))
+        response.headers.append(("ETag", Queries.etag(hash: tag.value, format: format)))
         response.headers.append((SnapshotFloor.timestampHeader, String(snapshot.ts)))
         return response
     }

@@ -1,20 +1,33 @@
 import ConvexSyncProtocol
 import ConvexValues
+import Logging
 
-/// One-shot calls: mutations, actions and `POST /query/<function>`, each with the gateway's one deadline.
-extension GatewayCore {
-    /// Runs a query, mutation or action for the caller, with the gateway's one deadline handed to the upstream call.
-    func callResponse(
+/// The call stage: mutations, actions and `POST /query/<function>`, each with the gateway's one deadline.
+struct Calls: Sendable {
+    let pool: UpstreamPool
+    let readYourWrites: ReadYourWrites
+    let functionSpecs: FunctionSpecStore?
+    let configuration: GatewayConfiguration
+    let render: @Sendable (ConvexValue, OutputFormat) -> [UInt8]
+    let logger: Logger
+
+    /// Runs a query, mutation or action for the caller, with the gateway's one deadline handed to the upstream call;
+    /// when the function spec may have typed the arguments wrongly, once more with a fresh spec (Typed/).
+    /// - Throws: the call's failure as the gateway's error; 504 when a one-shot query's connection does not reach
+    ///   the snapshot floor (read-your-writes) in time.
+    func call(
         _ kind: CallKind, _ function: UdfPath, _ input: ArgumentStage.Input, _ args: ConvexValue,
         _ request: ParsedRequest
-    ) async -> GatewayResponse {
+    ) async throws(GatewayError) -> GatewayResponse {
         // A one-shot query reads the connection's view: moved to the snapshot floor first (read-your-writes).
-        let floor = kind == .query ? snapshotFloor(request) : 0
+        let floor = kind == .query ? readYourWrites.floor(for: request) : 0
         let timeout = configuration.upstreamTimeout
+        let connectTimeout = configuration.connectTimeout
         let result = await pool.withUpstream(for: request.identity) { _, upstream in
-            await retryingWithFreshSpec(function, input, args) { args -> Result<UpstreamAnswer?, UpstreamFailure> in
-                do throws(UpstreamFailure) {  // Typed inputs (Typed/) retried with a fresh spec
-                    try await upstream.waitUntilConnected(timeout: configuration.connectTimeout)
+            await FunctionSpecStore.retrying(with: functionSpecs, function, input, args) {
+                args -> Result<UpstreamAnswer?, UpstreamFailure> in
+                do throws(UpstreamFailure) {
+                    try await upstream.waitUntilConnected(timeout: connectTimeout)
                     if floor > 0, await upstream.waitForView(atLeast: floor, timeout: timeout) < floor {
                         return .success(nil)
                     }
@@ -28,14 +41,14 @@ extension GatewayCore {
         case .success(let answer?):
             var response = GatewayResponse.json(render(answer.value, request.format))
             if let ts = answer.ts {
-                if kind == .mutation { lastCommit.committed(ts) }
+                if kind == .mutation { readYourWrites.committed(ts) }
                 response.headers.append((SnapshotFloor.timestampHeader, String(ts)))
             }
             return response
         case .success(nil):
-            return errorResponse(.timestampNotReached(floor, seconds: timeout.seconds), format: request.format)
+            throw .timestampNotReached(floor, seconds: timeout.seconds)
         case .failure(let failure):
-            return errorResponse(failure, format: request.format)
+            throw failure.gatewayError(logging: logger)
         }
     }
 }

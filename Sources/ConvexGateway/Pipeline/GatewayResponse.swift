@@ -30,6 +30,14 @@ package enum GatewayHandling: Sendable {
     case deferred(@Sendable () async -> GatewayOutcome)
 }
 
+/// What a stage (Pipeline/) answers: a response now (on the server's thread) or later, a response or an event stream.
+/// A stage throws the ``GatewayError`` to answer instead; GatewayCore.complete (Finish.swift) turns every outcome and
+/// every error into the response.
+enum StageOutcome: Sendable {
+    case now(GatewayResponse)
+    case later(@Sendable () async throws(GatewayError) -> GatewayOutcome)
+}
+
 /// How a deferred request ends: a response, or an event stream whose sink the server provides.
 package enum GatewayOutcome: Sendable {
     case response(GatewayResponse)

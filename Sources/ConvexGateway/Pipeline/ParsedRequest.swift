@@ -1,4 +1,5 @@
 import ConvexSyncProtocol
+import ConvexValues
 import Foundation
 import HTTPFields
 

@@ -1,59 +1,69 @@
 import ConvexSyncProtocol
 import ConvexValues
 import HTTPFields
+import Logging
 
-/// `GET /query/<function>` and `HEAD`: answered from the live subscription of the caller, function and arguments
-/// (at once when it has a result new enough, else once its first result comes), with the value's `ETag`.
-extension GatewayCore {
-    func hotOrColdQuery(
+/// The query stage: `GET /query/<function>` and `HEAD`, answered from the live subscription of the caller, function
+/// and arguments (at once when it has a result new enough, else once its first result comes), with the value's
+/// `ETag`; a long-poll waits for the value to change (LongPoll.swift).
+struct Queries: Sendable {
+    let hub: SubscriptionHub
+    let pool: UpstreamPool
+    let readYourWrites: ReadYourWrites
+    /// The one-shot query a `GET` falls back to when the subscription limit is reached.
+    let calls: Calls
+    /// Where an anonymous answer's target is remembered for the quick responder (HotQueries.swift).
+    let hotQueries: HotQueries
+    let authCookie: String?
+    let configuration: GatewayConfiguration
+    let render: @Sendable (ConvexValue, OutputFormat) -> [UInt8]
+    let logger: Logger
+
+    func get(
         _ request: ParsedRequest, _ context: ResponseContext, _ function: UdfPath, _ input: ArgumentStage.Input,
         _ args: ConvexValue, specGeneration: UInt64
-    ) -> GatewayHandling {
+    ) -> StageOutcome {
         let format = request.format
         let (identityID, upstream) = pool.upstream(for: request.identity)
         let key = SubscriptionHub.Key(identity: identityID, function: function, args: args)
-        let longPoll = longPollWait(request, context)
-        let floor = snapshotFloor(request)
+        let longPoll = LongPoll.wait(request, context, maxSeconds: configuration.maxWaitSeconds)
+        let floor = readYourWrites.floor(for: request)
         // A live result answers at once when its snapshot is new enough (read-your-writes, SnapshotFloor.swift).
         if let hot = hub.currentBody(for: key, format: format), hot.ts >= floor {
-            let answer = response(for: hot.current, body: hot.body, format: format, ts: hot.ts)
+            let answer = answer(for: hot.current, body: hot.body, format: format, ts: hot.ts)
             if case .value = hot.current.result {
-                rememberHotTarget(request, key: key, live: hot.live, specGeneration: specGeneration)
-                if let longPoll, Self.holds(context, answer) {
-                    return .deferred { [self] in
-                        await .response(
-                            waitForChange(answer, hot.current, key, args, upstream, longPoll, format, context))
+                hotQueries.remember(
+                    request, key: key, live: hot.live, specGeneration: specGeneration, authCookie: authCookie)
+                if let longPoll, LongPoll.holds(context, answer) {
+                    return .later {
+                        .response(await waitForChange(answer, hot.current, key, args, upstream, longPoll, format))
                     }
                 }
             }
-            return .respond(answer)
+            return .now(answer)
         }
-        return .deferred { [self] in
-            if let refusal = await readyToRead(at: floor, identity: identityID, upstream: upstream, format: format) {
-                return .response(refusal)
-            }
+        return .later { () async throws(GatewayError) -> GatewayOutcome in
+            try await readYourWrites.ready(at: floor, identity: identityID, upstream: upstream)
             if let (current, ts) = await hub.firstResult(
                 for: key, args: args, upstream: upstream, timeout: configuration.upstreamTimeout)
             {
                 let body: [UInt8] = if case .value(let v) = current.result { render(v, format) } else { [] }
-                let answer = response(for: current, body: body, format: format, ts: ts)
-                if let longPoll, Self.holds(context, answer) {
-                    return await .response(
-                        waitForChange(answer, current, key, args, upstream, longPoll, format, context))
+                let answer = answer(for: current, body: body, format: format, ts: ts)
+                if let longPoll, LongPoll.holds(context, answer) {
+                    return await .response(waitForChange(answer, current, key, args, upstream, longPoll, format))
                 }
                 return .response(answer)
             }
             if hub.subscriptionCount >= configuration.maxSubscriptions {
-                return .response(await callResponse(.query, function, input, args, request))
+                return .response(try await calls.call(.query, function, input, args, request))
             }
-            return .response(
-                errorResponse(.upstreamTimeout(seconds: configuration.upstreamTimeout.seconds), format: format))
+            throw .upstreamTimeout(seconds: configuration.upstreamTimeout.seconds)
         }
     }
 
     /// The answer to a query from a live result that holds at snapshot `ts`: the value with its `ETag`, or the
     /// function's error; either with `Convex-Timestamp`.
-    func response(
+    func answer(
         for current: SubscriptionHub.CurrentResult, body: [UInt8], format: OutputFormat, ts: UInt64
     ) -> GatewayResponse {
         var response: GatewayResponse
@@ -62,7 +72,7 @@ extension GatewayCore {
             response = GatewayResponse.json(body)
             response.headers.append(("ETag", Self.etag(hash: current.hash, format: format)))
         case .failure(let failure):
-            response = errorResponse(failure, format: format)
+            response = GatewayResponse.error(failure.gatewayError(logging: logger)) { render($0, format) }
         }
         response.headers.append((SnapshotFloor.timestampHeader, String(ts)))
         return response

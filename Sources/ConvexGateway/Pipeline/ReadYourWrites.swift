@@ -1,35 +1,44 @@
 import ConvexSyncProtocol
 import ConvexValues
+import Logging
 
-/// Read-your-writes (SnapshotFloor.swift): a query answer comes from a snapshot at the floor or later.
-extension GatewayCore {
-    /// The oldest snapshot an answer to `request` may come from (Pipeline/SnapshotFloor.swift).
-    func snapshotFloor(_ request: ParsedRequest) -> UInt64 {
-        SnapshotFloor.required(
-            minTimestamp: request.minTimestamp, lastCommit: lastCommit.ts, readYourWrites: configuration.readYourWrites)
+/// Read-your-writes (SnapshotFloor.swift), shared by the query, batch, stream and call stages: a query answer comes
+/// from a snapshot at the floor or later, the floor being the newest commit this gateway answered and the caller's
+/// `Convex-Min-Timestamp`.
+struct ReadYourWrites: Sendable {
+    let hub: SubscriptionHub
+    let configuration: GatewayConfiguration
+    let logger: Logger
+    /// The newest commit among the mutations this gateway answered.
+    let lastCommit = CommitWatermark()
+
+    /// The oldest snapshot an answer to `request` may come from.
+    func floor(for request: ParsedRequest) -> UInt64 {
+        floor(minTimestamp: request.minTimestamp)
     }
 
-    /// Waits for the upstream connection, then makes the hub's results of `identity` hold at `floor` or later; the
-    /// error to answer when either fails (503 unreachable, 504 when the deployment does not reach `floor` in time).
-    func readyToRead(
-        at floor: UInt64, identity: String, upstream: any ConvexUpstream, format: OutputFormat
-    ) async -> GatewayResponse? {
+    /// The oldest snapshot an answer may come from, given the caller's `Convex-Min-Timestamp`.
+    func floor(minTimestamp: UInt64?) -> UInt64 {
+        SnapshotFloor.required(
+            minTimestamp: minTimestamp, lastCommit: lastCommit.ts, readYourWrites: configuration.readYourWrites)
+    }
+
+    /// A mutation answered here committed at `ts`.
+    func committed(_ ts: UInt64) {
+        lastCommit.committed(ts)
+    }
+
+    /// Waits for the upstream connection, then makes the hub's results of `identity` hold at `floor` or later.
+    /// - Throws: 503 when the deployment is unreachable, 504 when it does not reach `floor` within the upstream timeout.
+    func ready(at floor: UInt64, identity: String, upstream: any ConvexUpstream) async throws(GatewayError) {
         do throws(UpstreamFailure) {
             try await upstream.waitUntilConnected(timeout: configuration.connectTimeout)
         } catch {
-            return errorResponse(error, format: format)
+            throw error.gatewayError(logging: logger)
         }
-        return await reachSnapshot(floor, identity: identity, upstream: upstream, format: format)
-    }
-
-    /// Makes the hub's results of `identity` hold at `floor` or later; the 504 to answer when the deployment does not
-    /// get there within the upstream timeout.
-    private func reachSnapshot(
-        _ floor: UInt64, identity: String, upstream: any ConvexUpstream, format: OutputFormat
-    ) async -> GatewayResponse? {
-        guard floor > 0, hub.sessionTimestamp(of: identity) < floor else { return nil }
+        guard floor > 0, hub.sessionTimestamp(of: identity) < floor else { return }
         let timeout = configuration.upstreamTimeout
-        if await hub.reach(floor, identity: identity, upstream: upstream, timeout: timeout) { return nil }
-        return errorResponse(.timestampNotReached(floor, seconds: timeout.seconds), format: format)
+        if await hub.reach(floor, identity: identity, upstream: upstream, timeout: timeout) { return }
+        throw .timestampNotReached(floor, seconds: timeout.seconds)
     }
 }

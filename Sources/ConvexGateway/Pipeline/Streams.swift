@@ -1,12 +1,22 @@
 import ConvexSyncProtocol
 import ConvexValues
+import Logging
 import Synchronization
 
-/// The dispatch stage for event streams: `/subscribe/<function>` (one subscription) and `/subscribe?sub.<id>=…`
-/// (many on one connection), one implementation. Both wait for every subscription's first result before the stream starts, so an
-/// unknown function, bad arguments or refused credentials get a plain HTTP error (an `EventSource` then stops
-/// instead of reconnecting forever).
-extension GatewayCore {
+/// The stream stage: `/subscribe/<function>` (one subscription), `/subscribe?sub.<id>=…` (many on one connection) and
+/// a `GET /query/<function>` that accepts only `text/event-stream`, one implementation. Every stream waits for each
+/// subscription's first result before it starts, so an unknown function, bad arguments or refused credentials get a
+/// plain HTTP error (an `EventSource` then stops instead of reconnecting forever).
+struct Streams: Sendable {
+    let hub: SubscriptionHub
+    let pool: UpstreamPool
+    /// The streams open now, for heartbeats, the stream limit and the open-streams metric.
+    let openStreams: OpenStreams
+    let readYourWrites: ReadYourWrites
+    let arguments: TypedArguments
+    let configuration: GatewayConfiguration
+    let logger: Logger
+
     /// Bytes a stream may have queued before a new value replaces what is queued instead of joining it.
     static let streamBufferLimit = 32 * 1024
 
@@ -19,7 +29,7 @@ extension GatewayCore {
     static let streamPreamble = Array("retry: 3000\n: connected\n\n".utf8)
 
     /// The subscriptions of a multi-subscription stream URL, with their arguments typed.
-    func streamSubscriptions(_ request: ParsedRequest) throws(GatewayError) -> [StreamSubscription] {
+    func subscriptions(_ request: ParsedRequest) throws(GatewayError) -> [StreamSubscription] {
         let parsed = try StreamSubscriptions(request.query, limit: configuration.maxStreamSubscriptions)
         var typed: [StreamSubscription] = []
         for subscription in parsed.subscriptions {
@@ -27,7 +37,7 @@ extension GatewayCore {
                 typed.append(
                     StreamSubscription(
                         id: subscription.id, function: subscription.function,
-                        args: try arguments(subscription.input, for: subscription.function)))
+                        args: try arguments.arguments(subscription.input, for: subscription.function)))
             } catch {
                 throw error.naming(subscription: subscription.id)
             }
@@ -35,20 +45,23 @@ extension GatewayCore {
         return typed
     }
 
-    /// Starts an event stream: `/subscribe/<function>` (one subscription without an id, its own events) or
-    /// `/subscribe?sub.<id>=…` (transition events). The one place where a stream starts.
-    func startStream(
+    /// Opens an event stream under the stream limit (StreamAdmission.swift): `/subscribe/<function>` (one
+    /// subscription without an id, its own events) or `/subscribe?sub.<id>=…` (transition events).
+    /// - Throws: 503 when the stream limit is reached.
+    func open(_ request: ParsedRequest, _ subscriptions: [StreamSubscription]) throws(GatewayError) -> StageOutcome {
+        try admit { () async throws(GatewayError) -> GatewayOutcome in try await start(request, subscriptions) }
+    }
+
+    /// Starts an event stream once every subscription has its first result. The one place where a stream starts.
+    private func start(
         _ request: ParsedRequest, _ subscriptions: [StreamSubscription]
-    ) async -> GatewayOutcome {
+    ) async throws(GatewayError) -> GatewayOutcome {
         let format = request.format
         let (identityID, upstream) = pool.upstream(for: request.identity)
         let keys = subscriptions.map { SubscriptionHub.Key(identity: identityID, function: $0.function, args: $0.args) }
-        if let refusal = await firstResultsRefusal(
+        try await awaitFirstResults(
             of: zip(subscriptions, keys).map { ($0.id, $1, $0.args) }, identity: identityID, upstream: upstream,
-            floor: snapshotFloor(request), format: format)
-        {
-            return .response(refusal)
-        }
+            floor: readYourWrites.floor(for: request))
         let framing: EventStream.Framing =
             subscriptions.count == 1 && subscriptions[0].id == nil
             ? .function : .transitions(ids: subscriptions.map { $0.id ?? "" })
@@ -83,17 +96,16 @@ extension GatewayCore {
             ))
     }
 
-    /// Waits for the first result of every subscription (all at once); the error response that refuses the stream,
-    /// if any: no result in time, the subscription limit, or a result that can never stream (unknown function, bad
-    /// arguments, refused credentials). `id` names the subscription of a multi-subscription stream in the message.
-    /// The results first hold at `floor` or later (read-your-writes), or the stream is refused with a 504.
-    private func firstResultsRefusal(
+    /// Waits for the first result of every subscription (all at once). The results first hold at `floor` or later
+    /// (read-your-writes).
+    /// - Throws: the error that refuses the stream: no result in time, the subscription limit, a result that can
+    ///   never stream (unknown function, bad arguments, refused credentials), or a 504 when the deployment does not
+    ///   reach `floor`. `id` names the subscription of a multi-subscription stream in the message.
+    private func awaitFirstResults(
         of subscriptions: [(id: String?, key: SubscriptionHub.Key, args: ConvexValue)], identity: String,
-        upstream: any ConvexUpstream, floor: UInt64, format: OutputFormat
-    ) async -> GatewayResponse? {
-        if let refusal = await readyToRead(at: floor, identity: identity, upstream: upstream, format: format) {
-            return refusal
-        }
+        upstream: any ConvexUpstream, floor: UInt64
+    ) async throws(GatewayError) {
+        try await readYourWrites.ready(at: floor, identity: identity, upstream: upstream)
         let hub = self.hub
         let timeout = configuration.upstreamTimeout
         let firsts = await withTaskGroup(of: (Int, SubscriptionHub.CurrentResult?).self) { group in
@@ -122,14 +134,8 @@ extension GatewayCore {
                     ? .overloaded : .upstreamTimeout(seconds: timeout.seconds)
             }
             if let id = subscription.id { error = error.naming(subscription: id) }
-            return errorResponse(error, format: format)
+            throw error
         }
-        return nil
-    }
-
-    /// Sends the heartbeat comment to every open stream.
-    package func sendHeartbeats() {
-        openStreams.heartbeat()
     }
 }
 

@@ -1,15 +1,64 @@
 import ConvexValues
 
-/// The gateway's own routes that need more than a fixed answer: readiness and stream tickets.
-extension GatewayCore {
-    func readiness() async -> GatewayResponse {
+/// The gateway's own routes: health, readiness, metrics, the OpenAPI documents, `/client.js` and stream tickets.
+struct SystemRoutes: Sendable {
+    let metrics: GatewayMetrics
+    let pool: UpstreamPool
+    let credentials: CallerCredentials
+    let functionSpecs: FunctionSpecStore?
+    /// `--allow-function`/`--deny-function`: the functions document lists only what callers may call.
+    let functionFilter: FunctionFilter
+    /// `--openapi-file`: the document served at `/openapi.yaml`, read once at start.
+    let openAPIDocument: [UInt8]?
+
+    /// `GET /health`: the process answers.
+    func health() -> GatewayResponse {
+        .json(Array(#"{"status":"ok"}"#.utf8))
+    }
+
+    /// `GET /ready`: the anonymous upstream connection is up.
+    /// - Throws: 503 when it does not connect within a second.
+    func readiness() async throws(GatewayError) -> GatewayResponse {
         let (_, upstream) = pool.upstream(for: .anonymous)
         do {
             try await upstream.waitUntilConnected(timeout: .seconds(1))
             return .json(Array(#"{"status":"ready"}"#.utf8))
         } catch {
-            return errorResponse(.upstreamUnavailable("not connected"), format: configuration.defaultFormat)
+            throw .upstreamUnavailable("not connected")
         }
+    }
+
+    /// `GET /metrics`: the Prometheus text.
+    func metricsPage() -> GatewayResponse {
+        GatewayResponse(
+            status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")], body: metrics.render()
+        )
+    }
+
+    /// `GET /openapi.yaml`: the configured document, or with `functions=1` the deployment's (Typed/FunctionOpenAPI.swift).
+    /// - Throws: 404 when the document asked for is not available.
+    func openAPI(_ request: ParsedRequest) throws(GatewayError) -> GatewayResponse {
+        if request.wantsFunctionsDocument {
+            return try functionsDocument(request.format)
+        }
+        guard let document = openAPIDocument else {
+            throw GatewayError(code: .routeNotFound, message: "The OpenAPI document is not available on this gateway")
+        }
+        return GatewayResponse(status: 200, headers: [("Content-Type", "application/yaml")], body: document)
+    }
+
+    /// The per-deployment document (JSON text, which is YAML 1.2), or 404 without a function spec.
+    private func functionsDocument(_ format: OutputFormat) throws(GatewayError) -> GatewayResponse {
+        guard let spec = functionSpecs?.current else {
+            throw GatewayError(
+                code: .routeNotFound,
+                message:
+                    "No function spec is available; configure the deployment's admin key (--admin-key) to get the functions document"
+            )
+        }
+        let document = FunctionOpenAPI.document(spec, format: format, include: functionFilter.permits)
+        return GatewayResponse(
+            status: 200, headers: [("Content-Type", "application/yaml")], body: document.json(mode: .plain))
     }
 
     /// `POST /stream-tickets`: 201 with a ticket for the caller's token (Access/StreamTickets.swift).

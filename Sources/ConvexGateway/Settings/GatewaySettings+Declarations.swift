@@ -1,3 +1,4 @@
+import ConvexValues
 import Logging
 
 /// Every setting of `convex-gateway`, each declared once: flag, environment variable, help and kind; the default is

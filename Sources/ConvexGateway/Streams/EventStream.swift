@@ -1,3 +1,4 @@
+import ConvexValues
 import Synchronization
 
 /// One event stream of one or many subscriptions: `/subscribe/<function>` (one member, its documented events) and
@@ -94,7 +95,7 @@ final class EventStream: EventSink {
                 // The credentials are gone for every subscription: one error for the stream, then its end.
                 state.ended = true
                 output.write(ServerSentEvent(event: "error", data: refused.update.body).encoded())
-                output.finish()
+                output.end()
                 return
             }
             state.ts = transition.ts
@@ -126,15 +127,13 @@ final class EventStream: EventSink {
         }
     }
 
-    func finish() { end() }
-
     /// Ends the stream (a subscription's upstream ended, or the gateway is shutting down); the client reconnects.
     func end() {
         let first = state.withLock { state in
             defer { state.ended = true }
             return !state.ended
         }
-        if first { output.finish() }
+        if first { output.end() }
     }
 
     // MARK: Framing

@@ -9,7 +9,7 @@ package protocol EventStreamOutput: AnyObject, Sendable {
     /// Drops what is queued and not yet being sent, then queues `bytes` (coalescing a slow reader).
     func replacePending(with bytes: [UInt8])
     /// Ends the stream after what is queued.
-    func finish()
+    func end()
 }
 
 extension EventStreamOutput {
@@ -28,5 +28,5 @@ final class HTTPEventStreamOutput: EventStreamOutput {
     func write(_ bytes: [UInt8]) { _ = writer.write(bytes) }
     var pendingByteCount: Int { writer.pendingByteCount }
     func replacePending(with bytes: [UInt8]) { _ = writer.replacePending(with: bytes) }
-    func finish() { writer.finish() }
+    func end() { writer.end() }
 }

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Renders Convex JSON bytes in another ``ConvexOutputMode`` without building a value tree.
+/// Renders Convex JSON bytes in another ``OutputFormat`` without building a value tree.
 ///
 /// The transcoder reads its input once, checking every rule ``ConvexValue/init(convexJSON:)-(Bytes)`` checks (JSON
 /// syntax, UTF-8, wrappers, field names, duplicate fields, retired types, nesting, array length, field count and
@@ -16,7 +16,7 @@ public enum ConvexJSONTranscoder {
     /// - Throws: `ConvexValueError` naming the JSON path of the first bad value.
     public static func render<Bytes: Collection>(
         _ convexJSON: Bytes,
-        mode: ConvexOutputMode = .plain
+        mode: OutputFormat = .plain
     ) throws(ConvexValueError) -> [UInt8] where Bytes.Element == UInt8 {
         var out: [UInt8] = []
         try render(convexJSON, mode: mode, appendingTo: &out)
@@ -27,7 +27,7 @@ public enum ConvexJSONTranscoder {
     /// - Throws: `ConvexValueError` naming the JSON path of the first bad value.
     public static func render<Bytes: Collection>(
         _ convexJSON: Bytes,
-        mode: ConvexOutputMode = .plain,
+        mode: OutputFormat = .plain,
         appendingTo out: inout [UInt8]
     ) throws(ConvexValueError) where Bytes.Element == UInt8 {
         let result: Result<Void, ConvexValueError>
@@ -41,7 +41,7 @@ public enum ConvexJSONTranscoder {
 
     static func render(
         buffer: UnsafeBufferPointer<UInt8>,
-        mode: ConvexOutputMode,
+        mode: OutputFormat,
         into out: inout [UInt8]
     ) -> Result<Void, ConvexValueError> {
         if let rendered = fastRender(buffer: buffer, mode: mode) {
@@ -63,7 +63,7 @@ public enum ConvexJSONTranscoder {
     /// Streams `buffer` into a new array, or nil when the input must go through the value parser.
     /// The output is written straight into the array's storage, sized from the input; only output larger than that
     /// estimate (short numbers growing to `1.0`, `-0` to a `$float` wrapper) spills to a growing buffer.
-    static func fastRender(buffer: UnsafeBufferPointer<UInt8>, mode: ConvexOutputMode) -> [UInt8]? {
+    static func fastRender(buffer: UnsafeBufferPointer<UInt8>, mode: OutputFormat) -> [UInt8]? {
         guard let base = buffer.baseAddress, buffer.count > 0 else { return nil }
         let capacity = buffer.count + buffer.count / 4 + 64
         var streamed = false
@@ -95,8 +95,7 @@ public enum ConvexJSONTranscoder {
     }
 
     /// Test hook: whether `buffer` streams, appending the output to `out` when it does.
-    static func fastRender(buffer: UnsafeBufferPointer<UInt8>, mode: ConvexOutputMode, into out: inout [UInt8]) -> Bool
-    {
+    static func fastRender(buffer: UnsafeBufferPointer<UInt8>, mode: OutputFormat, into out: inout [UInt8]) -> Bool {
         guard let rendered = fastRender(buffer: buffer, mode: mode) else { return false }
         out.append(contentsOf: rendered)
         return true

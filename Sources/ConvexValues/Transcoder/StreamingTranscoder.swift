@@ -13,7 +13,7 @@ struct StreamingTranscoder {
 
     let base: UnsafePointer<UInt8>
     let end: Int
-    let mode: ConvexOutputMode
+    let mode: OutputFormat
     var pos = 0
     var out: OutputBuffer
     var depth = 0
@@ -25,7 +25,7 @@ struct StreamingTranscoder {
     let pairs: UnsafePointer<UInt8>
     let powers: UnsafePointer<UInt64>
 
-    init(base: UnsafePointer<UInt8>, end: Int, mode: ConvexOutputMode, out: OutputBuffer) {
+    init(base: UnsafePointer<UInt8>, end: Int, mode: OutputFormat, out: OutputBuffer) {
         self.base = base
         self.end = end
         self.mode = mode

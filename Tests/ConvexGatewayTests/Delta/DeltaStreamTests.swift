@@ -164,7 +164,7 @@ final class CatchingUpOutput: EventStreamOutput {
     func write(_ bytes: [UInt8]) { state.withLock { $0.queued.append(bytes) } }
     var pendingByteCount: Int { state.withLock { $0.behind ? $0.queued.reduce(0) { $0 + $1.count } : 0 } }
     func replacePending(with bytes: [UInt8]) { state.withLock { $0.queued = [bytes] } }
-    func finish() {}
+    func end() {}
     func catchUp() { state.withLock { $0.behind = false } }
     var texts: [String] { state.withLock { $0.queued.map { String(decoding: $0, as: UTF8.self) } } }
 }

@@ -15,9 +15,9 @@ import Testing
     static let sequences = 60
     static let steps = 40
 
-    @Test(arguments: ConvexOutputMode.allCases)
-    func patchesAppliedByPythonsJsonpatchGiveEveryNextValue(mode: ConvexOutputMode) throws {
-        var random = SplitMix(seed: 0xD17F_0000 + UInt64(ConvexOutputMode.allCases.firstIndex(of: mode)!))
+    @Test(arguments: OutputFormat.allCases)
+    func patchesAppliedByPythonsJsonpatchGiveEveryNextValue(mode: OutputFormat) throws {
+        var random = SplitMix(seed: 0xD17F_0000 + UInt64(OutputFormat.allCases.firstIndex(of: mode)!))
         var document: [UInt8] = Array("[".utf8)
         var patchCount = 0
         for sequence in 0..<Self.sequences {
@@ -62,7 +62,7 @@ import Testing
         """
 
     /// Writes the sequences where client.js's unit tests read them.
-    static func keepForClientTests(_ document: [UInt8], mode: ConvexOutputMode) throws {
+    static func keepForClientTests(_ document: [UInt8], mode: OutputFormat) throws {
         let root = GatewayProcess.packageRoot
         let directory = root.appendingPathComponent(".build/patch-sequences")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

@@ -17,7 +17,7 @@ import Testing
     /// A list of `count` documents, newest first (as `items:list` returns them).
     static func list(_ count: Int) -> [ConvexValue] { (0..<count).reversed().map { document($0) } }
 
-    static func patch(_ old: ConvexValue, _ new: ConvexValue, mode: ConvexOutputMode = .plain) -> String {
+    static func patch(_ old: ConvexValue, _ new: ConvexValue, mode: OutputFormat = .plain) -> String {
         String(
             decoding: JSONPatch.render(ValueDiff.operations(from: old, to: new)) { $0.json(mode: mode) }!, as: UTF8.self
         )

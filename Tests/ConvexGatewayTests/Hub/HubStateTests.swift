@@ -136,7 +136,7 @@ import Testing
         _ = try hub.attach(sink, to: key, args: [:], held: nil, now: .zero)
         _ = hub.wait(3, for: key, args: [:], now: .zero)
         let ended = hub.upstreamEnded(key, generation: 1)
-        #expect(ended.contains { if case .finish(let sinks) = $0 { sinks.count == 1 } else { false } })
+        #expect(ended.contains { if case .end(let sinks) = $0 { sinks.count == 1 } else { false } })
         #expect(ended.contains { if case .resume([3], nil) = $0 { true } else { false } })
         #expect(hub.entries.isEmpty)
         #expect(hub.upstreamEnded(key, generation: 1).isEmpty)

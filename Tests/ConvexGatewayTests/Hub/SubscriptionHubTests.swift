@@ -129,7 +129,7 @@ final class RecordingSink: EventSink {
         }
     }
 
-    func finish() { finished.store(true, ordering: .relaxed) }
+    func end() { finished.store(true, ordering: .relaxed) }
 
     var received: [String] { events.withLock { $0 } }
     var transitions: [StreamTransition] { recorded.withLock { $0 } }

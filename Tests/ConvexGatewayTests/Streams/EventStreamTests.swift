@@ -22,7 +22,7 @@ final class RecordingOutput: EventStreamOutput {
     }
     var pendingByteCount: Int { state.withLock { $0.pending.reduce(0) { $0 + $1.count } } }
     func replacePending(with bytes: [UInt8]) { state.withLock { $0.pending = [bytes] } }
-    func finish() { state.withLock { $0.finished = true } }
+    func end() { state.withLock { $0.finished = true } }
 
     /// Everything the client would read, in order, as events.
     var events: [ReceivedEvent] {

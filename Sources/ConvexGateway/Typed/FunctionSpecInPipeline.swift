@@ -1,34 +1,20 @@
 import ConvexSyncProtocol
 import ConvexValues
 
-/// Typed inputs and the per-deployment OpenAPI document, as the pipeline uses them.
-extension GatewayCore {
+/// Typed inputs as the pipeline uses them: a call retried with a fresh spec, and which requests use the spec.
+extension FunctionSpecStore {
     /// Runs a call; when it fails without running the function (unknown function or refused arguments), refetches
     /// the spec (rate-limited) and, if the fresh spec types the arguments differently, calls once more with them.
-    func retryingWithFreshSpec<Success>(
-        _ function: UdfPath, _ input: ArgumentStage.Input, _ args: ConvexValue,
+    static func retrying<Success>(
+        with specs: FunctionSpecStore?, _ function: UdfPath, _ input: ArgumentStage.Input, _ args: ConvexValue,
         _ perform: (ConvexValue) async -> Result<Success, UpstreamFailure>
     ) async -> Result<Success, UpstreamFailure> {
         let first = await perform(args)
-        guard let specs = functionSpecs, case .failure(let failure) = first, failure.ranNoFunction else { return first }
+        guard let specs, case .failure(let failure) = first, failure.ranNoFunction else { return first }
         guard let fresh = await specs.refresh(),
             let retried = try? ArgumentStage.arguments(input, for: function, spec: fresh), retried != args
         else { return first }
         return await perform(retried)
-    }
-
-    /// The per-deployment document (JSON text, which is YAML 1.2), or 404 without a function spec.
-    func functionsDocument(_ format: OutputFormat) throws(GatewayError) -> GatewayResponse {
-        guard let spec = functionSpecs?.current else {
-            throw GatewayError(
-                code: .routeNotFound,
-                message:
-                    "No function spec is available; configure the deployment's admin key (--admin-key) to get the functions document"
-            )
-        }
-        let document = FunctionOpenAPI.document(spec, format: format, include: access.configuration.functions.permits)
-        return GatewayResponse(
-            status: 200, headers: [("Content-Type", "application/yaml")], body: document.json(mode: .plain))
     }
 }
 

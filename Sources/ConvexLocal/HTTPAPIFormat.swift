@@ -3,7 +3,7 @@ import ConvexValues
 import Foundation
 
 /// The value formats of the HTTP API (reference §2).
-public enum ValueFormat: String, Sendable, Hashable {
+public enum HTTPAPIFormat: String, Sendable, Hashable {
     /// Lossless Convex JSON (`convex_encoded_json`, legacy alias `convex_json`).
     case convexEncodedJSON = "convex_encoded_json"
     /// Clean, lossy JSON (`json`, legacy alias `convex_clean_json`): int64 as decimal strings, bytes as base64,
@@ -24,7 +24,7 @@ public enum ValueFormat: String, Sendable, Hashable {
 
     /// The default when a request names no format, from its `Convex-Client` header (reference §2.3): Convex JSON
     /// only for npm ≤ 1.4.1 and python ≤ 0.5.0, clean JSON for everyone else.
-    public static func defaultFormat(convexClient: String?) -> ValueFormat {
+    public static func defaultFormat(convexClient: String?) -> HTTPAPIFormat {
         guard let header = convexClient else { return .json }
         let parts = header.split(separator: "-")
         guard parts.count >= 2, let version = parts.last.flatMap({ SemanticVersion(String($0)) }) else { return .json }

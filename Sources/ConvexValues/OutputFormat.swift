@@ -12,7 +12,7 @@ import Foundation
 ///
 /// `clean` is exactly Convex's own `format=json`; `encoded` is Convex JSON (`convex_encoded_json`).
 /// Only `encoded` reads back to the same value; `plain` keeps int64 exact for clients that parse big integers.
-public enum ConvexOutputMode: String, Sendable, Hashable, CaseIterable {
+public enum OutputFormat: String, Sendable, Hashable, CaseIterable {
     case plain
     case clean
     case encoded
@@ -20,7 +20,7 @@ public enum ConvexOutputMode: String, Sendable, Hashable, CaseIterable {
 
 extension ConvexValue {
     /// JSON bytes of the value in the given mode. Object keys are sorted bytewise.
-    public func json(mode: ConvexOutputMode = .plain) -> [UInt8] {
+    public func json(mode: OutputFormat = .plain) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(64)
         appendJSON(mode: mode, to: &out)
@@ -28,12 +28,12 @@ extension ConvexValue {
     }
 
     /// JSON text of the value in the given mode.
-    public func jsonString(mode: ConvexOutputMode = .plain) -> String {
+    public func jsonString(mode: OutputFormat = .plain) -> String {
         String(decoding: json(mode: mode), as: UTF8.self)
     }
 
     /// Appends the JSON of the value in the given mode to `out`.
-    public func appendJSON(mode: ConvexOutputMode, to out: inout [UInt8]) {
+    public func appendJSON(mode: OutputFormat, to out: inout [UInt8]) {
         switch mode {
         case .encoded: ConvexJSONWriter.write(self, into: &out)
         case .plain: PlainJSONWriter.write(self, quotedIntegers: false, into: &out)
