@@ -79,7 +79,8 @@ extension ClientCore {
     /// The socket's callbacks run on its event loop: a frame is parsed and applied to the state machine there, and
     /// the caller or subscriber waiting for it is resumed from there.
     private func runSocket() async -> String {
-        let activity = ActivityClock()
+        let clock = configuration.clock
+        let activity = ActivityClock(clock: clock)
         let outcome = OneShot<String>()
         let generation: UInt64 = state.withLock { $0.generation }
         let socket = ClientSocket.connect(
@@ -114,13 +115,14 @@ extension ClientCore {
 
         let connectTimeout = configuration.connectTimeout
         let inactivityTimeout = configuration.inactivityTimeout
+        // On the configuration's clock: a test clock moves through these timeouts instead of sleeping.
         let watchdog = Task { [webSocketURL] in
-            let start = ContinuousClock.now
+            let start = clock.now
             let interval = min(inactivityTimeout / 5, connectTimeout / 5, .seconds(1))
             while !Task.isCancelled {
-                do { try await Task.sleep(for: interval) } catch { return }
+                do { try await clock.sleep(for: interval) } catch { return }
                 let (opened, last) = activity.snapshot
-                let now = ContinuousClock.now
+                let now = clock.now
                 if !opened, now - start > connectTimeout {
                     outcome.complete("Connection to \(webSocketURL) timed out after \(connectTimeout)")
                     return

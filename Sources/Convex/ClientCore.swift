@@ -375,7 +375,8 @@ final class ClientCore: Sendable {
         return stream
     }
 
-    /// Starts connecting if idle and waits until connected, closed, failed authentication, or `timeout`.
+    /// Starts connecting if idle and waits until connected, closed, failed authentication, or `timeout` (on the
+    /// configuration's clock).
     func waitUntilConnected(timeout: Duration) async -> ConnectionState {
         let done = OneShot<Void>()
         let (id, deferred): (UInt64, Deferred) = state.withLock { l in
@@ -392,8 +393,8 @@ final class ClientCore: Sendable {
             return (id, deferred)
         }
         deferred.run(self)
-        let timer = Task {
-            try? await Task.sleep(for: timeout)
+        let timer = Task { [clock = configuration.clock] in
+            try? await clock.sleep(for: timeout)
             done.complete(())
         }
         await withTaskCancellationHandler {

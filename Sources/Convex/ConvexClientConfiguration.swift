@@ -40,8 +40,8 @@ public struct ConvexClientConfiguration: Sendable {
     /// current one's `exp`, as convex-js does (its `authRefreshTokenLeewaySeconds`, default 10), but at most half
     /// of the token's lifetime (`exp - iat`) ahead, so short-lived tokens are refreshed too.
     public var tokenRefreshLeeway: Duration
-    /// Where call deadlines and token refreshes read time from; tests pass a test clock
-    /// (`ElapsedClock(TestClock())`) to advance through a deadline instead of sleeping.
+    /// Where call deadlines, token refreshes and the socket watchdog (connect and inactivity timeouts) read time
+    /// from; tests pass a test clock (`ElapsedClock(TestClock())`) to advance through a deadline instead of sleeping.
     public var clock: ElapsedClock = .continuous
 
     public init(

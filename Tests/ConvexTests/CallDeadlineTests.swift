@@ -12,6 +12,8 @@ struct CallDeadlineTests {
         let clock = TestClock<Duration>()
         var configuration = ConvexClientConfiguration(callTimeout: .seconds(60))
         configuration.clock = ElapsedClock(clock)
+        // The socket watchdog reads the same clock: moving it past the deadlines must not also mean a silent server.
+        configuration.inactivityTimeout = .seconds(3600)
         // A deployment that never answers.
         try await ScriptedSyncServer.with(script: { _, _, _ in }) { url, server in
             try await ConvexClient.withClient(deploymentUrl: url, configuration: configuration) {
