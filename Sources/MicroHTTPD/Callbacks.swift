@@ -1,5 +1,6 @@
 import CMicroHTTPD
 import CMicroHTTPDShim
+import Glibc
 
 // C callbacks handed to libmicrohttpd. They run on libmicrohttpd's worker threads, recover their
 // owner from the context pointer with `Unmanaged`, never block and never `await`.
@@ -78,9 +79,19 @@ typealias URILogCallback =
 
 /// Records the raw request-target (before libmicrohttpd percent-decodes the path) in the
 /// connection's context; returns NULL so the first access-handler call still sees `*con_cls == NULL`.
+///
+/// Then it ends the query for libmicrohttpd right after its `?`, so libmicrohttpd stores no query parameters (the
+/// server reads them from the raw target: ``HTTPQueryItem/items(inRawQuery:)``). libmicrohttpd 0.9.75 parses them
+/// next, into the connection's memory pool; when a long request line has left no room there, it queues its 431 and
+/// then overwrites that state and waits for header lines it has already discarded, so the client would get no answer
+/// until the idle timeout. The `uri` libmicrohttpd passes is the request line in its read buffer, which it cuts
+/// itself at the `?` right after this call.
 let uriLogThunk: URILogCallback = { _, uri, connection in
     guard let uri, let connection else { return nil }
     ConnectionHandle(raw: connection).context?.noteTarget(uri)
+    if let question = strchr(uri, Int32(UInt8(ascii: "?"))) {
+        UnsafeMutablePointer(mutating: question + 1).pointee = 0
+    }
     return nil
 }
 
@@ -101,13 +112,6 @@ let headerIteratorThunk: MHD_KeyValueIteratorN = { fieldsPointer, _, key, keySiz
     fields.pointee.append(
         HTTPHeaders.Field(name: decodeText(key, keySize) ?? "", value: decodeText(value, valueSize) ?? "")
     )
-    return MHD_Result.YES
-}
-
-let queryIteratorThunk: MHD_KeyValueIteratorN = { itemsPointer, _, key, keySize, value, valueSize in
-    guard let itemsPointer else { return MHD_Result.NO }
-    let items = itemsPointer.assumingMemoryBound(to: [HTTPQueryItem].self)
-    items.pointee.append(HTTPQueryItem(name: decodeText(key, keySize) ?? "", value: decodeText(value, valueSize)))
     return MHD_Result.YES
 }
 

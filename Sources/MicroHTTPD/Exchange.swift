@@ -297,22 +297,19 @@ final class Exchange: @unchecked Sendable {
         withUnsafeMutablePointer(to: &fields) { pointer in
             _ = MHD_get_connection_values_n(connection.raw, MHD_ValueKind.HEADER_KIND, headerIteratorThunk, pointer)
         }
-        var query: [HTTPQueryItem] = []
-        withUnsafeMutablePointer(to: &query) { pointer in
-            _ = MHD_get_connection_values_n(
-                connection.raw, MHD_ValueKind.GET_ARGUMENT_KIND, queryIteratorThunk, pointer)
-        }
         let remote = connection.remote
-        return HTTPRequest(
+        var request = HTTPRequest(
             method: method.map { String(cString: $0) } ?? "",
             path: url.map { String(cString: $0) } ?? "",
             target: target,
             version: version.map { String(cString: $0) } ?? "",
-            queryItems: query,
             headers: HTTPHeaders(fields: fields),
             body: body,
             remoteAddress: remote?.host,
             remotePort: remote?.port
         )
+        // Read from the raw target: libmicrohttpd is not left to parse the query (Callbacks.swift, `uriLogThunk`).
+        request.queryItems = request.rawQuery.map(HTTPQueryItem.items(inRawQuery:)) ?? []
+        return request
     }
 }

@@ -1,4 +1,4 @@
-/// One query parameter as libmicrohttpd parsed it: `%HH` and `+` decoded, order and repeats kept.
+/// One query parameter, read by libmicrohttpd's rules: `%HH` and `+` decoded, order and repeats kept.
 ///
 /// `?flag` gives `value == nil`; `?e=` gives `value == ""`; `?=x` gives `name == ""`.
 public struct HTTPQueryItem: Sendable, Hashable {
@@ -11,6 +11,64 @@ public struct HTTPQueryItem: Sendable, Hashable {
     public init(name: String, value: String?) {
         self.name = name
         self.value = value
+    }
+
+    /// The parameters of a raw query (the part of the request-target after `?`), as libmicrohttpd 0.9.75's
+    /// `MHD_parse_arguments_` reads them: split at `&`, each at its first `=` (none: no value), `+` is a space, a
+    /// valid `%HH` its byte (an invalid one stays as it is); an empty last parameter (`a=1&`) is no parameter.
+    ///
+    /// The server reads them here, not from libmicrohttpd: libmicrohttpd 0.9.75 stores each parameter in the
+    /// connection's memory pool, and when a long request line leaves no room for one it queues its error answer and
+    /// then goes on waiting for header lines it has already discarded, so the client gets nothing until the idle
+    /// timeout (Callbacks.swift, `uriLogThunk`).
+    public static func items(inRawQuery query: Substring) -> [HTTPQueryItem] {
+        var items: [HTTPQueryItem] = []
+        var rest = query.utf8[...]
+        while !rest.isEmpty {
+            let end = rest.firstIndex(of: UInt8(ascii: "&")) ?? rest.endIndex
+            let parameter = rest[..<end]
+            if let equals = parameter.firstIndex(of: UInt8(ascii: "=")) {
+                items.append(
+                    HTTPQueryItem(
+                        name: decoded(parameter[..<equals]),
+                        value: decoded(parameter[parameter.index(after: equals)...])))
+            } else {
+                items.append(HTTPQueryItem(name: decoded(parameter), value: nil))
+            }
+            rest = end == rest.endIndex ? rest[end...] : rest[rest.index(after: end)...]
+        }
+        return items
+    }
+
+    /// `+` as a space and valid `%HH` escapes as their bytes; the bytes read as UTF-8 (invalid ones replaced).
+    private static func decoded(_ text: Substring.UTF8View.SubSequence) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.count)
+        var index = text.startIndex
+        while index < text.endIndex {
+            let byte = text[index]
+            if byte == UInt8(ascii: "%"),
+                let high = text.index(index, offsetBy: 1, limitedBy: text.endIndex), high < text.endIndex,
+                let low = text.index(index, offsetBy: 2, limitedBy: text.endIndex), low < text.endIndex,
+                let h = hexValue(text[high]), let l = hexValue(text[low])
+            {
+                bytes.append(h << 4 | l)
+                index = text.index(after: low)
+                continue
+            }
+            bytes.append(byte == UInt8(ascii: "+") ? UInt8(ascii: " ") : byte)
+            index = text.index(after: index)
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
     }
 }
 
