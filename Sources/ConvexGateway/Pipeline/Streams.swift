@@ -49,13 +49,13 @@ struct Streams: Sendable {
     /// subscription without an id, its own events) or `/subscribe?sub.<id>=…` (transition events).
     /// - Throws: 503 when the stream limit is reached.
     func open(_ request: ParsedRequest, _ subscriptions: [StreamSubscription]) throws(GatewayError) -> StageOutcome {
-        try admit { () async throws(GatewayError) -> GatewayOutcome in try await start(request, subscriptions) }
+        try admit { () async throws(GatewayError) -> EventStreamStart in try await start(request, subscriptions) }
     }
 
     /// Starts an event stream once every subscription has its first result. The one place where a stream starts.
     private func start(
         _ request: ParsedRequest, _ subscriptions: [StreamSubscription]
-    ) async throws(GatewayError) -> GatewayOutcome {
+    ) async throws(GatewayError) -> EventStreamStart {
         let format = request.format
         let (identityID, upstream) = pool.upstream(for: request.identity)
         let keys = subscriptions.map { SubscriptionHub.Key(identity: identityID, function: $0.function, args: $0.args) }
@@ -70,30 +70,29 @@ struct Streams: Sendable {
         )
         let attachments = StreamAttachments()
         let (hub, logger, openStreams) = (self.hub, self.logger, self.openStreams)
-        return .stream(
-            EventStreamStart(
-                headers: Self.eventStreamHeaders,
-                preamble: Self.streamPreamble,
-                attach: { output in
-                    openStreams.opened(output)
-                    let sink = EventStream(
-                        framing: stream.framing, count: keys.count, format: format, output: output,
-                        limit: Self.streamBufferLimit, patches: stream.patches, resumeFrom: stream.lastEventID)
-                    let members = zip(keys, subscriptions).enumerated().map { index, pair in
-                        SubscriptionHub.Member(key: pair.0, args: pair.1.args, held: sink.held[index])
-                    }
-                    attachments.attach(sink, keys: keys) { () throws(SubscriptionHub.AttachError) in
-                        try hub.attach(sink, members: members, upstream: upstream)
-                    } ifRefused: { error in
-                        logger.debug("stream refused", metadata: ["error": "\(error)"])
-                        sink.end()
-                    }
-                },
-                detach: { output in
-                    openStreams.closed(output)
-                    attachments.detach { sink, keys in hub.detach(sink, members: keys) }
+        return EventStreamStart(
+            headers: Self.eventStreamHeaders,
+            preamble: Self.streamPreamble,
+            attach: { output in
+                openStreams.opened(output)
+                let sink = EventStream(
+                    framing: stream.framing, count: keys.count, format: format, output: output,
+                    limit: Self.streamBufferLimit, patches: stream.patches, resumeFrom: stream.lastEventID)
+                let members = zip(keys, subscriptions).enumerated().map { index, pair in
+                    SubscriptionHub.Member(key: pair.0, args: pair.1.args, held: sink.held[index])
                 }
-            ))
+                attachments.attach(sink, keys: keys) { () throws(SubscriptionHub.AttachError) in
+                    try hub.attach(sink, members: members, upstream: upstream)
+                } ifRefused: { error in
+                    logger.debug("stream refused", metadata: ["error": "\(error)"])
+                    sink.end()
+                }
+            },
+            detach: { output in
+                openStreams.closed(output)
+                attachments.detach { sink, keys in hub.detach(sink, members: keys) }
+            }
+        )
     }
 
     /// Waits for the first result of every subscription (all at once). The results first hold at `floor` or later

@@ -5,27 +5,22 @@ extension Streams {
     /// its place back.
     /// - Throws: ``GatewayError/streamLimitReached`` (503 `Overloaded`, `Retry-After`) when the limit is reached.
     func admit(
-        _ start: @escaping @Sendable () async throws(GatewayError) -> GatewayOutcome
+        _ start: @escaping @Sendable () async throws(GatewayError) -> EventStreamStart
     ) throws(GatewayError) -> StageOutcome {
         let openStreams = self.openStreams
         guard openStreams.admit(limit: configuration.effectiveMaxStreams) else { throw .streamLimitReached }
         return .later { () async throws(GatewayError) -> GatewayOutcome in
-            let started: GatewayOutcome
+            var stream: EventStreamStart
             do throws(GatewayError) {
-                started = try await start()
+                stream = try await start()
             } catch {
                 openStreams.withdraw()
                 throw error
             }
-            switch started {
-            case .response(let refusal):
-                openStreams.withdraw()
-                return .response(refusal)
-            case .stream(var stream):
-                // Once open, the stream gives its place back when it closes (OpenStreams.closed).
-                stream.notStarted = { openStreams.withdraw() }
-                return .stream(stream)
-            }
+            // Once open, the stream gives its place back when it closes (OpenStreams.closed); one that never opens
+            // (its client left while it waited), here.
+            stream.notStarted = { openStreams.withdraw() }
+            return .stream(stream)
         }
     }
 }
