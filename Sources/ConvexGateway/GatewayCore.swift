@@ -59,7 +59,7 @@ package final class GatewayCore: Sendable {
         self.render = render
         let metrics = GatewayMetrics()
         self.metrics = metrics
-        self.hotQueries = HotQueries(metrics: metrics)
+        self.hotQueries = HotQueries(metrics: metrics, authCookie: configuration.access.authCookie)
         self.openStreams = OpenStreams(metrics: metrics)
         self.hub = SubscriptionHub(
             keepWarm: configuration.keepWarm, maxSubscriptions: configuration.maxSubscriptions, metrics: metrics,
@@ -92,7 +92,7 @@ package final class GatewayCore: Sendable {
         self.calls = calls
         self.queries = Queries(
             hub: hub, pool: pool, readYourWrites: readYourWrites, calls: calls, hotQueries: hotQueries,
-            authCookie: credentials.cookieName, configuration: configuration, render: render, logger: logger)
+            configuration: configuration, render: render, logger: logger)
         self.batchQueries = BatchQueries(
             hub: hub, pool: pool, readYourWrites: readYourWrites, arguments: arguments, configuration: configuration,
             render: render, logger: logger)

@@ -129,8 +129,12 @@ final class HotQueries: Sendable {
     /// Answers on the hot path are counted like any other `GET /query` answer (200, or 304 to `If-None-Match`).
     let recorder: GatewayMetrics.RequestRecorder
     let notModifiedRecorder: GatewayMetrics.RequestRecorder
+    /// `--auth-cookie`: a request that carries it answers for its caller, so its target is never remembered or
+    /// answered here (TargetOnlyAnswer.swift).
+    let authCookie: String?
 
-    init(metrics: GatewayMetrics) {
+    init(metrics: GatewayMetrics, authCookie: String?) {
+        self.authCookie = authCookie
         recorder = metrics.requestRecorder(route: Route.queryTemplate, status: 200)
         notModifiedRecorder = metrics.requestRecorder(route: Route.queryTemplate, status: 304)
     }
@@ -176,8 +180,7 @@ final class HotQueries: Sendable {
     /// Called by full handling when it answered a `GET` from a live subscription: remembers the target when the
     /// answer depends on the target alone (an anonymous caller).
     func remember(
-        _ request: ParsedRequest, key: SubscriptionHub.Key, live: LiveResult, specGeneration: UInt64,
-        authCookie: String?
+        _ request: ParsedRequest, key: SubscriptionHub.Key, live: LiveResult, specGeneration: UInt64
     ) {
         guard TargetOnlyAnswer.applies(method: request.method, fields: request.request, authCookie: authCookie) else {
             return
@@ -204,7 +207,7 @@ extension GatewayCore {
             let route = hotQueries.route(for: target, on: request)
         else { return nil }
         // The answer must depend on the target alone, as full handling decides when it remembers a target.
-        guard TargetOnlyAnswer.applies(method: request.method, fields: request, authCookie: credentials.cookieName)
+        guard TargetOnlyAnswer.applies(method: request.method, fields: request, authCookie: hotQueries.authCookie)
         else { return nil }
         guard route.specGeneration == (functionSpecs?.generation ?? 0), let revision = route.live.revision else {
             hotQueries.forget(route, for: target)

@@ -203,7 +203,7 @@ struct HotQueryTests {
     }
 
     @Test func rememberedTargetsAreBounded() throws {
-        let hot = HotQueries(metrics: GatewayMetrics())
+        let hot = HotQueries(metrics: GatewayMetrics(), authCookie: nil)
         let key = SubscriptionHub.Key(identity: "", function: try UdfPath(parsing: "m:f"), args: [:])
         var retired: [LiveResult] = []
         for i in 0..<HotQueries.capacity {

@@ -14,7 +14,6 @@ struct Queries: Sendable {
     let calls: Calls
     /// Where an anonymous answer's target is remembered for the quick responder (HotQueries.swift).
     let hotQueries: HotQueries
-    let authCookie: String?
     let configuration: GatewayConfiguration
     let render: @Sendable (ConvexValue, OutputFormat) -> [UInt8]
     let logger: Logger
@@ -32,8 +31,7 @@ struct Queries: Sendable {
         if let hot = hub.currentBody(for: key, format: format), hot.ts >= floor {
             let answer = answer(for: hot.current, body: hot.body, format: format, ts: hot.ts)
             if case .value = hot.current.result {
-                hotQueries.remember(
-                    request, key: key, live: hot.live, specGeneration: specGeneration, authCookie: authCookie)
+                hotQueries.remember(request, key: key, live: hot.live, specGeneration: specGeneration)
                 if let longPoll, LongPoll.holds(context, answer) {
                     return .later {
                         .response(await waitForChange(answer, hot.current, key, args, upstream, longPoll, format))
