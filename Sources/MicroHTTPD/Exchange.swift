@@ -298,7 +298,7 @@ final class Exchange: @unchecked Sendable {
             _ = MHD_get_connection_values_n(connection.raw, MHD_ValueKind.HEADER_KIND, headerIteratorThunk, pointer)
         }
         let remote = connection.remote
-        var request = HTTPRequest(
+        return HTTPRequest(
             method: method.map { String(cString: $0) } ?? "",
             path: url.map { String(cString: $0) } ?? "",
             target: target,
@@ -308,8 +308,5 @@ final class Exchange: @unchecked Sendable {
             remoteAddress: remote?.host,
             remotePort: remote?.port
         )
-        // Read from the raw target: libmicrohttpd is not left to parse the query (Callbacks.swift, `uriLogThunk`).
-        request.queryItems = request.rawQuery.map(HTTPQueryItem.items(inRawQuery:)) ?? []
-        return request
     }
 }

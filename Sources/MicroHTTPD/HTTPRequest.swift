@@ -1,3 +1,5 @@
+import CMicroHTTPD
+
 /// One query parameter, read by libmicrohttpd's rules: `%HH` and `+` decoded, order and repeats kept.
 ///
 /// `?flag` gives `value == nil`; `?e=` gives `value == ""`; `?=x` gives `name == ""`.
@@ -40,35 +42,15 @@ public struct HTTPQueryItem: Sendable, Hashable {
         return items
     }
 
-    /// `+` as a space and valid `%HH` escapes as their bytes; the bytes read as UTF-8 (invalid ones replaced).
+    /// `+` as a space, then libmicrohttpd's own unescaping (`MHD_http_unescape`: a valid `%HH` becomes its byte, an
+    /// invalid one stays); the bytes read as UTF-8 (invalid ones replaced).
     private static func decoded(_ text: Substring.UTF8View.SubSequence) -> String {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(text.count)
-        var index = text.startIndex
-        while index < text.endIndex {
-            let byte = text[index]
-            if byte == UInt8(ascii: "%"),
-                let high = text.index(index, offsetBy: 1, limitedBy: text.endIndex), high < text.endIndex,
-                let low = text.index(index, offsetBy: 2, limitedBy: text.endIndex), low < text.endIndex,
-                let h = hexValue(text[high]), let l = hexValue(text[low])
-            {
-                bytes.append(h << 4 | l)
-                index = text.index(after: low)
-                continue
-            }
-            bytes.append(byte == UInt8(ascii: "+") ? UInt8(ascii: " ") : byte)
-            index = text.index(after: index)
+        var bytes = text.map { $0 == UInt8(ascii: "+") ? UInt8(ascii: " ") : $0 }
+        bytes.append(0)
+        let count = bytes.withUnsafeMutableBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { MHD_http_unescape($0.baseAddress) }
         }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
+        return String(decoding: bytes[..<count], as: UTF8.self)
     }
 }
 
@@ -86,8 +68,6 @@ public struct HTTPRequest: Sendable {
     public var target: String?
     /// The protocol version, e.g. `HTTP/1.1`.
     public var version: String
-    /// The query parameters in order, repeats kept (names compared case-sensitively by ``queryItems(named:)``).
-    public var queryItems: [HTTPQueryItem]
     /// The request headers in arrival order.
     public var headers: HTTPHeaders
     /// The complete request body (empty when there was none).
@@ -103,7 +83,6 @@ public struct HTTPRequest: Sendable {
         path: String,
         target: String? = nil,
         version: String = "HTTP/1.1",
-        queryItems: [HTTPQueryItem] = [],
         headers: HTTPHeaders = HTTPHeaders(),
         body: [UInt8] = [],
         remoteAddress: String? = nil,
@@ -113,7 +92,6 @@ public struct HTTPRequest: Sendable {
         self.path = path
         self.target = target
         self.version = version
-        self.queryItems = queryItems
         self.headers = headers
         self.body = body
         self.remoteAddress = remoteAddress
@@ -133,6 +111,12 @@ public struct HTTPRequest: Sendable {
     public var rawQuery: Substring? {
         guard let target, let question = target.firstIndex(of: "?") else { return nil }
         return target[target.index(after: question)...]
+    }
+
+    /// The query parameters of ``target`` in order, repeats kept (names compared case-sensitively by
+    /// ``queryItems(named:)``).
+    public var queryItems: [HTTPQueryItem] {
+        rawQuery.map(HTTPQueryItem.items(inRawQuery:)) ?? []
     }
 
     /// The query items whose name equals `name` exactly (case-sensitive), in order.
