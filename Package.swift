@@ -67,6 +67,7 @@ let package = Package(
             name: "HTTPFetchTests",
             dependencies: [
                 "HTTPFetch",
+                "TestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -92,6 +93,7 @@ let package = Package(
             name: "ConvexTests",
             dependencies: [
                 "Convex",
+                "TestSupport",
                 .product(name: "Clocks", package: "swift-clocks"),
                 "ConvexLocal",
                 "ConvexSyncProtocol",
@@ -144,6 +146,7 @@ let package = Package(
                 "ConvexLocal",
                 "ConvexValues",
                 "ConvexSyncProtocol",
+                "TestSupport",
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
@@ -160,16 +163,19 @@ let package = Package(
             providers: [.apt(["libmicrohttpd-dev"])]
         ),
         .target(name: "CMicroHTTPDShim", dependencies: ["CMicroHTTPD"]),
+        // The one home of blocking calls (a thread of their own, never the concurrency pool) and of child processes.
+        .target(name: "OffThePool"),
         .target(
             name: "MicroHTTPD",
             dependencies: [
                 "CMicroHTTPD",
                 "CMicroHTTPDShim",
+                "OffThePool",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(name: "MicroHTTPDTests", dependencies: ["MicroHTTPD", "TestSupport"]),
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["OffThePool"], path: "Tests/TestSupport"),
 
         // MARK: Gateway
         .target(

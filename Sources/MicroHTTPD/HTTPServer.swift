@@ -1,6 +1,7 @@
 import CMicroHTTPD
 import CMicroHTTPDShim
 import Logging
+import OffThePool
 import Synchronization
 
 #if canImport(Glibc)
@@ -155,6 +156,14 @@ public final class HTTPServer: Sendable {
         }
     }
 
+    /// Stops libmicrohttpd's threads and the hang-up watcher's; both join their threads, so this runs in `blocking`,
+    /// off the concurrency pool.
+    @available(*, noasync)
+    private static func stopThreads(of daemon: ConnectionDaemon, _ watcher: HangUpWatcher) {
+        MHD_stop_daemon(daemon.raw)
+        watcher.stop()
+    }
+
     private func stopDaemon(_ daemon: DaemonResources) async {
         let listenSocket = MHD_quiesce_daemon(daemon.daemon.raw)
         let parked = registry.withLock { registry in
@@ -181,8 +190,8 @@ public final class HTTPServer: Sendable {
         }
         // Safe: every parked request was resumed and none can suspend again (shuttingDown is set);
         // MHD_stop_daemon processes pending resumes before it checks for suspended connections.
-        MHD_stop_daemon(daemon.daemon.raw)
-        hangUpWatcher.stop()
+        let watcher = hangUpWatcher
+        await blocking { Self.stopThreads(of: daemon.daemon, watcher) }
         if listenSocket >= 0 {
             close(listenSocket)
         }

@@ -33,7 +33,8 @@ final class HangUpWatcher: Sendable {
         return true
     }
 
-    /// Stops the thread and forgets every watch. Call once no connection is left.
+    /// Stops the thread (joining it) and forgets every watch. Call once no connection is left, off the concurrency pool.
+    @available(*, noasync)
     func stop() {
         let handle = watched.withLock { watched -> Handle? in
             defer {

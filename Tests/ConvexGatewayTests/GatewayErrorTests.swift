@@ -131,10 +131,13 @@ struct GatewayErrorTests {
     }
 
     @Test func unreachableUpstreamIs503WithRetryAfter() async throws {
-        // A deployment URL where nothing listens.
-        let closed = try await LocalDeployment.start(port: 0, logger: quietLogger)
-        let url = closed.url
-        await closed.shutdown()
+        // A deployment URL whose port refuses connections (held by a socket that never listens).
+        try await withRefusingPort { port in
+            try await unreachable(url: "http://127.0.0.1:\(port)")
+        }
+    }
+
+    private func unreachable(url: String) async throws {
         try await GatewayHarness.run(configure: { $0.connectTimeout = .milliseconds(500) }, deploymentURL: url) { h in
             let response = try await h.get("/query/messages:list")
             #expect(response.status == 503)
@@ -162,8 +165,10 @@ struct GatewayErrorTests {
             defer { held.forEach { $0.close() } }
             // Each held connection must be accepted before the third arrives.
             for connection in held {
-                try connection.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-                _ = try await blocking { try connection.readResponse() }
+                _ = try await blocking {
+                    try connection.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                    return try connection.readResponse()
+                }
             }
             let refused = try await h.get("/healthz")
             #expect(refused.status == 503)

@@ -112,7 +112,7 @@ struct HostileInputTests {
                 if name == "truncated then closed" {
                     // The client gives up mid-body: nothing to answer, the gateway must just let go.
                     let connection = try RawConnection(port: port)
-                    try connection.send(bytes)
+                    try await blocking { try connection.send(bytes) }
                     connection.close()
                     outcome = .closed
                 } else {
@@ -358,7 +358,9 @@ struct HostileInputTests {
                 let connection = try RawConnection(port: port)
                 var size: Int32 = 2048
                 setsockopt(connection.fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-                try connection.send("GET /subscribe/messages:list?channel=flood HTTP/1.1\r\nHost: x\r\n\r\n")
+                try await blocking {
+                    try connection.send("GET /subscribe/messages:list?channel=flood HTTP/1.1\r\nHost: x\r\n\r\n")
+                }
                 stalled.append(connection)
             }
             let reader = try await blocking {

@@ -50,7 +50,9 @@ struct HotQueryTests {
                 #expect(sent.status == 200)
                 let seen = Box<TestResponse?>(nil)
                 let updated = await eventually {
-                    guard let response = try? RawConnection.request("GET", target, port: h.port) else { return false }
+                    let port = h.port
+                    guard let response = try? await blocking({ try RawConnection.request("GET", target, port: port) })
+                    else { return false }
                     seen.set(response)
                     return response.text.contains(#""body":"m\#(n)""#)
                 }
@@ -137,8 +139,11 @@ struct HotQueryTests {
             let port = h.port
             let connection = try RawConnection(port: port)
             let request = "GET \(target) HTTP/1.1\r\nHost: x\r\n\r\n"
-            try connection.send(request)
-            #expect(try connection.readResponse().text == "[]")
+            let first = try await blocking {
+                try connection.send(request)
+                return try connection.readResponse()
+            }
+            #expect(first.text == "[]")
             let remembered = try #require(h.gateway.core.hotQueries.route(for: target))
             let hub = h.gateway.core.hub
             await clock.advance(by: .seconds(1))
@@ -149,8 +154,10 @@ struct HotQueryTests {
 
             _ = try await h.post("/mutation/messages:send", json: #"{"body":"later","channel":"hot-memo"}"#)
             for _ in 0..<3 {
-                try connection.send(request)
-                let response = try connection.readResponse()
+                let response = try await blocking {
+                    try connection.send(request)
+                    return try connection.readResponse()
+                }
                 #expect(response.status == 200)
                 #expect(response.text.contains("later"), "got \(response.text)")
             }
@@ -160,8 +167,11 @@ struct HotQueryTests {
             _ = try await h.post("/mutation/messages:send", json: #"{"body":"again","channel":"hot-memo"}"#)
             #expect(
                 await eventually {
-                    (try? connection.send(request)) != nil
-                        && (try? connection.readResponse().text.contains("again")) == true
+                    let text = try? await blocking {
+                        try connection.send(request)
+                        return try connection.readResponse().text
+                    }
+                    return text?.contains("again") == true
                 })
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Runs the conformance scripts in `python/` with the official Convex Python client.
@@ -47,29 +48,25 @@ enum PythonClient {
         let errURL = directory.appendingPathComponent("stderr")
         _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
         _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = ["-u", scriptsDirectory.appendingPathComponent(script).path, url] + arguments
-        process.currentDirectoryURL = scriptsDirectory
-        process.standardOutput = try FileHandle(forWritingTo: outURL)
-        process.standardError = try FileHandle(forWritingTo: errURL)
         var environment = ProcessInfo.processInfo.environment
         environment["PYTHONPATH"] = scriptsDirectory.path
-        process.environment = environment
-        try process.run()
-        if await !poll(timeout: timeout, { !process.isRunning }) {
+        let child = try ChildProcess(
+            python, arguments: ["-u", scriptsDirectory.appendingPathComponent(script).path, url] + arguments
+        ) { process in
+            process.currentDirectoryURL = scriptsDirectory
+            process.standardOutput = try FileHandle(forWritingTo: outURL)
+            process.standardError = try FileHandle(forWritingTo: errURL)
+            process.environment = environment
+        }
+        guard let status = await child.exited(within: timeout) else {
             // The official client may block signals in its runtime threads: SIGKILL if SIGTERM is not enough.
-            process.terminate()
-            let grace = ContinuousClock.now + .seconds(2)
-            while process.isRunning && ContinuousClock.now < grace { usleep(20_000) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            process.waitUntilExit()
+            await child.stop(grace: .seconds(2))
             let err = (try? String(contentsOf: errURL, encoding: .utf8)) ?? ""
             Issue.record("\(script) did not finish within \(timeout); stderr:\n\(err)")
             throw ScriptTimeout()
         }
         return Result(
-            status: process.terminationStatus,
+            status: status,
             stdout: (try? String(contentsOf: outURL, encoding: .utf8)) ?? "",
             stderr: (try? String(contentsOf: errURL, encoding: .utf8)) ?? "")
     }

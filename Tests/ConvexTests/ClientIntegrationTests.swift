@@ -4,6 +4,7 @@ import ConvexValues
 import Foundation
 import Logging
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import Convex
@@ -355,6 +356,9 @@ struct ClientReconnectTests {
                     l.sync.requests.values.contains { $0.kind == .action && $0.status == .sent }
                 }
             }
+            // The client counts as connected once its handshake is answered, which can be before the deployment's
+            // handler has registered the socket (on a loaded machine, long before): a close now would close nothing.
+            await eventually("the deployment holds the socket") { deployment.syncConnectionCount == 1 }
             deployment.closeSyncConnections()
             do {
                 _ = try await slow
@@ -435,8 +439,11 @@ struct ClientReconnectTests {
     }
 
     @Test func unreachableDeploymentTimesOutWithUnreachable() async throws {
-        // A port that was just free: nothing listens there.
-        let port = try await withLocalDeployment(.init(port: 0)) { $0.port }
+        // A port held by a socket that never listens: refused, and no other server of the run can take it.
+        try await withRefusingPort { port in try await unreachable(port: port) }
+    }
+
+    private func unreachable(port: Int) async throws {
         let configuration = ConvexClientConfiguration(callTimeout: .milliseconds(800), maxBackoff: .milliseconds(200))
         try await ConvexClient.withClient(deploymentUrl: "http://127.0.0.1:\(port)", configuration: configuration) {
             client in

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ConvexValues
@@ -78,7 +79,7 @@ import Testing
     }
 
     @Test(.timeLimit(.minutes(1)))
-    func officialClientAgreesBothWays() throws {
+    func officialClientAgreesBothWays() async throws {
         let python = try Self.python()
         let corpusBytes = try Data(contentsOf: Self.directory.appendingPathComponent("corpus.json"))
         let corpus = try ConvexValue(plainJSON: corpusBytes)
@@ -96,26 +97,13 @@ import Testing
         }
         let request = ConvexValue.object(["corpus": corpus, "ours": .object(ours)]).json(mode: .plain)
 
-        let process = Process()
-        process.executableURL = python
-        process.arguments = [Self.directory.appendingPathComponent("crosscheck.py").path]
-        let input = Pipe()
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        input.fileHandleForWriting.write(Data(request))
-        try input.fileHandleForWriting.close()
-        let stdout = output.fileHandleForReading.readDataToEndOfFile()
-        let stderr = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            let message = String(decoding: stderr, as: UTF8.self)
-            Issue.record("\(python.path) crosscheck.py failed (status \(process.terminationStatus)): \(message)")
+        let run = try await ChildProcess.run(
+            python.path, arguments: [Self.directory.appendingPathComponent("crosscheck.py").path], input: request)
+        guard run.status == 0 else {
+            Issue.record("\(python.path) crosscheck.py failed (status \(run.status)): \(run.stderr)")
             return
         }
+        let stdout = Array(run.stdout.utf8)
         let reply = try ConvexValue(plainJSON: stdout)
         guard case .object(let pythonJSON)? = reply["python"], case .object(let decoded)? = reply["decoded"],
             case .object(let pythonRejected)? = reply["rejected"]

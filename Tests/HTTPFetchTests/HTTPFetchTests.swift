@@ -1,5 +1,6 @@
 import HTTPFetch
 import NIOHTTP1
+import TestSupport
 import Testing
 
 @Suite(.timeLimit(.minutes(1)))
@@ -80,10 +81,9 @@ struct HTTPFetchTests {
     }
 
     @Test func aRefusedConnectionAndABadURLAreErrors() async throws {
-        // A port that was just free: bind, note it, close.
-        let closedPort = try await withLoopbackServer({ _ in nil }) { port in port }
-        let refused = await #expect(throws: HTTPFetchError.self) {
-            try await httpFetch(.GET, "http://127.0.0.1:\(closedPort)/")
+        // A port held by a socket that never listens: refused, and no other server of the run can take it.
+        let refused = try await withRefusingPort { port in
+            await #expect(throws: HTTPFetchError.self) { try await httpFetch(.GET, "http://127.0.0.1:\(port)/") }
         }
         #expect(refused?.description.hasPrefix("the request to 127.0.0.1 failed") == true)
         for url in ["ftp://example.com/", "/relative", "not a url"] {

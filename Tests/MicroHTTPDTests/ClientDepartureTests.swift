@@ -48,7 +48,7 @@ struct ClientDepartureTests {
         try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: handler) { server in
             let port = try #require(server.port)
             let connection = try RawConnection(port: port)
-            try connection.send("GET /wait HTTP/1.1\r\nHost: x\r\n\r\n")
+            try await blocking { try connection.send("GET /wait HTTP/1.1\r\nHost: x\r\n\r\n") }
             #expect(await eventually { held.value.count == 1 })
             connection.close()
             #expect(await eventually { told.value == 1 && server.activeConnectionCount == 0 })
@@ -66,7 +66,7 @@ struct ClientDepartureTests {
             let port = try #require(server.port)
             let connection = try RawConnection(port: port)
             for request in 1...2 {
-                try connection.send("GET /wait HTTP/1.1\r\nHost: x\r\n\r\n")
+                try await blocking { try connection.send("GET /wait HTTP/1.1\r\nHost: x\r\n\r\n") }
                 #expect(await eventually { held.value.count == request })
                 try #require(held.value.last).respond(HTTPResponse(body: "waited"))
                 let response = try await blocking { try connection.readResponse() }

@@ -51,7 +51,7 @@ struct RequestResponseTests {
             let connection = try RawConnection(port: port)
             var responses: [TestResponse] = []
             for (index, path) in ["/a", "/b"].enumerated() {
-                try connection.send("GET \(path) HTTP/1.1\r\nHost: x\r\n\r\n")
+                try await blocking { try connection.send("GET \(path) HTTP/1.1\r\nHost: x\r\n\r\n") }
                 #expect(await eventually { held.value.count == index + 1 })
                 let request = try #require(held.value.last)
                 request.responder.respond(HTTPResponse(status: 201, body: "later \(request.path)"))
@@ -418,18 +418,9 @@ struct RequestResponseTests {
         let configuration = testConfiguration { $0.host = "::1" }
         try await withHTTPServer(configuration: configuration, logger: quietLogger, handler: handler) { server in
             let port = try #require(server.port)
-            let output = try await blocking {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-                process.arguments = ["-sS", "-g", "--max-time", "10", "http://[::1]:\(port)/"]
-                let pipe = Pipe()
-                process.standardOutput = pipe
-                try process.run()
-                let data = pipe.fileHandleForReading.readDataToEndOfFile()
-                process.waitUntilExit()
-                return String(decoding: data, as: UTF8.self)
-            }
-            #expect(output == "from ::1")
+            let curl = try await ChildProcess.run(
+                "/usr/bin/curl", arguments: ["-sS", "-g", "--max-time", "10", "http://[::1]:\(port)/"])
+            #expect(curl.stdout == "from ::1", "curl: \(curl.stderr)")
         }
     }
 

@@ -203,7 +203,7 @@ struct StreamingTests {
         try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: handler) { server in
             let port = try #require(server.port)
             let connection = try RawConnection(port: port)
-            try connection.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+            try await blocking { try connection.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n") }
             #expect(await eventually { responderBox.value != nil })
             let responder = try #require(responderBox.value)
             let writer = try #require(responder.startStream(headers: ["Content-Type": "text/event-stream"]))

@@ -17,6 +17,7 @@ public final class EventStreamReader: @unchecked Sendable {
     private var ended = false
 
     /// Sends `GET target` and reads the response head.
+    @available(*, noasync, message: "a blocking socket call: run it inside `blocking { }`")
     public init(port: Int, target: String, headers: [String: String] = [:]) throws {
         connection = try RawConnection(port: port, receiveTimeoutSeconds: 30)
         var request = "GET \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
@@ -26,6 +27,7 @@ public final class EventStreamReader: @unchecked Sendable {
     }
 
     /// The next event block, comments included; `nil` when the stream ended cleanly (terminating chunk).
+    @available(*, noasync, message: "a blocking socket call: run it inside `blocking { }`")
     public func next() throws -> ReceivedEvent? {
         while true {
             if let range = text.range(of: "\n\n") {
@@ -43,6 +45,7 @@ public final class EventStreamReader: @unchecked Sendable {
     }
 
     /// The next event that is not only a comment.
+    @available(*, noasync, message: "a blocking socket call: run it inside `blocking { }`")
     public func nextEvent() throws -> ReceivedEvent? {
         while let event = try next() {
             if !event.isComment { return event }

@@ -1,4 +1,6 @@
 import Foundation
+// Every test that uses TestSupport gets `blocking { }` and `ChildProcess`, the only ways to block or run a process.
+@_exported import OffThePool
 import Synchronization
 
 #if canImport(Glibc)
@@ -10,17 +12,6 @@ import Synchronization
 public struct TestFailure: Error, CustomStringConvertible {
     public let description: String
     public init(_ description: String) { self.description = description }
-}
-
-/// Runs blocking socket work on its own thread, off the Swift concurrency pool (which the server's
-/// deferred handlers need), and returns its result.
-public func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        let thread = Thread {
-            continuation.resume(with: Result { try body() })
-        }
-        thread.start()
-    }
 }
 
 /// Thread-safe holder for values captured by handlers.
@@ -63,12 +54,14 @@ public struct TestResponse: Sendable {
 }
 
 /// A minimal blocking HTTP/1.1 client on a raw TCP socket, so tests see exactly what goes over the wire
-/// (keep-alive reuse, chunk boundaries, terminating chunk, connection close).
+/// (keep-alive reuse, chunk boundaries, terminating chunk, connection close). Every member that waits on the socket is
+/// unavailable from async code: the compiler sends it inside `blocking { }` (OffThePool.swift), off the pool.
 public final class RawConnection: @unchecked Sendable {
     public let fd: Int32
     private var buffer: [UInt8] = []
     private let closed = Atomic<Bool>(false)
 
+    /// Connects to 127.0.0.1:`port` (on loopback, `connect` returns at once: it is not kept from async code).
     public init(port: Int, receiveTimeoutSeconds: Int = 10) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else {
@@ -104,8 +97,10 @@ public final class RawConnection: @unchecked Sendable {
         Glibc.close(fd)
     }
 
+    @available(*, noasync, message: "a blocking socket call: run it inside `blocking { }`")
     public func send(_ text: String) throws { try send(Array(text.utf8)) }
 
+    @available(*, noasync, message: "a blocking socket call: run it inside `blocking { }`")
     public func send(_ bytes: [UInt8]) throws {
         var offset = 0
         while offset < bytes.count {
@@ -118,6 +113,7 @@ public final class RawConnection: @unchecked Sendable {
     }
 
     /// Reads more bytes into the buffer; `false` at end of stream.
+    @available(*, noasync)
     private func fill() throws -> Bool {
         var chunk = [UInt8](repeating: 0, count: 65536)
         let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
@@ -127,6 +123,7 @@ public final class RawConnection: @unchecked Sendable {
         return true
     }
 
+    @available(*, noasync, message: "a blocking socket call: run it inside `blocking { }`")
     public func readLine() throws -> String {
         while true {
             if let index = buffer.indices.dropLast().first(where: { buffer[$0] == 13 && buffer[$0 + 1] == 10 }) {
@@ -138,6 +135,7 @@ public final class RawConnection: @unchecked Sendable {
         }
     }
 
+    @available(*, noasync, message: "a blocking socket call: run it inside `blocking { }`")
     public func readBytes(_ count: Int) throws -> [UInt8] {
         while buffer.count < count {
             guard try fill() else { throw TestFailure("connection closed while reading \(count) bytes") }
@@ -147,6 +145,7 @@ public final class RawConnection: @unchecked Sendable {
         return bytes
     }
 
+    @available(*, noasync, message: "a blocking socket call: run it inside `blocking { }`")
     public func readHead() throws -> ResponseHead {
         let statusLine = try readLine()
         let parts = statusLine.split(separator: " ", maxSplits: 2)
@@ -164,6 +163,7 @@ public final class RawConnection: @unchecked Sendable {
     }
 
     /// Reads one chunk of a chunked body; `nil` for the terminating chunk (trailers consumed).
+    @available(*, noasync, message: "a blocking socket call: run it inside `blocking { }`")
     public func readChunk() throws -> [UInt8]? {
         let sizeLine = try readLine()
         guard let size = Int(sizeLine.split(separator: ";")[0], radix: 16) else {
@@ -178,6 +178,7 @@ public final class RawConnection: @unchecked Sendable {
         return data
     }
 
+    @available(*, noasync, message: "a blocking socket call: run it inside `blocking { }`")
     public func readResponse(method: String = "GET") throws -> TestResponse {
         let head = try readHead()
         if method == "HEAD" || head.status == 204 || head.status == 304 {
@@ -197,6 +198,7 @@ public final class RawConnection: @unchecked Sendable {
     }
 
     /// Whether the peer closed the connection (reads until EOF, error or timeout).
+    @available(*, noasync, message: "a blocking socket call: run it inside `blocking { }`")
     public func waitForClose() -> Bool {
         while true {
             do {
@@ -209,6 +211,7 @@ public final class RawConnection: @unchecked Sendable {
 }
 
 extension RawConnection {
+    @available(*, noasync, message: "a blocking socket call: run it inside `blocking { }`")
     public static func get(_ target: String, port: Int, headers: String = "") throws -> TestResponse {
         let connection = try RawConnection(port: port)
         try connection.send("GET \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\n\(headers)Connection: close\r\n\r\n")
@@ -218,6 +221,7 @@ extension RawConnection {
 
 extension RawConnection {
     /// One request on a fresh connection (`Connection: close`), with an optional body.
+    @available(*, noasync, message: "a blocking socket call: run it inside `blocking { }`")
     public static func request(
         _ method: String, _ target: String, port: Int, headers: [String: String] = [:], body: [UInt8]? = nil
     ) throws -> TestResponse {

@@ -267,18 +267,11 @@ struct StreamTicketEndToEndTests {
     func shortKeyFileIsRefused() async throws {
         let file = try StreamTicketTests.temporaryFile("too-short-secret\n")
         defer { try? FileManager.default.removeItem(at: file) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try GatewayProcess.binaryPath())
-        process.arguments = ["--ticket-key-file", file.path, "--port", "0"]
-        process.environment = GatewayProcess.inheritedEnvironment
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let output = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let text = String(decoding: output, as: UTF8.self)
-        #expect(process.terminationStatus == 64)
+        let run = try await ChildProcess.run(
+            try GatewayProcess.binaryPath(), arguments: ["--ticket-key-file", file.path, "--port", "0"],
+            environment: GatewayProcess.inheritedEnvironment, timeout: .seconds(60))
+        let text = run.stderr
+        #expect(run.status == 64)
         #expect(text.contains("--ticket-key-file/GATEWAY_TICKET_KEY_FILE"), "\(text)")
         #expect(text.contains("at least 32"), "\(text)")
         #expect(!text.contains("too-short-secret"))

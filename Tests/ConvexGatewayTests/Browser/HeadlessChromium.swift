@@ -38,9 +38,7 @@ enum HeadlessChromium {
         let logURL = profile.appendingPathComponent("chromium.log")
         _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = [
+        let arguments = [
             "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
             "--remote-debugging-port=0", "--user-data-dir=\(profile.path)",
             // The WebSocket client sends `Origin: ws://127.0.0.1`, which DevTools refuses unless allowed.
@@ -51,12 +49,25 @@ enum HeadlessChromium {
             "--disable-background-timer-throttling", "--disable-renderer-backgrounding",
             "--disable-backgrounding-occluded-windows", "about:blank",
         ]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = try FileHandle(forWritingTo: logURL)
-        try process.run()
-        defer { stop(process) }
+        let browser = try ChildProcess(binary, arguments: arguments) { process in
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = try FileHandle(forWritingTo: logURL)
+        }
+        do {
+            let result = try await drive(browser, profile: profile, logURL: logURL, body)
+            await stop(browser)
+            return result
+        } catch {
+            await stop(browser)
+            throw error
+        }
+    }
 
-        let webSocketURL = try await devToolsURL(profile: profile, process: process, logURL: logURL)
+    private static func drive<T: Sendable>(
+        _ browser: ChildProcess, profile: URL, logURL: URL, _ body: (DevToolsConnection) async throws -> T
+    ) async throws -> T {
+
+        let webSocketURL = try await devToolsURL(profile: profile, browser: browser, logURL: logURL)
         return try await DevToolsConnection.withConnection(url: webSocketURL) { connection in
             let result = try await body(connection)
             // Closing the browser also ends the DevTools socket.
@@ -66,13 +77,13 @@ enum HeadlessChromium {
     }
 
     /// Waits (up to 30 s) for Chromium to write `DevToolsActivePort`: its port, then the browser's WebSocket path.
-    private static func devToolsURL(profile: URL, process: Process, logURL: URL) async throws -> String {
+    private static func devToolsURL(profile: URL, browser: ChildProcess, logURL: URL) async throws -> String {
         let file = profile.appendingPathComponent("DevToolsActivePort")
         var url: String?
         _ = await eventually(timeout: .seconds(30)) {
             let lines = ((try? String(contentsOf: file, encoding: .utf8)) ?? "").split(separator: "\n")
             if lines.count >= 2, let port = Int(lines[0]) { url = "ws://127.0.0.1:\(port)\(lines[1])" }
-            return url != nil || !process.isRunning
+            return url != nil || !browser.isRunning
         }
         if let url { return url }
         let log = (try? String(contentsOf: logURL, encoding: .utf8)) ?? ""
@@ -81,15 +92,9 @@ enum HeadlessChromium {
 
     /// Ends the browser: SIGTERM, SIGKILL after 5 s, then SIGKILL to any of its helper processes (renderers,
     /// zygotes) still running.
-    private static func stop(_ process: Process) {
-        let helpers = descendants(of: process.processIdentifier)
-        if process.isRunning { process.terminate() }
-        let deadline = ContinuousClock.now + .seconds(5)
-        while process.isRunning && ContinuousClock.now < deadline { usleep(20_000) }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+    private static func stop(_ browser: ChildProcess) async {
+        let helpers = descendants(of: browser.pid)
+        await browser.stop(grace: .seconds(5))
         for helper in helpers where !helper.commandLine.isEmpty && commandLine(of: helper.pid) == helper.commandLine {
             kill(helper.pid, SIGKILL)
         }

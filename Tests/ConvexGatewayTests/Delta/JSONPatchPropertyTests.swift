@@ -16,7 +16,7 @@ import Testing
     static let steps = 40
 
     @Test(arguments: OutputFormat.allCases)
-    func patchesAppliedByPythonsJsonpatchGiveEveryNextValue(mode: OutputFormat) throws {
+    func patchesAppliedByPythonsJsonpatchGiveEveryNextValue(mode: OutputFormat) async throws {
         var random = SplitMix(seed: 0xD17F_0000 + UInt64(OutputFormat.allCases.firstIndex(of: mode)!))
         var document: [UInt8] = Array("[".utf8)
         var patchCount = 0
@@ -37,7 +37,7 @@ import Testing
         }
         document += "]".utf8
         try Self.keepForClientTests(document, mode: mode)
-        let report = try Self.applyWithPython(document)
+        let report = try await Self.applyWithPython(document)
         #expect(report == "ok \(patchCount)", "mode \(mode)")
     }
 
@@ -69,7 +69,7 @@ import Testing
         try Data(document).write(to: directory.appendingPathComponent("\(mode).json"), options: .atomic)
     }
 
-    static func applyWithPython(_ document: [UInt8]) throws -> String {
+    static func applyWithPython(_ document: [UInt8]) async throws -> String {
         guard let python = FunctionOpenAPITests.python else {
             Issue.record(
                 "Python's jsonpatch is needed: run scripts/test, which creates .venv (see scripts/requirements-test.txt)"
@@ -79,16 +79,8 @@ import Testing
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("patches-\(UUID().uuidString).json")
         try Data(document).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = ["-c", script, file.path]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let run = try await ChildProcess.run(python, arguments: ["-c", script, file.path])
+        return (run.stdout + run.stderr).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }
 

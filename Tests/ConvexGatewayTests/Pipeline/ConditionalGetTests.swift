@@ -272,8 +272,10 @@ struct ConditionalGetTests {
             let etag = try #require(try await HotQueryTests.warm(h, target).header("ETag"))
             let hub = h.gateway.core.hub
             let connection = try RawConnection(port: h.port)
-            try connection.send(
-                "GET \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\nIf-None-Match: \(etag)\r\nPrefer: wait=10\r\n\r\n")
+            try await blocking {
+                try connection.send(
+                    "GET \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\nIf-None-Match: \(etag)\r\nPrefer: wait=10\r\n\r\n")
+            }
             #expect(await eventually { hub.attachmentCount == 1 }, "the GET never waited")
             connection.close()
             await clock.advance(by: .seconds(10))

@@ -7,24 +7,17 @@ import Testing
 @Suite struct SettingsEndToEndTests {
     /// Runs the executable to its end with `arguments` and `environment` (nothing else of the test's environment
     /// that could configure it); returns its exit status, standard output and standard error.
-    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (Int32, String, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try GatewayProcess.binaryPath())
-        process.arguments = arguments
-        process.environment = GatewayProcess.inheritedEnvironment.merging(environment) { _, new in new }
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+    static func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> (Int32, String, String)
+    {
+        let run = try await ChildProcess.run(
+            try GatewayProcess.binaryPath(), arguments: arguments,
+            environment: GatewayProcess.inheritedEnvironment.merging(environment) { _, new in new },
+            timeout: .seconds(50))
+        return (run.status, run.stdout, run.stderr)
     }
 
-    @Test(.timeLimit(.minutes(1))) func helpListsEveryFlagAndVariable() throws {
-        let (status, help, _) = try Self.run(["--help"])
+    @Test(.timeLimit(.minutes(1))) func helpListsEveryFlagAndVariable() async throws {
+        let (status, help, _) = try await Self.run(["--help"])
         #expect(status == 0)
         for name in ["--port", "GATEWAY_PORT", "--api-key-file", "GATEWAY_API_KEY", "--log-level", "LOG_LEVEL"] {
             #expect(help.contains(name), "\(name)")
@@ -41,8 +34,8 @@ import Testing
             ),
             (["--log-level", "loud"], [:], "Error: --log-level/LOG_LEVEL must be one of"),
         ] as [([String], [String: String], String)])
-    func aBadSettingStopsTheGateway(arguments: [String], environment: [String: String], message: String) throws {
-        let (status, _, errors) = try Self.run(arguments, environment: environment)
+    func aBadSettingStopsTheGateway(arguments: [String], environment: [String: String], message: String) async throws {
+        let (status, _, errors) = try await Self.run(arguments, environment: environment)
         #expect(status == 64)
         #expect(errors.hasPrefix(message), "\(errors)")
     }

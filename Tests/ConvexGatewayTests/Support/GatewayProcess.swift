@@ -2,21 +2,17 @@ import Foundation
 import TestSupport
 import Testing
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// The real `convex-gateway` executable (built next to the test binary by `swift build --build-tests`) on the
 /// embedded deployment, in its own process on 127.0.0.1 with a port it picks itself. Running it apart lets the
 /// hostile-input tests count exactly its descriptors and memory (`/proc/<pid>/fd`, `VmRSS`) while other suites run,
 /// and notice if it crashes.
-final class GatewayProcess: @unchecked Sendable {
-    let process: Process
+final class GatewayProcess: Sendable {
+    let process: ChildProcess
     let port: Int
     let logPath: String
-    var pid: Int32 { process.processIdentifier }
+    var pid: Int32 { process.pid }
 
-    private init(process: Process, port: Int, logPath: String) {
+    private init(process: ChildProcess, port: Int, logPath: String) {
         self.process = process
         self.port = port
         self.logPath = logPath
@@ -48,10 +44,6 @@ final class GatewayProcess: @unchecked Sendable {
         let logPath = FileManager.default.temporaryDirectory
             .appendingPathComponent("convex-gateway-\(UUID().uuidString).log").path
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try binaryPath())
-        process.arguments = arguments
-        process.currentDirectoryURL = packageRoot
         var environment = inheritedEnvironment
         environment["GATEWAY_PORT"] = "0"
         environment["GATEWAY_THREADS"] = "2"
@@ -60,10 +52,12 @@ final class GatewayProcess: @unchecked Sendable {
         // A closed stream is noticed at its next write: heartbeats every 2 s let descriptors settle quickly.
         environment["GATEWAY_HEARTBEAT_SECONDS"] = "2"
         environment.merge(extra) { _, new in new }
-        process.environment = environment
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        try process.run()
+        let process = try ChildProcess(try binaryPath(), arguments: arguments) { process in
+            process.currentDirectoryURL = packageRoot
+            process.environment = environment
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        }
         defer { try? FileManager.default.removeItem(atPath: logPath) }
 
         var port: Int?
@@ -72,9 +66,9 @@ final class GatewayProcess: @unchecked Sendable {
             return port != nil || !process.isRunning
         }
         guard let port else {
-            if process.isRunning { process.terminate() }
+            await process.stop(grace: .seconds(5))
             let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
-            throw TestFailure("convex-gateway did not report its port; log:\n\(log)")
+            throw TestFailure("convex-gateway did not report its port within 30 s; log:\n\(log)")
         }
         let gateway = GatewayProcess(process: process, port: port, logPath: logPath)
         do {
@@ -91,14 +85,7 @@ final class GatewayProcess: @unchecked Sendable {
 
     /// SIGTERM, then up to 15 s for a graceful exit (SIGKILL after that). Returns the exit status.
     func stop() async -> Int32 {
-        if process.isRunning { process.terminate() }
-        _ = await eventually(timeout: .seconds(15)) { !process.isRunning }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            return -9
-        }
-        return process.terminationStatus
+        await process.stop(grace: .seconds(15))
     }
 
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }

@@ -2,6 +2,7 @@ import ConvexGateway
 import ConvexLocal
 import ConvexValues
 import Foundation
+import TestSupport
 import Testing
 
 /// `GET /openapi.yaml?functions=1`: the per-deployment document, checked for content and validated with
@@ -27,7 +28,7 @@ struct FunctionOpenAPITests {
     }
 
     /// Runs `python -m openapi_spec_validator` on the document; returns its exit status and output.
-    static func validate(_ document: [UInt8]) throws -> (Int32, String) {
+    static func validate(_ document: [UInt8]) async throws -> (Int32, String) {
         guard let python else {
             Issue.record(Comment(rawValue: installHint))
             return (-1, "python missing")
@@ -37,22 +38,12 @@ struct FunctionOpenAPITests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("functions.yaml")
         try Data(document).write(to: file)
-        let output = directory.appendingPathComponent("out")
-        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = ["-m", "openapi_spec_validator", file.path]
-        let handle = try FileHandle(forWritingTo: output)
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-        process.waitUntilExit()
-        try handle.close()
-        let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
-        if process.terminationStatus != 0, text.contains("No module named") {
+        let run = try await ChildProcess.run(python, arguments: ["-m", "openapi_spec_validator", file.path])
+        let text = run.stdout + run.stderr
+        if run.status != 0, text.contains("No module named") {
             Issue.record(Comment(rawValue: installHint))
         }
-        return (process.terminationStatus, text)
+        return (run.status, text)
     }
 
     /// The document parsed with Foundation (its `$ref`/`$integer` keys are not Convex field names).
@@ -119,7 +110,7 @@ struct FunctionOpenAPITests {
             #expect(Self.text(Self.at(encodedStore, "properties", "logo", "required")) == #"["$bytes"]"#)
 
             for response in [plain, cleanResponse, encodedResponse] {
-                let (status, output) = try Self.validate(response.body)
+                let (status, output) = try await Self.validate(response.body)
                 #expect(status == 0, "openapi-spec-validator: \(output)")
             }
         }
@@ -140,8 +131,8 @@ struct FunctionOpenAPITests {
     }
 
     @Test("the validator rejects a broken document (the check can fail)")
-    func validatorRejects() throws {
-        let (status, _) = try Self.validate(
+    func validatorRejects() async throws {
+        let (status, _) = try await Self.validate(
             Array(#"{"openapi": "3.1.0", "paths": {"/x": {"get": {"responses": 5}}}}"#.utf8))
         #expect(status != 0)
     }
