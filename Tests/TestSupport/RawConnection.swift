@@ -25,7 +25,7 @@ public final class Box<Value: Sendable>: Sendable {
 
 /// Polls `condition` until it holds or `timeout` passes, and says whether it held: callers `#expect` the result
 /// (this target does not link Swift Testing), or throw, so a wait that gives up fails the test.
-public func eventually(timeout: Duration = .seconds(10), _ condition: () async -> Bool) async -> Bool {
+public func eventually(timeout: Duration = .seconds(20), _ condition: () async -> Bool) async -> Bool {
     let clock = ContinuousClock()
     let deadline = clock.now.advanced(by: timeout)
     while clock.now < deadline {
@@ -58,11 +58,16 @@ public struct TestResponse: Sendable {
 /// unavailable from async code: the compiler sends it inside `blocking { }` (OffThePool.swift), off the pool.
 public final class RawConnection: @unchecked Sendable {
     public let fd: Int32
+    /// The server's port and how long a read waits, for the messages of reads that give up.
+    private let port: Int
+    private let receiveTimeoutSeconds: Int
     private var buffer: [UInt8] = []
     private let closed = Atomic<Bool>(false)
 
     /// Connects to 127.0.0.1:`port` (on loopback, `connect` returns at once: it is not kept from async code).
     public init(port: Int, receiveTimeoutSeconds: Int = 10) throws {
+        self.port = port
+        self.receiveTimeoutSeconds = receiveTimeoutSeconds
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else {
             closed.store(true, ordering: .relaxed)
@@ -85,7 +90,7 @@ public final class RawConnection: @unchecked Sendable {
             // close here and mark closed, or the descriptor number (by then perhaps reused by
             // another socket in this process) is closed a second time.
             close()
-            throw TestFailure("connect() failed: errno \(error)")
+            throw TestFailure("connect() to 127.0.0.1:\(port) failed: errno \(error)")
         }
     }
 
@@ -118,7 +123,13 @@ public final class RawConnection: @unchecked Sendable {
         var chunk = [UInt8](repeating: 0, count: 65536)
         let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
         if count == 0 { return false }
-        guard count > 0 else { throw TestFailure("recv() failed or timed out: errno \(errno)") }
+        guard count > 0 else {
+            let error = errno
+            if error == EAGAIN || error == EWOULDBLOCK {
+                throw TestFailure("recv() timed out: no bytes from 127.0.0.1:\(port) within \(receiveTimeoutSeconds) s")
+            }
+            throw TestFailure("recv() from 127.0.0.1:\(port) failed: errno \(error)")
+        }
         buffer.append(contentsOf: chunk[0..<count])
         return true
     }
