@@ -31,11 +31,15 @@
 #  10. mutation to event (change-latency): CHANGE_ROUNDS mutations sent to the deployment itself; the time until the
 #      gateway's SSE stream has the new value, and until the official Python client subscribed directly to the
 #      deployment has it, in one run (Benchmarks/change_latency.py, with the .venv that scripts/test makes).
+#  12. the gateway on one CPU (one-core): the churn load of 8 against a gateway that `taskset -c 0` keeps on one CPU,
+#      with the load itself on the other (LOAD_CPUS) and heartbeats every ONE_CORE_HEARTBEAT seconds: the calling
+#      client's slowest answer and a watching stream's longest silence must stay under the heartbeat. Also prints the
+#      width of Swift's concurrency pool in that CPU set (Benchmarks/pool-width).
 #  11. hot GET under a steady write load (hot-writes): a signed-in client writes WRITE_RATE mutations a second through
 #      the gateway (Benchmarks/steady_writes.py) while wrk reads a hot GET of a query the writes do not change, with
 #      --read-your-writes true and false alternately (RUNS each, a fresh gateway per run): hot-GET throughput with and
 #      without the rule.
-# Usage: Benchmarks/run-gateway.sh [hot|hot-origin|hot-browser|latency|fanout|fanout-c|multi|delta|churn|change-latency|hot-writes|all]
+# Usage: Benchmarks/run-gateway.sh [hot|hot-origin|hot-browser|latency|fanout|fanout-c|multi|delta|churn|change-latency|hot-writes|one-core|all]
 #   env: THREADS (default: cores), RUNS=3, DURATION=10s, CONNECTIONS=64, LATENCY_REQUESTS=1000,
 #        STREAMS=10000, SMALL_STREAMS=1000, ROUNDS=5, MULTI_STREAMS=2000, DELTA_STREAMS=5000,
 #        CHURN_RATE=500, CHURN_SECONDS=20, CHURN_BURST=1500, FANOUT_C_RUNS=3, CHANGE_ROUNDS=300, WRITE_RATE=100,
@@ -62,6 +66,7 @@ CHURN_BURST=${CHURN_BURST:-1500}
 FANOUT_C_RUNS=${FANOUT_C_RUNS:-3}
 CHANGE_ROUNDS=${CHANGE_ROUNDS:-300}
 WRITE_RATE=${WRITE_RATE:-100}
+ONE_CORE_HEARTBEAT=${ONE_CORE_HEARTBEAT:-2}
 PIN=${PIN:-0}
 SERVER_CPUS=${SERVER_CPUS:-0}
 LOAD_CPUS=${LOAD_CPUS:-1}
@@ -96,6 +101,7 @@ gcc -O2 -Wall -o .build-release/sse-fanout Benchmarks/sse-fanout/sse_fanout.c
 gcc -O2 -Wall -o .build-release/sse-server Benchmarks/sse-fanout/sse_server.c \
     $(pkg-config --cflags --libs libmicrohttpd) -lpthread
 swift build -c release --scratch-path .build-release --product convex-gateway 2>&1 | tail -1
+swiftc -O -o .build-release/pool-width Benchmarks/pool-width/main.swift
 GATEWAY=.build-release/release/convex-gateway
 
 GW_PID=
@@ -426,6 +432,27 @@ churn() {
     stop GW_PID
 }
 
+one_core() {
+    echo "== 12. the gateway on one CPU (taskset -c 0), the churn load on CPU(s) $LOAD_CPUS, heartbeat ${ONE_CORE_HEARTBEAT} s"
+    echo "Swift's concurrency pool width: $(nproc) CPUs -> $(.build-release/pool-width) threads;" \
+        "taskset -c 0 ($(taskset -c 0 nproc) CPU) -> $(taskset -c 0 .build-release/pool-width) threads"
+    # taskset execs the gateway, so $! is its pid and every thread it starts inherits the CPU set.
+    # No --threads: the default is one per CPU the process may use.
+    taskset -c 0 "$GATEWAY" --port "$GW_PORT" --local-port "$LOCAL_PORT" \
+        --heartbeat-seconds "$ONE_CORE_HEARTBEAT" --max-connections 12000 --log-level notice \
+        >"$OUT/one-core-gateway.log" 2>&1 &
+    GW_PID=$!
+    wait_for "http://127.0.0.1:$GW_PORT/readyz"
+    echo "gateway on CPU(s) $(taskset -pc "$GW_PID" | sed 's/.*: //'), libmicrohttpd threads:" \
+        "$(grep -o 'http.threads=[0-9]*' "$OUT/one-core-gateway.log" | head -1 | cut -d= -f2)"
+    machine
+    taskset -c "$LOAD_CPUS" python3 Benchmarks/stream_churn.py "$GW_PORT" "$GW_PID" steady "$CHURN_RATE" "$CHURN_SECONDS" 1
+    machine
+    taskset -c "$LOAD_CPUS" python3 Benchmarks/stream_churn.py "$GW_PORT" "$GW_PID" bursts "$CHURN_BURST" 6
+    machine
+    stop GW_PID
+}
+
 case "$WHAT" in
     hot) hot ;;
     hot-origin) hot_origin ;;
@@ -438,6 +465,7 @@ case "$WHAT" in
     multi) multi ;;
     delta) delta ;;
     churn) churn ;;
+    one-core) one_core ;;
     all) hot; hot_origin; hot_browser; latency; fanout; multi; delta; churn ;;
     *) echo "usage: $0 [hot|hot-origin|hot-browser|latency|fanout|fanout-c|multi|delta|churn|change-latency|hot-writes|all]" >&2; exit 2 ;;
 esac

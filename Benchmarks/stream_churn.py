@@ -7,7 +7,8 @@ steady: RATE streams a second are opened on a live query, each held HOLD seconds
 bursts: COUNT streams are opened at once and all dropped, BURSTS times in a row (page reloads en masse).
 
 Meanwhile one more client sends a mutation and a GET in turn, as fast as they are answered, and counts the answers
-that are not 200. Every 50 ms the gateway's open descriptors (/proc/PID/fd) are sampled: held = open descriptors -
+that are not 200 and times the slowest; and one watching stream, open throughout on the query those mutations change,
+times the longest silence between the bytes it receives (events and heartbeats): how long the gateway stalled. Every 50 ms the gateway's open descriptors (/proc/PID/fd) are sampled: held = open descriptors -
 the descriptors the gateway has at rest (the calling client's included) - the streams the load holds open now. A dropped
 client half-closes (shutdown(SHUT_WR)) and reads until the gateway closes its side: that time is the release
 latency. Only loopback; every loop is bounded in time.
@@ -42,6 +43,9 @@ class Load:
         self.failures = 0
         self.calls = {}
         self.held = []
+        self.slowest_call = 0.0
+        self.longest_silence = 0.0
+        self.watched_events = 0
         self.stop = False
 
     async def stream(self, hold: float):
@@ -88,6 +92,7 @@ class Load:
         ]
         turn = 0
         while not self.stop:
+            sent = time.monotonic()
             try:
                 writer.write(requests[turn % 2])
                 head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
@@ -97,6 +102,7 @@ class Load:
                     if line.lower().startswith(b"content-length:"):
                         length = int(line.split(b":")[1])
                 await reader.readexactly(length)
+                self.slowest_call = max(self.slowest_call, time.monotonic() - sent)
                 self.calls[status] = self.calls.get(status, 0) + 1
                 if b"connection: close" in head.lower():
                     writer.close()
@@ -108,6 +114,26 @@ class Load:
                 reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
             turn += 1
         writer.close()
+
+    async def watcher(self):
+        """One stream open throughout: the longest time between two reads that brought bytes."""
+        reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
+        writer.write(f"GET {STREAM_PATH} HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n".encode())
+        last = time.monotonic()
+        try:
+            while not self.stop:
+                try:
+                    chunk = await asyncio.wait_for(reader.read(65536), 0.5)
+                except asyncio.TimeoutError:
+                    continue
+                if not chunk:
+                    raise ConnectionError("the watching stream was closed by the gateway")
+                now = time.monotonic()
+                self.longest_silence = max(self.longest_silence, now - last)
+                self.watched_events += chunk.count(b"\ndata:")
+                last = now
+        finally:
+            writer.close()
 
     async def sampler(self, rest: int):
         while not self.stop:
@@ -122,8 +148,9 @@ async def main() -> None:
     await load.stream(0)
     load.release_ms.clear()
     caller = asyncio.create_task(load.caller())
+    watcher = asyncio.create_task(load.watcher())
     await asyncio.sleep(0.5)
-    rest = open_fds(pid)  # the gateway at rest, the caller's keep-alive connection included
+    rest = open_fds(pid)  # the gateway at rest, the caller's and the watcher's connections included
     sampler = asyncio.create_task(load.sampler(rest))
     started = time.monotonic()
     streams = []
@@ -146,6 +173,7 @@ async def main() -> None:
     await asyncio.sleep(1.0)
     load.stop = True
     await caller
+    await watcher
     await sampler
     after = open_fds(pid) - rest
     print(label, f"in {time.monotonic() - started:.1f} s")
@@ -160,6 +188,10 @@ async def main() -> None:
     )
     not_ok = {k: v for k, v in load.calls.items() if k != 200}
     print(f"concurrent client: {load.calls.get(200, 0)} answers of 200, others: {not_ok or 'none'}")
+    print(
+        "stalls: slowest call %.0f ms; watching stream: %d events, longest silence %.0f ms"
+        % (load.slowest_call * 1000, load.watched_events, load.longest_silence * 1000)
+    )
 
 
 asyncio.run(main())

@@ -63,6 +63,10 @@ public final class Gateway: Sendable {
     /// The bound port once started.
     public var port: Int? { server.port }
 
+    /// libmicrohttpd's worker threads: `threads`, or one per CPU the process may use (its affinity mask and CPU quota,
+    /// not the machine's count).
+    public var threadCount: Int { server.configuration.threadPoolSize }
+
     /// Whether ``start()`` has run.
     var isStarted: Bool { started.withLock { $0 } }
 

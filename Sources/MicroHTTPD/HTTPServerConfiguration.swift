@@ -1,3 +1,5 @@
+import CMicroHTTPDShim
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -72,9 +74,11 @@ public struct HTTPServerConfiguration: Sendable {
         self.port = port
     }
 
-    /// The number of cores available to the process (at least 1).
+    /// The number of cores available to the process (at least 1): the CPUs of its affinity mask (`taskset`, a
+    /// container's `--cpuset-cpus`), at most its cgroup CPU quota (a container's `--cpus`). Not the machine's count:
+    /// a gateway held to one CPU of a large host would otherwise start a thread per host core.
     public static var activeCoreCount: Int {
-        max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        max(1, Int(cmhd_available_cpus()))
     }
 }
 

@@ -86,6 +86,7 @@ enum ConvexGatewayCommand {
             "Gateway listening",
             metadata: [
                 "http.host": "\(settings.gateway.host)", "http.port": "\(gateway.port ?? 0)",
+                "http.threads": "\(gateway.threadCount)",
                 "gateway.format": "\(settings.gateway.defaultFormat.rawValue)",
             ])
         // SIGTERM and SIGINT drain the gateway (Gateway is a Service); the embedded deployment stops after it.

@@ -88,6 +88,10 @@ void cmhd_hangup_watcher_remove(struct cmhd_hangup_watcher *watcher, int fd);
 /// Stops the thread, waits for it, and frees the watcher. Not from the watcher's own thread.
 void cmhd_hangup_watcher_stop(struct cmhd_hangup_watcher *watcher);
 
+/// The whole CPUs this process may use: its affinity mask's (taskset, a container's --cpuset-cpus), at most its
+/// cgroup v2 CPU quota rounded up (a container's --cpus), at least 1.
+int cmhd_available_cpus(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -50,7 +50,7 @@ extension GatewaySettings {
                     help: "Once a mutation committed at `T` is answered, no query answer comes from a snapshot older "
                         + "than `T`, for any caller."),
                 .integer(
-                    "--threads", "GATEWAY_THREADS", \.gateway.threads, in: 0...256, note: "one per core",
+                    "--threads", "GATEWAY_THREADS", \.gateway.threads, in: 0...256, note: "one per CPU it may use",
                     help: "HTTP worker threads."),
                 .file(
                     "--openapi-file", "GATEWAY_OPENAPI_FILE", \.gateway.openAPIFile, fallback: "openapi/openapi.yaml",

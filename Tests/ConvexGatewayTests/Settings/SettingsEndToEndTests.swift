@@ -61,4 +61,28 @@ import Testing
             #expect(!log.contains(key))
         }
     }
+
+    /// With no `--threads`, libmicrohttpd gets one thread per CPU the process may use: held to one CPU (`taskset`, as a
+    /// container's `--cpuset-cpus 0` holds it), the gateway starts one, not one per CPU of the machine.
+    @Test(.timeLimit(.minutes(1))) func aGatewayHeldToOneCPUStartsOneThread() async throws {
+        let logURL = FileManager.default.temporaryDirectory.appendingPathComponent("one-cpu-\(UUID().uuidString).log")
+        _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: logURL) }
+        let gateway = try ChildProcess(
+            "/usr/bin/taskset", arguments: ["-c", "0", try GatewayProcess.binaryPath(), "--port", "0"]
+        ) { process in
+            process.environment = GatewayProcess.inheritedEnvironment.merging(["LOG_LEVEL": "notice"]) { $1 }
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = try FileHandle(forWritingTo: logURL)
+        }
+        var log = ""
+        let listening = await eventually(timeout: .seconds(30)) {
+            log = (try? String(contentsOf: logURL, encoding: .utf8)) ?? ""
+            return log.contains("http.threads=") || !gateway.isRunning
+        }
+        await gateway.stop(grace: .seconds(15))
+        #expect(listening, "the gateway did not log that it listens within 30 s")
+        let threads = log.range(of: "http.threads=").map { log[$0.upperBound...].prefix { $0.isNumber } }
+        #expect(threads == "1", "log:\n\(log)")
+    }
 }
