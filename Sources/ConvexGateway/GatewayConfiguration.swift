@@ -41,7 +41,7 @@ public struct GatewayConfiguration: Sendable {
     }
     /// Largest request body accepted; larger gets 413.
     public var maxBodyBytes = 16 << 20
-    /// Worker threads of the HTTP server; 0 means one per core.
+    /// Worker threads of the HTTP server; 0 means one per CPU the process may use (its affinity mask and CPU quota).
     public var threads = 0
     /// Upper bound on draining at shutdown: how long ended streams and answered requests get to reach their clients.
     public var shutdownGracePeriod = Duration.seconds(10)

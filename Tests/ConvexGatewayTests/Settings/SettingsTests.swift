@@ -51,7 +51,7 @@ import Testing
         let documented = Dictionary(uniqueKeysWithValues: GatewaySettings.declarations.map { ($0.environment, $0) })
         #expect(documented["GATEWAY_PORT"]?.defaultText == "`\(gateway.port)`")
         #expect(documented["GATEWAY_HEARTBEAT_SECONDS"]?.defaultText == "`15`")
-        #expect(documented["GATEWAY_THREADS"]?.defaultText == "`0` (one per core)")
+        #expect(documented["GATEWAY_THREADS"]?.defaultText == "`0` (one per CPU it may use)")
         #expect(documented["GATEWAY_CORS_EXPOSE_HEADERS"]?.defaultText == "`ETag, Retry-After, Convex-Timestamp`")
         #expect(documented["LOG_LEVEL"]?.defaultText == "`info`")
     }
