@@ -14,7 +14,7 @@ struct HTTPFetchTests {
             // No Content-Length: the server sends the body chunked.
             return (.ok, [("Content-Type", "text/plain")], Array(echo.utf8))
         }) { port in
-            let response = try await httpFetch(
+            let response = try await fetch(
                 .GET, "http://127.0.0.1:\(port)/a/b%20c?x=1&y=%2F", headers: [("Accept", "application/json")])
             #expect(response.status == 200)
             #expect(response.header("content-type") == "text/plain")
@@ -28,7 +28,7 @@ struct HTTPFetchTests {
         try await withLoopbackServer({ request in
             (.unauthorized, [("Content-Length", String(request.body.count))], request.body.reversed())
         }) { port in
-            let response = try await httpFetch(.POST, "http://127.0.0.1:\(port)/", body: Array("abc".utf8))
+            let response = try await fetch(.POST, "http://127.0.0.1:\(port)/", body: Array("abc".utf8))
             #expect(response.status == 401)
             #expect(response.reasonPhrase == "Unauthorized")
             #expect(response.body == Array("cba".utf8))
@@ -43,7 +43,7 @@ struct HTTPFetchTests {
             default: (.ok, [], Array("\(request.head.method) \(request.head.uri) \(request.body.count)".utf8))
             }
         }) { port in
-            let response = try await httpFetch(.POST, "http://127.0.0.1:\(port)/moved", body: Array("{}".utf8))
+            let response = try await fetch(.POST, "http://127.0.0.1:\(port)/moved", body: Array("{}".utf8))
             #expect(String(decoding: response.body, as: UTF8.self) == "GET /final?q=1 0")
         }
     }
@@ -51,7 +51,7 @@ struct HTTPFetchTests {
     @Test func aRedirectLoopEnds() async throws {
         try await withLoopbackServer({ _ in (.found, [("Location", "/again")], []) }) { port in
             let error = await #expect(throws: HTTPFetchError.self) {
-                try await httpFetch(.GET, "http://127.0.0.1:\(port)/again")
+                try await fetch(.GET, "http://127.0.0.1:\(port)/again")
             }
             #expect(error?.description.contains("too many redirects") == true)
         }
@@ -60,10 +60,10 @@ struct HTTPFetchTests {
     @Test func aBodyOverTheLimitIsRefused() async throws {
         try await withLoopbackServer({ _ in (.ok, [], [UInt8](repeating: 65, count: 10_000)) }) { port in
             let error = await #expect(throws: HTTPFetchError.self) {
-                try await httpFetch(.GET, "http://127.0.0.1:\(port)/", maxBodyBytes: 9_999)
+                try await fetch(.GET, "http://127.0.0.1:\(port)/", maxBodyBytes: 9_999)
             }
             #expect(error?.description.contains("larger than 9999 bytes") == true)
-            let response = try await httpFetch(.GET, "http://127.0.0.1:\(port)/", maxBodyBytes: 10_000)
+            let response = try await fetch(.GET, "http://127.0.0.1:\(port)/", maxBodyBytes: 10_000)
             #expect(response.body.count == 10_000)
         }
     }
@@ -73,7 +73,7 @@ struct HTTPFetchTests {
             let clock = ContinuousClock()
             let start = clock.now
             let error = await #expect(throws: HTTPFetchError.self) {
-                try await httpFetch(.GET, "http://127.0.0.1:\(port)/", timeout: .milliseconds(300))
+                try await fetch(.GET, "http://127.0.0.1:\(port)/", timeout: .milliseconds(300))
             }
             #expect(error?.description == "127.0.0.1 did not answer within 0.3 seconds")
             #expect(clock.now - start < .seconds(10))
@@ -83,11 +83,11 @@ struct HTTPFetchTests {
     @Test func aRefusedConnectionAndABadURLAreErrors() async throws {
         // A port held by a socket that never listens: refused, and no other server of the run can take it.
         let refused = try await withRefusingPort { port in
-            await #expect(throws: HTTPFetchError.self) { try await httpFetch(.GET, "http://127.0.0.1:\(port)/") }
+            await #expect(throws: HTTPFetchError.self) { try await fetch(.GET, "http://127.0.0.1:\(port)/") }
         }
         #expect(refused?.description.hasPrefix("the request to 127.0.0.1 failed") == true)
         for url in ["ftp://example.com/", "/relative", "not a url"] {
-            let error = await #expect(throws: HTTPFetchError.self) { try await httpFetch(.GET, url) }
+            let error = await #expect(throws: HTTPFetchError.self) { try await fetch(.GET, url) }
             #expect(error?.description.contains("is not an absolute http or https URL") == true)
         }
     }

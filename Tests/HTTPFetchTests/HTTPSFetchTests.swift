@@ -42,7 +42,7 @@ struct HTTPSFetchTests {
         let trusted = client
         try await withLoopbackServer(tls: try Self.serverContext(), { _ in (.ok, [], Array("over TLS".utf8)) }) {
             port in
-            let response = try await httpFetch(.GET, "https://127.0.0.1:\(port)/keys", tls: trusted)
+            let response = try await fetch(.GET, "https://127.0.0.1:\(port)/keys", tls: trusted)
             #expect(response.status == 200)
             #expect(response.body == Array("over TLS".utf8))
         }
@@ -58,7 +58,7 @@ struct HTTPSFetchTests {
             }
         ) { port in
             await #expect(throws: HTTPFetchError.self) {
-                try await httpFetch(.GET, "https://127.0.0.1:\(port)/keys")
+                try await fetch(.GET, "https://127.0.0.1:\(port)/keys")
             }
         }
         // Refused in the handshake: which side's error surfaces first varies (the certificate failure, or the channel
@@ -69,7 +69,7 @@ struct HTTPSFetchTests {
     @Test func plainHTTPToATLSServerFails() async throws {
         try await withLoopbackServer(tls: try Self.serverContext(), { _ in (.ok, [], []) }) { port in
             await #expect(throws: HTTPFetchError.self) {
-                try await httpFetch(.GET, "http://127.0.0.1:\(port)/keys", timeout: .seconds(5))
+                try await fetch(.GET, "http://127.0.0.1:\(port)/keys", timeout: .seconds(5))
             }
         }
     }

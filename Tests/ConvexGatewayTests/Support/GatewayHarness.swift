@@ -37,12 +37,14 @@ struct GatewayHarness: Sendable {
         configuration.connectTimeout = .seconds(30)
         // Typed inputs: with an admin key the gateway fetches the deployment's function spec.
         if let adminKey {
+            // Generous for the same reason: a spec that arrives late leaves typed inputs untyped.
             configuration.functionSpec = FunctionSpecSource(
-                deploymentURL: deployment.url, adminKey: try Secret(adminKey, source: "test admin key"))
+                deploymentURL: deployment.url, adminKey: try Secret(adminKey, source: "test admin key"),
+                fetchTimeout: .seconds(30))
         }
         configure(&configuration)
         var clientConfiguration = ConvexClientConfiguration()
-        clientConfiguration.connectTimeout = .seconds(10)
+        clientConfiguration.connectTimeout = .seconds(30)
         configureClient(&clientConfiguration)
         let factory = try ClientUpstream.factory(
             deploymentUrl: deploymentURL ?? deployment.url, configuration: clientConfiguration, logger: quietLogger)
