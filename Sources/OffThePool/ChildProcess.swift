@@ -16,8 +16,8 @@ public struct ChildProcessOutput: Sendable {
 /// termination handler, which resumes the tasks awaiting it. Output goes to files or to pipes read on threads of their
 /// own (`run(_:arguments:…)`).
 public final class ChildProcess: Sendable {
-    /// The running process; read `processIdentifier` and `isRunning` from it, never `waitUntilExit()`.
-    public nonisolated(unsafe) let process: Process
+    /// The running process: its end is awaited through `exit`, never waited for.
+    private nonisolated(unsafe) let process: Process
     private let exit = ExitSignal()
 
     /// Starts `executable` with `arguments`; `configure` sets its environment, directory and output before it runs.
@@ -52,8 +52,8 @@ public final class ChildProcess: Sendable {
         }
     }
 
-    /// SIGTERM, then SIGKILL when it has not ended within `grace`; returns its exit status (or the signal's number,
-    /// negated, as `-9` after SIGKILL).
+    /// SIGTERM, then SIGKILL when it has not ended within `grace`; returns its exit status (the signal's number when a
+    /// signal ended it), or `-9` when it had to be killed.
     @discardableResult
     public func stop(grace: Duration = .seconds(2)) async -> Int32 {
         if isRunning { process.terminate() }
