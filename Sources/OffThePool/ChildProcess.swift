@@ -79,15 +79,16 @@ public final class ChildProcess: Sendable {
             process.standardError = errors
             process.standardInput = inputPipe ?? FileHandle.nullDevice
         }
+        // The pipes are read to their ends while the process runs (a full pipe would stall it), each on its own thread,
+        // from before the input is written: a child that answers as it reads must not fill its output meanwhile.
+        async let stdout = blocking { output.fileHandleForReading.readDataToEndOfFile() }
+        async let stderr = blocking { errors.fileHandleForReading.readDataToEndOfFile() }
         if let input, let inputPipe {
             _ = try await blocking {
                 inputPipe.fileHandleForWriting.write(Data(input))
                 try inputPipe.fileHandleForWriting.close()
             }
         }
-        // The pipes are read to their ends while the process runs (a full pipe would stall it), each on its own thread.
-        async let stdout = blocking { output.fileHandleForReading.readDataToEndOfFile() }
-        async let stderr = blocking { errors.fileHandleForReading.readDataToEndOfFile() }
         guard let status = await child.exited(within: timeout) else {
             await child.stop()
             let command = ([executable] + arguments).joined(separator: " ").prefix(300)
