@@ -228,6 +228,35 @@ let package = Package(
             ]
         ),
 
+        // MARK: Fuzzing (docs/testing.md, "Fuzzing"): one libFuzzer target per parser that meets untrusted bytes. Built
+        // by scripts/fuzz with `--sanitize=fuzzer --sanitize=address -Xswiftc -DFUZZING`; a plain build makes each a
+        // replay runner of its corpus (Fuzz/Corpus/<target>), which scripts/test runs.
+        .target(name: "FuzzSupport", path: "Fuzz/FuzzSupport"),
+        .executableTarget(
+            name: "fuzz-convex-json", dependencies: ["FuzzSupport", "ConvexValues"], path: "Fuzz/convex-json"),
+        .executableTarget(
+            name: "fuzz-request",
+            dependencies: [
+                "FuzzSupport", "ConvexGateway", "ConvexLocal", "ConvexSyncProtocol", "ConvexValues", "HTTPFields",
+            ],
+            path: "Fuzz/request"),
+        .executableTarget(
+            name: "fuzz-credentials", dependencies: ["FuzzSupport", "ConvexGateway", "ConvexValues"],
+            path: "Fuzz/credentials"),
+        .executableTarget(
+            name: "fuzz-json-patch", dependencies: ["FuzzSupport", "ConvexGateway", "ConvexValues"],
+            path: "Fuzz/json-patch"),
+        .executableTarget(
+            name: "fuzz-sync-messages", dependencies: ["FuzzSupport", "ConvexSyncProtocol"],
+            path: "Fuzz/sync-messages"),
+        .executableTarget(
+            name: "fuzz-http",
+            dependencies: [
+                "FuzzSupport", "Convex", "ConvexGateway", "ConvexLocal", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Fuzz/http"),
+
         // MARK: Benchmarks
         .executableTarget(
             name: "convex-client-bench",
