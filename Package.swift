@@ -229,8 +229,8 @@ let package = Package(
         ),
 
         // MARK: Fuzzing (docs/testing.md, "Fuzzing"): one libFuzzer target per parser that meets untrusted bytes. Built
-        // by scripts/fuzz with `--sanitize=fuzzer --sanitize=address -Xswiftc -DFUZZING`; a plain build makes each a
-        // replay runner of its corpus (Fuzz/Corpus/<target>), which scripts/test runs.
+        // by scripts/fuzz with libFuzzer and AddressSanitizer and FUZZING defined; a plain build makes each a replay
+        // runner of its corpus (Fuzz/Corpus/<target>), which scripts/test runs.
         .target(name: "FuzzSupport", path: "Fuzz/FuzzSupport"),
         .executableTarget(
             name: "fuzz-convex-json", dependencies: ["FuzzSupport", "ConvexValues"], path: "Fuzz/convex-json"),
