@@ -104,7 +104,7 @@ public final class Gateway: Sendable {
 }
 
 /// A swift-service-lifecycle `Service`: in a `ServiceGroup`, the gateway serves until the group's graceful shutdown
-/// (`gracefulShutdownSignals: [.sigterm, .sigint]`) or cancellation, then drains (``shutdown()``).
+/// (`convex-gateway` triggers it at SIGTERM or SIGINT) or cancellation, then drains (``shutdown()``).
 extension Gateway: Service {
     /// Starts the gateway (unless ``start()`` already did), serves until graceful shutdown or cancellation, then
     /// shuts down gracefully.

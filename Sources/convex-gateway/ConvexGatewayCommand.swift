@@ -48,6 +48,9 @@ enum ConvexGatewayCommand {
         LoggingSystem.bootstrap(StreamLogHandler.standardError)
         var logger = Logger(label: "convex-gateway")
         logger.logLevel = settings.logLevel
+        // SIGTERM and SIGINT are trapped before anything starts: one that arrives while the deployment starts, or just
+        // after the port is announced, drains the gateway once it runs instead of killing the process.
+        let shutdownSignals = await ShutdownSignals()
 
         var deployment: LocalDeployment?
         let deploymentURL: String
@@ -90,10 +93,9 @@ enum ConvexGatewayCommand {
                 "gateway.format": "\(settings.gateway.defaultFormat.rawValue)",
             ])
         // SIGTERM and SIGINT drain the gateway (Gateway is a Service); the embedded deployment stops after it.
-        let group = ServiceGroup(
-            configuration: .init(services: [gateway], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        let group = ServiceGroup(configuration: .init(services: [gateway], logger: logger))
         do {
-            try await group.run()
+            try await shutdownSignals.run(group, logger: logger)
         } catch {
             await deployment?.shutdown()
             throw error

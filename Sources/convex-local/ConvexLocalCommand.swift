@@ -60,6 +60,8 @@ struct ConvexLocalCommand: AsyncParsableCommand {
             }
         }
         LoggingSystem.bootstrap(StreamLogHandler.standardError)
+        // Trapped before the deployment starts and announces its URL: an early signal still shuts it down cleanly.
+        let shutdownSignals = await ShutdownSignals()
         var logger = Logger(label: "convex-local")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         let key = adminKey ?? ProcessEnvironment.value("CONVEX_LOCAL_ADMIN_KEY")
@@ -74,10 +76,8 @@ struct ConvexLocalCommand: AsyncParsableCommand {
             ])
         print(deployment.url)
         let service = DeploymentService(deployment: deployment)
-        let group = ServiceGroup(
-            configuration: .init(
-                services: [service], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        try await group.run()
+        let group = ServiceGroup(configuration: .init(services: [service], logger: logger))
+        try await shutdownSignals.run(group, logger: logger)
     }
 }
 

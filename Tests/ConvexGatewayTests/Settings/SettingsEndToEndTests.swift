@@ -85,4 +85,14 @@ import Testing
         let threads = log.range(of: "http.threads=").map { log[$0.upperBound...].prefix { $0.isNumber } }
         #expect(threads == "1", "log:\n\(log)")
     }
+
+    /// SIGTERM the moment the gateway announces its port (the first thing an orchestrator or a test can act on) drains
+    /// it and exits 0, because the signal is trapped before anything starts, not only once the service group runs.
+    /// `GatewayProcess.run` sends it as soon as its body returns and checks the exit status; each round is one more
+    /// chance at the gap a late trap would leave.
+    @Test(.timeLimit(.minutes(2))) func aSigtermRightAfterThePortIsAnnouncedDrains() async throws {
+        for _ in 0..<3 {
+            try await GatewayProcess.run { _ in }
+        }
+    }
 }
