@@ -380,8 +380,10 @@ struct SyncState {
             identityVersion = 1
         }
         if !queries.isEmpty || hasConnectedBefore {
+            // Each query's journal goes back with it, so a paginated query's page keeps the end it had.
             let adds = queries.values.sorted { $0.id < $1.id }.map {
-                ClientMessage.QuerySetModification.add(.init(queryId: $0.id, udfPath: $0.udfPath, args: $0.args))
+                ClientMessage.QuerySetModification.add(
+                    .init(queryId: $0.id, udfPath: $0.udfPath, args: $0.args, journal: $0.journal))
             }
             effects.send.append(modifyQuerySet(adds))
         }

@@ -16,6 +16,12 @@ import Foundation
 /// | `items:add` | mutation | `text: string` | new id |
 /// | `items:update` | mutation | `id: Id<"items">, text: string` | null |
 /// | `items:remove` | mutation | `id: Id<"items">` | null |
+/// | `feed:list` | query, paginated | `paginationOpts, channel?: string` | a page of posts in the feed's order |
+/// | `feed:all` | query | `channel?: string` | every post in the feed's order (the list `feed:list` pages) |
+/// | `feed:post` | mutation | `body: string, author?: string, channel?: string` | new id |
+/// | `feed:edit` | mutation | `id: Id<"feed">, body: string` | null |
+/// | `feed:remove` | mutation | `id: Id<"feed">` | null |
+/// | `feed:setOrder` | mutation | `order: "newest" \| "oldest"` | null (the feed's order; cursors of the other become invalid) |
 /// | `echo:echo`, `echo:echoMutation`, `echo:echoAction` | query, mutation, action | anything | the arguments |
 /// | `conformance:*` | various | see ``register(in:)`` | helpers for conformance tests |
 enum DemoFunctions {
@@ -119,6 +125,8 @@ enum DemoFunctions {
             if fields["author"] == nil { fields["author"] = "anonymous" }
             return .string(try ctx.insert("messages", fields))
         }
+
+        registerFeed(in: functions)
 
         // MARK: items (a list of documents that changes one document at a time)
         functions.query("items:list") { ctx, _ in
@@ -230,6 +238,57 @@ extension ConvexValue {
         case .array(let items): items.count
         case .object(let fields): fields.count
         default: 0
+        }
+    }
+}
+
+extension DemoFunctions {
+    /// A feed of posts to page through: `feed:list` is a paginated query over the `feed` table, newest first unless
+    /// `feed:setOrder` set `"oldest"` (stored in `feedSettings`, as an app's setting would be). Changing the order
+    /// changes the query, so the cursors of the other order fail with `InvalidCursor` and clients start over.
+    /// The feed's posts of `channel` (all without), in the feed's order.
+    private static func feed(_ ctx: QueryContext, channel: ConvexValue?) -> TableQuery {
+        let order: ScanOrder = ctx.query("feedSettings").first()?["order"] == "oldest" ? .ascending : .descending
+        var q = ctx.query("feed").order(order)
+        if let channel { q = q.filter("channel", equals: channel) }
+        return q
+    }
+
+    static func registerFeed(in functions: FunctionRegistry) {
+        functions.query(
+            "feed:list", args: ["paginationOpts": PaginationOptions.validator, "channel": .optional(.string)]
+        ) { ctx, args in
+            try feed(ctx, channel: args["channel"]).paginate(args["paginationOpts"])
+        }
+        functions.query("feed:all", args: ["channel": .optional(.string)]) { ctx, args in
+            .array(feed(ctx, channel: args["channel"]).collect().map { .object($0) })
+        }
+        functions.mutation(
+            "feed:post", args: ["body": .string, "author": .optional(.string), "channel": .optional(.string)]
+        ) { ctx, args in
+            var fields = args
+            if fields["author"] == nil { fields["author"] = "anonymous" }
+            return .string(try ctx.insert("feed", fields))
+        }
+        functions.mutation("feed:edit", args: ["id": .id("feed"), "body": .string]) { ctx, args in
+            guard case .string(let id)? = args["id"] else { return .null }
+            try ctx.patch(id, ["body": args["body"] ?? ""])
+            return .null
+        }
+        functions.mutation("feed:remove", args: ["id": .id("feed")]) { ctx, args in
+            guard case .string(let id)? = args["id"] else { return .null }
+            try ctx.delete(id)
+            return .null
+        }
+        functions.mutation(
+            "feed:setOrder", args: ["order": .union([.literal("newest"), .literal("oldest")])]
+        ) { ctx, args in
+            if let settings = ctx.query("feedSettings").first(), case .string(let id)? = settings["_id"] {
+                try ctx.patch(id, ["order": args["order"] ?? "newest"])
+            } else {
+                try ctx.insert("feedSettings", ["order": args["order"] ?? "newest"])
+            }
+            return .null
         }
     }
 }

@@ -33,9 +33,14 @@ func formatLogLine(_ level: String, _ message: String) -> String {
 public class QueryContext: FunctionContext {
     var snapshot: StoreSnapshot
     private(set) var readTables: Set<String> = []
+    /// The journal of the subscription's previous run (where its page ended), if any.
+    let journal: QueryJournal
+    /// The journal of this run: set by `paginate`, which a query may call once.
+    var nextJournal: QueryJournal?
 
-    init(caller: CallerIdentity, snapshot: StoreSnapshot) {
+    init(caller: CallerIdentity, snapshot: StoreSnapshot, journal: QueryJournal = QueryJournal()) {
         self.snapshot = snapshot
+        self.journal = journal
         super.init(caller: caller)
     }
 

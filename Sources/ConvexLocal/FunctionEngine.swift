@@ -11,6 +11,8 @@ struct FunctionOutcome: Sendable {
     var readTables: Set<String> = []
     /// Commit timestamp of a mutation, or the snapshot a query ran at.
     var ts: ConvexTimestamp?
+    /// A paginated query's journal (where its page ended), for the client to send back.
+    var journal: String?
 }
 
 /// Runs registered functions against the store and tells subscribers about commits.
@@ -25,6 +27,7 @@ final class FunctionEngine: Sendable {
         var path: String
         var args: [String: ConvexValue]
         var caller: CallerIdentity
+        var journal: QueryJournal
     }
 
     /// Query results at the latest snapshot: queries are deterministic in (snapshot, caller, path, args), so
@@ -117,7 +120,7 @@ final class FunctionEngine: Sendable {
     /// Runs a query at `snapshot` (default: the latest).
     func runQuery(
         path: String, args: [String: ConvexValue], caller: CallerIdentity, fromFunction: Bool = false,
-        snapshot: StoreSnapshot? = nil
+        snapshot: StoreSnapshot? = nil, journal: QueryJournal = QueryJournal()
     ) -> FunctionOutcome {
         let snapshot = snapshot ?? store.snapshot
         let function: RegisteredFunction
@@ -131,7 +134,7 @@ final class FunctionEngine: Sendable {
         guard case .query(let handler) = function.handler else {
             return FunctionOutcome(result: .failure(.userError("not a query")), logLines: [], ts: snapshot.ts)
         }
-        let context = QueryContext(caller: caller, snapshot: snapshot)
+        let context = QueryContext(caller: caller, snapshot: snapshot, journal: journal)
         let result: Result<ConvexValue, FunctionCallError>
         do {
             let value = try handler(context, args)
@@ -144,16 +147,18 @@ final class FunctionEngine: Sendable {
             result = .failure(.from(error))
         }
         return FunctionOutcome(
-            result: result, logLines: context.logLines, readTables: context.readTables, ts: snapshot.ts)
+            result: result, logLines: context.logLines, readTables: context.readTables, ts: snapshot.ts,
+            journal: context.nextJournal?.encoded)
     }
 
     /// ``runQuery(path:args:caller:fromFunction:snapshot:)`` through the per-snapshot result cache.
-    func runQueryCached(path: String, args: [String: ConvexValue], caller: CallerIdentity, snapshot: StoreSnapshot)
-        -> FunctionOutcome
-    {
-        let key = CacheKey(path: UdfPath.canonicalize(path) ?? path, args: args, caller: caller)
+    func runQueryCached(
+        path: String, args: [String: ConvexValue], caller: CallerIdentity, snapshot: StoreSnapshot,
+        journal: QueryJournal = QueryJournal()
+    ) -> FunctionOutcome {
+        let key = CacheKey(path: UdfPath.canonicalize(path) ?? path, args: args, caller: caller, journal: journal)
         if let hit = queryCache.withLock({ $0.ts == snapshot.ts ? $0.entries[key] : nil }) { return hit }
-        let outcome = runQuery(path: path, args: args, caller: caller, snapshot: snapshot)
+        let outcome = runQuery(path: path, args: args, caller: caller, snapshot: snapshot, journal: journal)
         queryCache.withLock { cache in
             if cache.ts < snapshot.ts || cache.entries.count >= Self.maxCachedQueries {
                 cache = (snapshot.ts, [:])

@@ -333,14 +333,17 @@ private struct Driver {
         var reads: [UInt32: Set<String>] = [:]
         for pending in session.pendingEvaluations() {
             let outcome = core.engine.runQueryCached(
-                path: pending.udfPath, args: pending.args, caller: session.caller, snapshot: snapshot)
+                path: pending.udfPath, args: pending.args, caller: session.caller, snapshot: snapshot,
+                journal: QueryJournal(decoding: pending.journal))
             switch outcome.result {
             case .success(let value):
-                evaluations[pending.queryId] = .updated(value: value, logLines: outcome.logLines)
+                evaluations[pending.queryId] = .updated(
+                    value: value, logLines: outcome.logLines, journal: outcome.journal)
             case .failure(let e):
+                // As in Convex: the journal of a run that failed before its `paginate` finished is none.
                 evaluations[pending.queryId] = .failed(
                     errorMessage: e.clientMessage(requestId: queryRequestId), logLines: outcome.logLines,
-                    errorData: e.errorData)
+                    errorData: e.errorData, journal: outcome.journal)
             }
             reads[pending.queryId] = outcome.readTables
         }

@@ -3,8 +3,8 @@ import ConvexValues
 
 /// The result of evaluating one subscribed query.
 enum QueryEvaluation: Sendable, Hashable {
-    case updated(value: ConvexValue, logLines: [String])
-    case failed(errorMessage: String, logLines: [String], errorData: ConvexValue?)
+    case updated(value: ConvexValue, logLines: [String], journal: String? = nil)
+    case failed(errorMessage: String, logLines: [String], errorData: ConvexValue?, journal: String? = nil)
 }
 
 /// The sync-protocol state of one WebSocket (reference §4.5), as a plain value with no I/O.
@@ -24,6 +24,8 @@ struct SyncSession {
         var args: [String: ConvexValue]
         var lastResult: QueryEvaluation?
         var readTables: Set<String> = []
+        /// The latest journal: the client's from `Add` until the first run, then each run's.
+        var journal: String?
     }
 
     /// What the connection must do.
@@ -108,7 +110,7 @@ struct SyncSession {
                 switch modification {
                 case .add(let add):
                     guard next[add.queryId] == nil else { return fatal("Duplicate query ID: \(add.queryId)") }
-                    next[add.queryId] = Subscription(udfPath: add.udfPath, args: add.args)
+                    next[add.queryId] = Subscription(udfPath: add.udfPath, args: add.args, journal: add.journal)
                     nextDirty.insert(add.queryId)
                     nextRemoved.removeAll { $0 == add.queryId }
                 case .remove(let queryId):
@@ -259,10 +261,10 @@ struct SyncSession {
     }
 
     /// The queries to evaluate for the next update, all at one snapshot.
-    func pendingEvaluations() -> [(queryId: UInt32, udfPath: String, args: [String: ConvexValue])] {
+    func pendingEvaluations() -> [(queryId: UInt32, udfPath: String, args: [String: ConvexValue], journal: String?)] {
         guard !identityExpired else { return [] }
         return dirty.sorted().compactMap { id in
-            subscriptions[id].map { (id, $0.udfPath, $0.args) }
+            subscriptions[id].map { (id, $0.udfPath, $0.args, $0.journal) }
         }
     }
 
@@ -280,12 +282,15 @@ struct SyncSession {
             subscription.readTables = readTables[id] ?? []
             if subscription.lastResult != evaluation {
                 switch evaluation {
-                case .updated(let value, let logLines):
-                    modifications.append(.queryUpdated(queryId: id, value: value, logLines: logLines, journal: nil))
-                case .failed(let message, let logLines, let errorData):
+                case .updated(let value, let logLines, let journal):
+                    modifications.append(.queryUpdated(queryId: id, value: value, logLines: logLines, journal: journal))
+                    subscription.journal = journal
+                case .failed(let message, let logLines, let errorData, let journal):
                     modifications.append(
                         .queryFailed(
-                            queryId: id, errorMessage: message, logLines: logLines, journal: nil, errorData: errorData))
+                            queryId: id, errorMessage: message, logLines: logLines, journal: journal,
+                            errorData: errorData))
+                    subscription.journal = journal
                 }
                 subscription.lastResult = evaluation
             }

@@ -57,7 +57,7 @@ public enum ClientMessage: Sendable, Hashable {
             public var udfPath: String
             /// The named arguments (sent as a one-element array).
             public var args: [String: ConvexValue]
-            /// Opaque pagination journal; only the JS client sends it.
+            /// Opaque pagination journal: the one of the query's latest result, sent back when re-adding it after a reconnect.
             public var journal: String?
             /// Admin-only component path.
             public var componentPath: String?

@@ -393,6 +393,28 @@ struct ClientReconnectTests {
         }
     }
 
+    /// A paginated query's page keeps its end through a reconnect: the client sends the journal of its last result
+    /// back when it re-adds the query, as convex-js does. Without it the page would re-run with `numItems` and
+    /// shrink back to two posts, dropping one the page already showed.
+    @Test func aPaginatedSubscriptionKeepsItsPageAcrossADeploymentRestart() async throws {
+        func bodies(_ value: ConvexValue?) -> [String] {
+            guard case .object(let page)? = value, case .array(let items)? = page["page"] else { return [] }
+            return items.compactMap { if case .object(let d) = $0, case .string(let b)? = d["body"] { b } else { nil } }
+        }
+        try await withClientAndDeployment { client, deployment in
+            for i in 0..<4 { _ = try deployment.mutation("feed:post", ["body": .string("p\(i)")]) }
+            let args: [String: ConvexValue] = ["paginationOpts": ["numItems": 2.0, "cursor": .null]]
+            var pages = client.subscribe(to: "feed:list", with: args).makeAsyncIterator()
+            #expect(bodies(try await pages.next()) == ["p3", "p2"])
+            _ = try deployment.mutation("feed:post", ["body": "p4"])
+            #expect(bodies(try await pages.next()) == ["p4", "p3", "p2"])
+            await deployment.stop()
+            _ = try deployment.mutation("feed:post", ["body": "p5"])
+            try await deployment.restart()
+            #expect(bodies(try await pages.next()) == ["p5", "p4", "p3", "p2"])
+        }
+    }
+
     @Test func stalledServerIsDroppedForInactivity() async throws {
         let configuration = ConvexClientConfiguration(
             callTimeout: .seconds(20), inactivityTimeout: .milliseconds(800), pingInterval: nil)
