@@ -39,7 +39,10 @@
 #      the gateway (Benchmarks/steady_writes.py) while wrk reads a hot GET of a query the writes do not change, with
 #      --read-your-writes true and false alternately (RUNS each, a fresh gateway per run): hot-GET throughput with and
 #      without the rule.
-# Usage: Benchmarks/run-gateway.sh [hot|hot-origin|hot-browser|latency|fanout|fanout-c|multi|delta|churn|change-latency|hot-writes|one-core|all]
+#  13. a live paginated feed (paginated): one insert reaching a stream of 5 loaded pages of feed:list (pinned as
+#      client.js pins them), with and without JSON Patches, against one live query of the same posts (feed:all with a
+#      limit): bytes and time to the event per insert, medians of PAGINATED_ROUNDS (Benchmarks/paginated_feed.py).
+# Usage: Benchmarks/run-gateway.sh [hot|hot-origin|hot-browser|latency|fanout|fanout-c|multi|delta|churn|change-latency|hot-writes|one-core|paginated|all]
 #   env: THREADS (default: cores), RUNS=3, DURATION=10s, CONNECTIONS=64, LATENCY_REQUESTS=1000,
 #        STREAMS=10000, SMALL_STREAMS=1000, ROUNDS=5, MULTI_STREAMS=2000, DELTA_STREAMS=5000,
 #        CHURN_RATE=500, CHURN_SECONDS=20, CHURN_BURST=1500, FANOUT_C_RUNS=3, CHANGE_ROUNDS=300, WRITE_RATE=100,
@@ -421,6 +424,14 @@ delta() {
     done
 }
 
+paginated() {
+    echo "== 13. one insert reaching a live feed of 5 loaded pages, against one live query of the same posts"
+    start_gateway paginated-gateway
+    machine
+    python3 Benchmarks/paginated_feed.py "$GW_PORT" 500 20 "${PAGINATED_ROUNDS:-40}"
+    stop GW_PID
+}
+
 churn() {
     echo "== 8. clients that leave: streams opened and dropped with the heartbeat off, a client calling meanwhile"
     start_gateway churn-gateway
@@ -466,6 +477,7 @@ case "$WHAT" in
     delta) delta ;;
     churn) churn ;;
     one-core) one_core ;;
+    paginated) paginated ;;
     all) hot; hot_origin; hot_browser; latency; fanout; multi; delta; churn ;;
-    *) echo "usage: $0 [hot|hot-origin|hot-browser|latency|fanout|fanout-c|multi|delta|churn|change-latency|hot-writes|all]" >&2; exit 2 ;;
+    *) echo "usage: $0 [hot|hot-origin|hot-browser|latency|fanout|fanout-c|multi|delta|churn|change-latency|hot-writes|one-core|paginated|all]" >&2; exit 2 ;;
 esac

@@ -17,7 +17,7 @@ import Foundation
 /// | `items:update` | mutation | `id: Id<"items">, text: string` | null |
 /// | `items:remove` | mutation | `id: Id<"items">` | null |
 /// | `feed:list` | query, paginated | `paginationOpts, channel?: string` | a page of posts in the feed's order |
-/// | `feed:all` | query | `channel?: string` | every post in the feed's order (the list `feed:list` pages) |
+/// | `feed:all` | query | `channel?: string, limit?: number` | the first `limit` posts (all without) in the feed's order |
 /// | `feed:post` | mutation | `body: string, author?: string, channel?: string` | new id |
 /// | `feed:edit` | mutation | `id: Id<"feed">, body: string` | null |
 /// | `feed:remove` | mutation | `id: Id<"feed">` | null |
@@ -260,8 +260,10 @@ extension DemoFunctions {
         ) { ctx, args in
             try feed(ctx, channel: args["channel"]).paginate(args["paginationOpts"])
         }
-        functions.query("feed:all", args: ["channel": .optional(.string)]) { ctx, args in
-            .array(feed(ctx, channel: args["channel"]).collect().map { .object($0) })
+        functions.query("feed:all", args: ["channel": .optional(.string), "limit": .optional(.float64)]) { ctx, args in
+            let posts = feed(ctx, channel: args["channel"])
+            guard case .float64(let limit)? = args["limit"] else { return .array(posts.collect().map { .object($0) }) }
+            return .array(posts.take(Int(max(0, min(limit, 1e6)))).map { .object($0) })
         }
         functions.mutation(
             "feed:post", args: ["body": .string, "author": .optional(.string), "channel": .optional(.string)]

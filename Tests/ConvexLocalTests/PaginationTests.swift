@@ -13,7 +13,9 @@ import Testing
 
     /// Documents `0..<n` in ascending creation order, with `n` as a field.
     static func documents(_ n: Int) -> [Document] {
-        (0..<n).map { ["_id": .string("id\($0)"), "_creationTime": .float64(Double(1000 + $0)), "n": .float64(Double($0))] }
+        (0..<n).map {
+            ["_id": .string("id\($0)"), "_creationTime": .float64(Double(1000 + $0)), "n": .float64(Double($0))]
+        }
     }
 
     static func numbers(_ page: PageReader.Page) -> [Int] {
@@ -56,7 +58,8 @@ import Testing
         let byJournal = try Self.read(docs, .init(numItems: 1), journal: first.continueCursor)
         #expect(Self.numbers(byJournal) == [0, 1, 100, 2])
         let second = try Self.read(docs, .init(numItems: 1))
-        let both = try Self.read(docs, .init(numItems: 1, endCursor: second.continueCursor), journal: first.continueCursor)
+        let both = try Self.read(
+            docs, .init(numItems: 1, endCursor: second.continueCursor), journal: first.continueCursor)
         #expect(Self.numbers(both) == [0])
         // A deleted boundary document still bounds the page.
         docs.removeAll { $0["n"] == 2.0 }
@@ -125,7 +128,9 @@ import Testing
 
     static func bodies(_ page: [String: ConvexValue]) -> [String] {
         guard case .array(let items)? = page["page"] else { return [] }
-        return items.compactMap { if case .object(let doc) = $0, case .string(let body)? = doc["body"] { body } else { nil } }
+        return items.compactMap {
+            if case .object(let doc) = $0, case .string(let body)? = doc["body"] { body } else { nil }
+        }
     }
 
     @Test func newestFirstPagesAndTheOrderSettingMakesOldCursorsInvalid() async throws {
@@ -140,7 +145,9 @@ import Testing
             #expect(throws: ConvexError.self) {
                 try Self.page(deployment, ["numItems": 2.0, "cursor": first["continueCursor"]!])
             }
-            #expect(throws: (any Error).self) { try deployment.query("feed:list", ["paginationOpts": ["numItems": 2.0]]) }
+            #expect(throws: (any Error).self) {
+                try deployment.query("feed:list", ["paginationOpts": ["numItems": 2.0]])
+            }
         }
     }
 }
@@ -153,7 +160,9 @@ import Testing
         _ = session.receive(.connect(.init(sessionId: "s", connectionCount: 0, lastCloseReason: nil)), latestTs: ts)
         _ = session.receive(
             .modifyQuerySet(
-                .init(baseVersion: 0, newVersion: 1, modifications: [.add(.init(queryId: 0, udfPath: "feed:list", journal: "J0"))])),
+                .init(
+                    baseVersion: 0, newVersion: 1,
+                    modifications: [.add(.init(queryId: 0, udfPath: "feed:list", journal: "J0"))])),
             latestTs: ts)
         #expect(session.pendingEvaluations().first?.journal == "J0")
         let transition = session.completeUpdate(

@@ -1,0 +1,845 @@
+// Unit and property tests of client.js's live paginated queries, under node's own test runner:
+//   node --test Tests/ClientScriptTests/
+// PaginatedQueryState (the pages as a state machine) is driven directly; `gateway.paginatedQuery` is driven through a
+// stand-in EventSource. The property tests page through a simulated server that follows the contract of the
+// gateway's PageReader (Sources/ConvexLocal/Pagination/PageReader.swift).
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { ConvexGateway, ConvexGatewayError, PaginatedQueryState } from "../../Sources/ConvexGateway/Resources/client.js";
+
+// MARK: Helpers
+
+const item = (id) => ({ _id: id });
+const ids = (list) => list.map((entry) => entry._id);
+const result = (page, continueCursor, extra = {}) => ({ page: page.map(item), isDone: false, continueCursor, ...extra });
+/** The stream's error body for a cursor of another query, as the embedded deployment and Convex fail a page. */
+const invalidCursorBody = {
+  code: "ConvexError",
+  message: "InvalidCursor: Tried to run a query starting from a cursor, but it looks like this cursor is from a different query.",
+  data: { isConvexSystemError: true, paginationError: "InvalidCursor" },
+};
+const invalidCursor = () => new ConvexGatewayError(undefined, invalidCursorBody);
+
+/** PaginatedQueryState with the set of subscriptions its effects describe, checked to be consistent. */
+class Pages {
+  subscribed = new Map();
+  errors = [];
+  constructor(initialNumItems) {
+    this.state = new PaginatedQueryState(initialNumItems);
+    this.apply(this.state.start());
+  }
+  apply(effects) {
+    for (const { id, paginationOpts } of effects.add) {
+      assert.ok(!this.subscribed.has(id), `${id} added twice`);
+      this.subscribed.set(id, paginationOpts);
+    }
+    for (const id of effects.remove) {
+      assert.ok(this.subscribed.delete(id), `${id} removed but not subscribed`);
+    }
+    this.errors.push(...effects.errors);
+    return effects;
+  }
+  /** The id of the subscription whose paginationOpts are `opts`. */
+  id(opts) {
+    const found = [...this.subscribed].filter(([, value]) => JSON.stringify(value) === JSON.stringify(opts));
+    assert.equal(found.length, 1, `one subscription ${JSON.stringify(opts)} in ${JSON.stringify([...this.subscribed])}`);
+    return found[0][0];
+  }
+  receive(opts, value) {
+    return this.apply(this.state.receive(this.id(opts), value));
+  }
+  fail(opts, error) {
+    return this.apply(this.state.fail(this.id(opts), error));
+  }
+  loadMore(numItems) {
+    const effects = this.state.loadMore(numItems);
+    return effects && this.apply(effects);
+  }
+  get opts() {
+    return [...this.subscribed.values()];
+  }
+  get results() {
+    return ids(this.state.results);
+  }
+  get status() {
+    return this.state.status;
+  }
+}
+
+const first = { numItems: 3, cursor: null };
+
+/** The one page a start-over adds: a first page with an id of its own. */
+const restartedFirst = (effects, numItems = 3) => {
+  assert.equal(effects.add.length, 1);
+  const opts = effects.add[0].paginationOpts;
+  assert.ok(Number.isInteger(opts.id), "a start-over's first page has an id");
+  assert.deepEqual(opts, { numItems, cursor: null, id: opts.id });
+  return opts;
+};
+
+// MARK: PaginatedQueryState
+
+test("the first page: LoadingFirstPage, then its items, CanLoadMore or Exhausted", () => {
+  const pages = new Pages(3);
+  assert.deepEqual(pages.opts, [first]);
+  assert.equal(pages.status, "LoadingFirstPage");
+  assert.deepEqual(pages.results, []);
+  assert.equal(pages.state.loadMore(3), null, "nothing to load more from yet");
+  pages.receive(first, result(["a", "b", "c"], "after-c"));
+  assert.deepEqual(pages.results, ["a", "b", "c"]);
+  assert.equal(pages.status, "CanLoadMore");
+  const before = pages.state.results;
+  assert.equal(pages.state.results, before, "the same array while nothing changed");
+  pages.receive(first, { page: [item("a")], isDone: true, continueCursor: "end" });
+  assert.deepEqual(pages.results, ["a"]);
+  assert.equal(pages.status, "Exhausted");
+  assert.equal(pages.state.loadMore(3), null, "an exhausted query loads no more");
+  assert.throws(() => pages.state.loadMore(0), TypeError);
+  assert.throws(() => new PaginatedQueryState(2.5), TypeError);
+});
+
+test("loadMore pins the last page and swaps it for the pinned page and the new one only when both have values", () => {
+  const pages = new Pages(3);
+  pages.receive(first, result(["a", "b", "c"], "after-c"));
+  const effects = pages.loadMore(2);
+  assert.deepEqual(effects.add.map((add) => add.paginationOpts), [
+    { numItems: 3, cursor: null, endCursor: "after-c" },
+    { numItems: 2, cursor: "after-c" },
+  ]);
+  assert.deepEqual(effects.remove, [], "the unpinned page stays until its replacements have values");
+  assert.equal(pages.status, "LoadingMore");
+  assert.equal(pages.state.loadMore(2), null, "one loadMore at a time");
+
+  // Meanwhile a post at the start: the unpinned page moves, and is still what is shown.
+  pages.receive(first, result(["z", "a", "b"], "after-b"));
+  assert.deepEqual(pages.results, ["z", "a", "b"]);
+  pages.receive({ numItems: 3, cursor: null, endCursor: "after-c" }, result(["z", "a", "b", "c"], "after-c"));
+  assert.deepEqual(pages.results, ["z", "a", "b"], "the pinned page alone changes nothing");
+  assert.equal(pages.status, "LoadingMore");
+  const swap = pages.receive({ numItems: 2, cursor: "after-c" }, result(["d", "e"], "after-e"));
+  assert.equal(swap.remove.length, 1, "the unpinned page goes");
+  assert.deepEqual(pages.opts, [
+    { numItems: 3, cursor: null, endCursor: "after-c" },
+    { numItems: 2, cursor: "after-c" },
+  ]);
+  assert.deepEqual(pages.results, ["z", "a", "b", "c", "d", "e"], "no gap, no duplicate");
+  assert.equal(pages.status, "CanLoadMore");
+  assert.deepEqual(
+    pages.state.pages.map((page) => page.paginationOpts),
+    [{ numItems: 3, cursor: null, endCursor: "after-c" }, { numItems: 2, cursor: "after-c" }],
+  );
+
+  // The next loadMore pins the page that is last now; the new page may arrive before the pinned one.
+  pages.loadMore(4);
+  pages.receive({ numItems: 4, cursor: "after-e" }, { page: [item("f")], isDone: true, continueCursor: "end" });
+  assert.deepEqual(pages.results, ["z", "a", "b", "c", "d", "e"]);
+  assert.equal(pages.status, "LoadingMore");
+  pages.receive({ numItems: 2, cursor: "after-c", endCursor: "after-e" }, result(["d", "e"], "after-e"));
+  assert.deepEqual(pages.results, ["z", "a", "b", "c", "d", "e", "f"]);
+  assert.equal(pages.status, "Exhausted", "the last page is done");
+  assert.equal(pages.subscribed.size, 3);
+  assert.deepEqual(pages.errors, []);
+});
+
+test("Exhausted follows the last page: an item added after its end makes it CanLoadMore again", () => {
+  const pages = new Pages(3);
+  pages.receive(first, { page: [item("a"), item("b")], isDone: true, continueCursor: "end" });
+  assert.equal(pages.status, "Exhausted");
+  pages.receive(first, { page: [item("a"), item("b"), item("c")], isDone: true, continueCursor: "end" });
+  assert.equal(pages.status, "Exhausted");
+  pages.receive(first, result(["a", "b", "c"], "after-c"));
+  assert.equal(pages.status, "CanLoadMore");
+});
+
+test("a page is split in two when it holds more than twice initialNumItems, swapped in when both halves have values", () => {
+  const pages = new Pages(2);
+  const firstPage = { numItems: 2, cursor: null };
+  pages.receive(firstPage, result(["a", "b"], "after-b"));
+  pages.loadMore(2);
+  pages.receive({ numItems: 2, cursor: null, endCursor: "after-b" }, result(["a", "b"], "after-b"));
+  pages.receive({ numItems: 2, cursor: "after-b" }, result(["c", "d"], "after-d"));
+  assert.deepEqual(pages.results, ["a", "b", "c", "d"]);
+
+  // Posts at the start grow the pinned first page to 5 items (more than 2 × 2): it splits at its splitCursor.
+  const pinned = { numItems: 2, cursor: null, endCursor: "after-b" };
+  const grown = result(["x", "y", "z", "a", "b"], "after-b", { splitCursor: "after-z" });
+  const effects = pages.receive(pinned, grown);
+  assert.deepEqual(pages.results, ["x", "y", "z", "a", "b", "c", "d"]);
+  assert.deepEqual(effects.add.map((add) => add.paginationOpts), [
+    { numItems: 2, cursor: null, endCursor: "after-z" },
+    { numItems: 2, cursor: "after-z", endCursor: "after-b" },
+  ]);
+  assert.deepEqual(effects.remove, []);
+  assert.equal(pages.status, "CanLoadMore", "a split is no loadMore");
+
+  // Split at most once: another value of the same page starts no second split.
+  const again = pages.receive(pinned, result(["w", "x", "y", "z", "a", "b"], "after-b", { splitCursor: "after-y" }));
+  assert.deepEqual(again.add, []);
+  assert.deepEqual(pages.results, ["w", "x", "y", "z", "a", "b", "c", "d"]);
+
+  const shown = pages.state.results;
+  pages.receive({ numItems: 2, cursor: null, endCursor: "after-z" }, result(["w", "x", "y", "z"], "after-z"));
+  assert.equal(pages.state.results, shown, "one half alone changes nothing");
+  const swap = pages.receive({ numItems: 2, cursor: "after-z", endCursor: "after-b" }, result(["a", "b"], "after-b"));
+  assert.equal(swap.remove.length, 1, "the split page goes");
+  assert.deepEqual(pages.results, ["w", "x", "y", "z", "a", "b", "c", "d"]);
+  assert.deepEqual(
+    pages.state.pages.map((page) => page.paginationOpts),
+    [
+      { numItems: 2, cursor: null, endCursor: "after-z" },
+      { numItems: 2, cursor: "after-z", endCursor: "after-b" },
+      { numItems: 2, cursor: "after-b" },
+    ],
+  );
+  // The first half (4 items, no more than 2 × 2, no pageStatus) stays whole even with a splitCursor.
+  assert.deepEqual(
+    pages.receive(
+      { numItems: 2, cursor: null, endCursor: "after-z" },
+      result(["w", "x", "y", "z"], "after-z", { splitCursor: "after-x" }),
+    ).add,
+    [],
+  );
+});
+
+test("a pageStatus splits a small page; a SplitRequired page splits up to its endCursor, not where it stopped", () => {
+  const pages = new Pages(3);
+  pages.receive(first, result(["a", "b", "c"], "after-c"));
+  pages.loadMore(3);
+  pages.receive({ numItems: 3, cursor: null, endCursor: "after-c" }, result(["a", "b", "c"], "after-c"));
+  pages.receive({ numItems: 3, cursor: "after-c" }, result(["d", "e", "f"], "after-f"));
+  // The pinned first page reached the read limit after "b": it stopped there, its continueCursor is not its end.
+  const effects = pages.receive(
+    { numItems: 3, cursor: null, endCursor: "after-c" },
+    result(["a", "b"], "after-b", { splitCursor: "after-a", pageStatus: "SplitRequired" }),
+  );
+  assert.deepEqual(effects.add.map((add) => add.paginationOpts), [
+    { numItems: 3, cursor: null, endCursor: "after-a" },
+    { numItems: 3, cursor: "after-a", endCursor: "after-c" },
+  ]);
+  // The unpinned last page splits up to its continueCursor, and SplitRecommended is enough.
+  const last = pages.receive(
+    { numItems: 3, cursor: "after-c" },
+    result(["d", "e"], "after-f", { splitCursor: "after-d", pageStatus: "SplitRecommended" }),
+  );
+  assert.deepEqual(last.add.map((add) => add.paginationOpts), [
+    { numItems: 3, cursor: "after-c", endCursor: "after-d" },
+    { numItems: 3, cursor: "after-d", endCursor: "after-f" },
+  ]);
+  // A loadMore from a pinned last page starts at its endCursor, not where a SplitRequired read stopped: the split
+  // fills the page up to its end, so starting before it would show items twice.
+  const tail = new Pages(1);
+  tail.receive({ numItems: 1, cursor: null }, result(["a", "b", "c"], "after-c", { splitCursor: "after-b" }));
+  tail.receive({ numItems: 1, cursor: null, endCursor: "after-b" }, result(["a", "b"], "after-b"));
+  tail.receive({ numItems: 1, cursor: "after-b", endCursor: "after-c" }, result(["c"], "after-c"));
+  assert.deepEqual(tail.results, ["a", "b", "c"]);
+  tail.receive({ numItems: 1, cursor: "after-b", endCursor: "after-c" },
+    result(["b2", "b3"], "after-b3", { splitCursor: "after-b2", pageStatus: "SplitRequired" }));
+  const fromEnd = tail.loadMore(2);
+  assert.deepEqual(fromEnd.add.map((add) => add.paginationOpts).at(-1), { numItems: 2, cursor: "after-c" });
+  // Without a splitCursor nothing splits, whatever the size.
+  const lone = new Pages(1);
+  const lonePage = result(["a"], "after-a", { pageStatus: "SplitRecommended" });
+  assert.deepEqual(lone.receive({ numItems: 1, cursor: null }, lonePage).add, []);
+});
+
+test("loadMore gives up a split pending on the unpinned last page; on a pinned last page the split goes on", () => {
+  const pages = new Pages(1);
+  const firstPage = { numItems: 1, cursor: null };
+  pages.receive(firstPage, result(["a"], "after-a", { splitCursor: "after-a", pageStatus: "SplitRecommended" }));
+  assert.equal(pages.subscribed.size, 3, "the page and its two halves");
+  const effects = pages.loadMore(2);
+  assert.equal(effects.remove.length, 2, "the halves are stopped");
+  assert.deepEqual(pages.opts, [
+    firstPage,
+    { numItems: 1, cursor: null, endCursor: "after-a" },
+    { numItems: 2, cursor: "after-a" },
+  ]);
+  // While a loadMore replaces it, the unpinned page starts no split, however big it grows (the pinned page may).
+  const busy = new Pages(1);
+  busy.receive(firstPage, result(["a"], "after-a"));
+  busy.loadMore(2);
+  const grown = result(["z", "y", "x", "a"], "after-a", { splitCursor: "after-y", pageStatus: "SplitRecommended" });
+  assert.deepEqual(busy.receive(firstPage, grown).add, []);
+  busy.receive({ numItems: 1, cursor: null, endCursor: "after-a" }, result(["z", "y", "x", "a"], "after-a"));
+  busy.receive({ numItems: 2, cursor: "after-a" }, result(["b"], "end", { isDone: true }));
+  assert.deepEqual(busy.results, ["z", "y", "x", "a", "b"]);
+
+  const pinned = new Pages(1);
+  pinned.receive(firstPage, result(["a"], "after-a"));
+  pinned.loadMore(1);
+  pinned.receive({ numItems: 1, cursor: null, endCursor: "after-a" }, result(["a"], "after-a"));
+  pinned.receive({ numItems: 1, cursor: "after-a" }, result(["b"], "after-b"));
+  pinned.loadMore(1);
+  pinned.receive({ numItems: 1, cursor: "after-a", endCursor: "after-b" }, result(["b"], "after-b"));
+  pinned.receive({ numItems: 1, cursor: "after-b" }, result(["c"], "after-c"));
+  // The pinned middle page grows and splits; then a loadMore from the (unpinned) last page.
+  pinned.receive(
+    { numItems: 1, cursor: "after-a", endCursor: "after-b" },
+    result(["a2", "a3", "b"], "after-b", { splitCursor: "after-a2" }),
+  );
+  assert.equal(pinned.subscribed.size, 5);
+  const more = pinned.loadMore(1);
+  assert.deepEqual(more.remove, [], "the middle page's split is not the last page's");
+  assert.equal(pinned.subscribed.size, 7);
+});
+
+test("InvalidCursor drops every page and starts again; the list stays shown until the new first page arrives", () => {
+  const pages = new Pages(3);
+  pages.receive(first, result(["a", "b", "c"], "after-c"));
+  pages.loadMore(3);
+  pages.receive({ numItems: 3, cursor: null, endCursor: "after-c" }, result(["a", "b", "c"], "after-c"));
+  pages.receive({ numItems: 3, cursor: "after-c" }, result(["d", "e", "f"], "after-f"));
+  pages.loadMore(3);
+  assert.equal(pages.subscribed.size, 4);
+  const shown = pages.state.results;
+  const effects = pages.fail({ numItems: 3, cursor: "after-c" }, invalidCursor());
+  assert.equal(effects.remove.length, 4, "every page, shown or pending");
+  const fresh = restartedFirst(effects);
+  assert.deepEqual(effects.errors, [], "an InvalidCursor that starts again is no failure to report");
+  assert.equal(pages.status, "LoadingFirstPage");
+  assert.equal(pages.state.results, shown, "the list stays until the new first page arrives");
+  assert.equal(pages.state.loadMore(3), null);
+  pages.receive(fresh, result(["A", "B", "C"], "new-after-C"));
+  assert.deepEqual(pages.results, ["A", "B", "C"]);
+  assert.equal(pages.status, "CanLoadMore");
+  // The pinned page keeps the id: all of a start-over's first page's range is new to the deployment.
+  pages.loadMore(3);
+  assert.deepEqual(pages.opts.at(-2), { ...fresh, endCursor: "new-after-C" });
+});
+
+test("InvalidCursor on the very first page (a journal's old cursor) starts over with a new subscription", () => {
+  // The deployment's journal of the first page holds where it ended, in the query as it was: a new `id` makes the
+  // start-over's first page a new subscription, without that journal.
+  const pages = new Pages(3);
+  pages.receive(first, result(["a", "b", "c"], "after-c"));
+  const effects = pages.fail(first, invalidCursor());
+  assert.deepEqual(effects.remove.length, 1);
+  const fresh = restartedFirst(effects);
+  assert.deepEqual(pages.results, ["a", "b", "c"]);
+  pages.receive(fresh, result(["c", "b", "a"], "after-a"));
+  // The query changes again: the new first page, which had a value, starts over once more, with another id.
+  const again = restartedFirst(pages.fail(fresh, invalidCursor()));
+  assert.notEqual(again.id, fresh.id);
+  assert.deepEqual(pages.errors, []);
+  // A new first page refused before its first value is reported: starting over again would loop.
+  const error = invalidCursor();
+  assert.deepEqual(pages.fail(again, error), { add: [], remove: [], errors: [error] });
+  assert.equal(pages.status, "LoadingFirstPage");
+  pages.receive(again, result(["x"], "after-x"));
+  assert.deepEqual([pages.results, pages.status], [["x"], "CanLoadMore"], "a later value recovers");
+});
+
+test("InvalidCursor that starting over did not cure is reported and given up, not looped on", () => {
+  const pages = new Pages(3);
+  pages.receive(first, result(["a", "b", "c"], "after-c"));
+  pages.loadMore(3);
+  const fresh = restartedFirst(pages.fail({ numItems: 3, cursor: "after-c" }, invalidCursor()));
+
+  // After a start-over and before any loadMore completed: a loadMore page failing is reported and given up.
+  pages.receive(fresh, result(["a", "b", "c"], "after-c"));
+  pages.loadMore(3);
+  const givenUp = pages.fail({ numItems: 3, cursor: "after-c" }, invalidCursor());
+  assert.deepEqual([givenUp.add.length, givenUp.remove.length, givenUp.errors.length], [0, 2, 1]);
+  assert.equal(pages.status, "CanLoadMore", "the loadMore is given up, so it may be asked again");
+  assert.deepEqual(pages.opts, [fresh]);
+
+  // Once a loadMore completed, cursors are proven again, and a later InvalidCursor starts over once more.
+  pages.loadMore(3);
+  pages.receive({ ...fresh, endCursor: "after-c" }, result(["a", "b", "c"], "after-c"));
+  pages.receive({ numItems: 3, cursor: "after-c" }, result(["d"], "end", { isDone: true }));
+  assert.equal(pages.status, "Exhausted");
+  const restart = pages.apply(pages.state.fail(pages.id({ numItems: 3, cursor: "after-c" }), invalidCursor()));
+  restartedFirst(restart);
+  assert.deepEqual(restart.errors, []);
+
+  // A split's half failing after a start-over: the split is given up and not tried again.
+  const split = new Pages(1);
+  split.receive({ numItems: 1, cursor: null }, result(["a"], "after-a"));
+  split.loadMore(1);
+  const splitFresh = restartedFirst(split.fail({ numItems: 1, cursor: null, endCursor: "after-a" }, invalidCursor()), 1);
+  const big = result(["a", "b"], "after-b", { splitCursor: "after-a", pageStatus: "SplitRecommended" });
+  split.receive(splitFresh, big);
+  assert.equal(split.subscribed.size, 3);
+  const half = split.fail({ numItems: 1, cursor: "after-a", endCursor: "after-b" }, invalidCursor());
+  assert.deepEqual([half.remove.length, half.errors.length], [2, 1]);
+  const bigger = { ...big, page: [item("a"), item("b"), item("c")] };
+  assert.deepEqual(split.receive(splitFresh, bigger).add, [], "split once");
+});
+
+test("a page's failure is reported and its items stay; its next value recovers", () => {
+  const pages = new Pages(3);
+  pages.receive(first, result(["a", "b", "c"], "after-c"));
+  const error = new ConvexGatewayError(undefined, { code: "FunctionFailed", message: "boom" });
+  assert.deepEqual(pages.fail(first, error).errors, [error]);
+  assert.deepEqual(pages.results, ["a", "b", "c"]);
+  assert.equal(pages.status, "CanLoadMore");
+  pages.receive(first, result(["a", "b", "d"], "after-d"));
+  assert.deepEqual(pages.results, ["a", "b", "d"]);
+  // A failing loadMore page keeps the status LoadingMore until it has a value.
+  pages.loadMore(1);
+  pages.fail({ numItems: 1, cursor: "after-d" }, error);
+  assert.equal(pages.status, "LoadingMore");
+  pages.receive({ numItems: 3, cursor: null, endCursor: "after-d" }, result(["a", "b", "d"], "after-d"));
+  pages.receive({ numItems: 1, cursor: "after-d" }, result(["e"], "after-e"));
+  assert.deepEqual(pages.results, ["a", "b", "d", "e"]);
+  // A value that is not a page is reported; values of stopped pages are ignored.
+  const wrong = pages.receive({ numItems: 1, cursor: "after-d" }, ["not", "a", "page"]);
+  assert.ok(wrong.errors[0] instanceof TypeError);
+  assert.deepEqual(pages.state.receive("p999", result(["x"], "after-x")), { add: [], remove: [], errors: [] });
+  assert.deepEqual(pages.results, ["a", "b", "d", "e"]);
+});
+
+// MARK: A simulated server
+
+/** A seeded random number generator (mulberry32): the same seed, the same run. */
+function random(seed) {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * The `feed` table and `feed:list`, as the gateway's PageReader pages it: newest first (descending
+ * `_creationTime`, then `_id`), filtered by `channel`; cursors name the query's version, and a migration (a change of
+ * the query) turns every cursor into an InvalidCursor.
+ */
+class FeedServer {
+  docs = [];
+  version = 1;
+  #next = 0;
+  constructor(rand, { splitRecommendedAbove = Infinity } = {}) {
+    this.rand = rand;
+    this.splitRecommendedAbove = splitRecommendedAbove;
+  }
+  static before(a, b) {
+    // Whether a comes before b in the feed's order.
+    return a.time !== b.time ? a.time > b.time : a.id > b.id;
+  }
+  /** A post: mostly a new one (the start of the feed), sometimes anywhere; always the newest with `newest`. */
+  insert(channel, newest = false) {
+    const doc = {
+      _id: `d${String(++this.#next).padStart(5, "0")}`,
+      _creationTime: newest || this.rand() < 0.6 ? 1000 + this.#next : Math.floor(this.rand() * (1000 + this.#next)),
+      channel,
+      body: `post ${this.#next}`,
+    };
+    const key = { time: doc._creationTime, id: doc._id };
+    const at = this.docs.findIndex((other) => FeedServer.before(key, FeedServer.key(other)));
+    this.docs.splice(at < 0 ? this.docs.length : at, 0, doc);
+  }
+  remove() {
+    if (this.docs.length > 0) this.docs.splice(Math.floor(this.rand() * this.docs.length), 1);
+  }
+  edit() {
+    if (this.docs.length === 0) return;
+    const at = Math.floor(this.rand() * this.docs.length);
+    this.docs[at] = { ...this.docs[at], body: `${this.docs[at].body}!` };
+  }
+  static key(doc) {
+    return { time: doc._creationTime, id: doc._id };
+  }
+  after(doc) {
+    return `v${this.version}|${doc._creationTime}|${doc._id}`;
+  }
+  get end() {
+    return `v${this.version}|end`;
+  }
+  /** A cursor's position: "end", or the key of the document it follows; `version` false reads any version. */
+  decode(cursor, version = true) {
+    const [v, time, id] = cursor.split("|");
+    if (version && v !== `v${this.version}`) throw new Error("InvalidCursor");
+    return time === "end" ? "end" : { time: Number(time), id };
+  }
+  /** Whether `doc` comes after the position `position`. */
+  static follows(position, doc) {
+    return position !== "end" && FeedServer.before(position, FeedServer.key(doc));
+  }
+  matching(channel) {
+    return this.docs.filter((doc) => channel === undefined || doc.channel === channel);
+  }
+  /**
+   * `feed:list`'s value for `args`, or its error (the stream's error body). With `journals` (a Map by arguments), as
+   * the deployment's journal of a subscription: a page without an endCursor ends where its previous run ended. Here a
+   * journal is never dropped, as if every subscription stayed warm: after a migration, a first page fails too.
+   */
+  run(args, journals = undefined) {
+    const { channel, paginationOpts: { numItems, cursor } } = args;
+    const key = JSON.stringify(args);
+    const endCursor = args.paginationOpts.endCursor ?? journals?.get(key) ?? null;
+    let start = null;
+    let end = null;
+    try {
+      start = cursor === null ? null : this.decode(cursor);
+      end = endCursor === null ? null : this.decode(endCursor);
+    } catch {
+      return { error: invalidCursorBody };
+    }
+    const items = [];
+    let rowsRead = 0;
+    let lastRead = null;
+    let exhausted = true;
+    if (start !== "end") {
+      for (const doc of this.docs) {
+        if (start !== null && !FeedServer.follows(start, doc)) continue;
+        if (end !== null && FeedServer.follows(end, doc)) {
+          exhausted = false;
+          break;
+        }
+        if (end === null && items.length === numItems) {
+          exhausted = false;
+          break;
+        }
+        rowsRead += 1;
+        lastRead = doc;
+        if (channel === undefined || doc.channel === channel) items.push(doc);
+      }
+    }
+    let continueCursor;
+    let isDone;
+    if (end !== null) {
+      continueCursor = endCursor;
+      isDone = end === "end";
+    } else if (exhausted) {
+      continueCursor = this.end;
+      isDone = true;
+    } else {
+      continueCursor = lastRead ? this.after(lastRead) : (cursor ?? this.end);
+      isDone = false;
+    }
+    const value = { page: items.map((doc) => ({ ...doc })), isDone, continueCursor };
+    if (items.length > 1) value.splitCursor = this.after(items[Math.floor((items.length - 1) / 2)]);
+    if (rowsRead > this.splitRecommendedAbove) value.pageStatus = "SplitRecommended";
+    journals?.set(key, continueCursor);
+    return { value };
+  }
+  /** A random change: mostly posts, some removals and edits. */
+  mutate(channels) {
+    const roll = this.rand();
+    if (roll < 0.55) this.insert(channels[Math.floor(this.rand() * channels.length)]);
+    else if (roll < 0.8) this.remove();
+    else this.edit();
+  }
+}
+
+const shownItems = (list) => list.map((doc) => `${doc._id}:${doc.body}`);
+
+// MARK: Property: PaginatedQueryState against the simulated server
+
+test("property: the list is always the server's items of the pages' range, with no duplicate and no gap", () => {
+  let checks = 0;
+  let restarts = 0;
+  let splits = 0;
+  let loads = 0;
+  for (let seed = 1; seed <= 60; seed++) {
+    const rand = random(seed);
+    const server = new FeedServer(rand, { splitRecommendedAbove: seed % 3 === 0 ? 9 : Infinity });
+    const channel = seed % 2 === 0 ? "general" : undefined;
+    const channels = ["general", "random"];
+    for (let i = 0; i < 8; i++) server.insert(channels[i % 2]);
+    const initialNumItems = 1 + Math.floor(rand() * 3);
+    const state = new PaginatedQueryState(initialNumItems);
+    const journals = seed % 4 < 2 ? new Map() : undefined;
+    // The subscriptions: arguments, the JSON last delivered, and how many transitions until it first has a value
+    // (a new subscription joins the stream a little later).
+    const subscriptions = new Map();
+    const apply = (effects) => {
+      for (const { id, paginationOpts } of effects.add) {
+        subscriptions.set(id, { args: { channel, paginationOpts }, sent: undefined, wait: Math.floor(rand() * 3) });
+      }
+      for (const id of effects.remove) assert.ok(subscriptions.delete(id));
+      for (const error of effects.errors) assert.equal(error.data?.paginationError, "InvalidCursor", String(error));
+    };
+    apply(state.start());
+    // One transition: every joined subscription whose value changed, applied before the list is looked at.
+    const transition = () => {
+      const changes = [];
+      for (const [id, subscription] of subscriptions) {
+        if (subscription.wait-- > 0) continue;
+        const answer = server.run(subscription.args, journals);
+        const json = JSON.stringify(answer);
+        if (json !== subscription.sent) {
+          subscription.sent = json;
+          changes.push([id, answer]);
+        }
+      }
+      for (const [id, answer] of changes) {
+        const before = state.status;
+        if (answer.error) {
+          apply(state.fail(id, new ConvexGatewayError(undefined, answer.error)));
+          if (state.status === "LoadingFirstPage" && before !== "LoadingFirstPage") restarts += 1;
+        } else {
+          const effects = state.receive(id, answer.value);
+          const halves = effects.add.filter((add) => add.paginationOpts.endCursor !== undefined);
+          if (effects.add.length === 2 && halves.length === 2) splits += 1;
+          apply(effects);
+        }
+      }
+      check();
+    };
+    const check = () => {
+      if (state.status === "LoadingFirstPage") return;
+      const pages = state.pages;
+      const last = pages.at(-1);
+      const end = server.decode(last.paginationOpts.endCursor ?? last.value.continueCursor, false);
+      const expected = server.matching(channel).filter((doc) => !FeedServer.follows(end, doc));
+      const shown = shownItems(state.results);
+      assert.deepEqual(shown, shownItems(expected), `seed ${seed}: the pages' range, exactly`);
+      assert.equal(new Set(shown).size, shown.length, `seed ${seed}: no duplicates`);
+      if (state.status === "Exhausted") assert.deepEqual(shown, shownItems(server.matching(channel)));
+      checks += 1;
+    };
+    for (let step = 0; step < 150; step++) {
+      const roll = rand();
+      if (roll < 0.03) server.version += 1; // every cursor becomes invalid
+      else if (roll < 0.75) server.mutate(channels);
+      if (rand() < 0.3 && state.status === "CanLoadMore") {
+        apply(state.loadMore(1 + Math.floor(rand() * 3)));
+        loads += 1;
+      }
+      transition();
+    }
+    // Quiet: everything joins; then page to the end.
+    for (let i = 0; i < 4; i++) transition();
+    for (let i = 0; i < 200 && state.status !== "Exhausted"; i++) {
+      if (state.status === "CanLoadMore") apply(state.loadMore(initialNumItems));
+      transition();
+    }
+    assert.equal(state.status, "Exhausted", `seed ${seed}`);
+    assert.deepEqual(shownItems(state.results), shownItems(server.matching(channel)), `seed ${seed}: everything`);
+  }
+  assert.ok(checks > 5000, `only ${checks} checks`);
+  assert.ok(restarts > 10, `only ${restarts} start-overs`);
+  assert.ok(splits > 50, `only ${splits} splits`);
+  assert.ok(loads > 500, `only ${loads} loadMores`);
+});
+
+// MARK: gateway.paginatedQuery over the shared stream
+
+class FakeEventSource {
+  static instances = [];
+  static CLOSED = 2;
+  readyState = 1;
+  listeners = new Map();
+  constructor(url) {
+    this.url = new URL(url);
+    FakeEventSource.instances.push(this);
+  }
+  addEventListener(type, listener) {
+    this.listeners.set(type, [...(this.listeners.get(type) ?? []), listener]);
+  }
+  emit(type, data) {
+    for (const listener of this.listeners.get(type) ?? []) listener({ type, data: JSON.stringify(data) });
+  }
+  close() {
+    this.readyState = FakeEventSource.CLOSED;
+  }
+  /** The subscriptions in the URL: [id, fn, args]. */
+  get subscriptions() {
+    return [...this.url.searchParams.keys()]
+      .filter((key) => key.startsWith("sub."))
+      .map((key) => key.slice(4))
+      .map((id) => [id, this.url.searchParams.get(`sub.${id}`), JSON.parse(this.url.searchParams.get(`args.${id}`))]);
+  }
+}
+
+const tick = () => new Promise((resolve) => setTimeout(resolve, 1));
+const until = async (condition) => {
+  for (let i = 0; i < 200 && !condition(); i++) await tick();
+  assert.ok(condition(), "timed out");
+};
+
+/**
+ * Serves the latest stream from `server`: the first event of a stream holds every value, later ones the changes.
+ * `emitted` is the server's feed as of the last transition sent, what the client's values are of.
+ */
+class StreamServer {
+  streams = new Map();
+  transitions = 0;
+  emitted = [];
+  constructor(server, journals = undefined) {
+    this.server = server;
+    this.journals = journals;
+  }
+  get source() {
+    const source = FakeEventSource.instances.at(-1);
+    return source?.readyState === FakeEventSource.CLOSED ? undefined : source;
+  }
+  emit() {
+    const source = this.source;
+    if (!source) return;
+    const sent = this.streams.get(source) ?? new Map();
+    this.streams.set(source, sent);
+    const changes = [];
+    for (const [id, fn, args] of source.subscriptions) {
+      const answer = fn === "feed:list" ? this.server.run(args, this.journals) : { value: [] };
+      const json = JSON.stringify(answer);
+      if (sent.get(id) === json) continue;
+      sent.set(id, json);
+      changes.push(answer.error ? { sub: id, error: answer.error } : { sub: id, value: answer.value, v: json });
+    }
+    this.emitted = this.server.docs.map((doc) => ({ ...doc }));
+    if (changes.length === 0) return;
+    this.transitions += 1;
+    source.emit("transition", { ts: String(this.transitions), changes });
+  }
+  /** Emits until the client stops re-opening its stream. */
+  async settle() {
+    for (let quiet = 0; quiet < 2; ) {
+      const count = FakeEventSource.instances.length;
+      await tick();
+      await tick();
+      if (FakeEventSource.instances.length !== count) {
+        this.emit();
+        quiet = 0;
+      } else {
+        quiet += 1;
+      }
+    }
+  }
+}
+
+test("paginatedQuery: pages ride the one stream, and each transition makes one callback with the whole list", async () => {
+  FakeEventSource.instances = [];
+  globalThis.EventSource = FakeEventSource;
+  const gateway = new ConvexGateway("http://gateway.test", { debounceMs: 0 });
+  const server = new FeedServer(random(7));
+  for (let i = 0; i < 5; i++) server.insert("general");
+  const stream = new StreamServer(server);
+  const updates = [];
+  const errors = [];
+  const feed = gateway.paginatedQuery("feed:list", { channel: "general" }, { initialNumItems: 2 },
+    (results, status) => updates.push([ids(results), status]),
+    (error) => errors.push(error));
+  const other = [];
+  gateway.subscribe("messages:list", {}, (value) => other.push(value));
+  assert.equal(feed.status, "LoadingFirstPage");
+  assert.deepEqual(feed.results, []);
+  assert.equal(feed.loadMore(2), false);
+  await until(() => FakeEventSource.instances.length === 1);
+  assert.deepEqual(FakeEventSource.instances[0].subscriptions.map(([, fn, args]) => [fn, args]), [
+    ["feed:list", { channel: "general", paginationOpts: { numItems: 2, cursor: null } }],
+    ["messages:list", {}],
+  ], "one stream for the pages and the other live queries");
+  const all = ids(server.matching("general"));
+  stream.emit();
+  assert.deepEqual(updates, [[all.slice(0, 2), "CanLoadMore"]]);
+  assert.deepEqual(other, [[]]);
+  assert.deepEqual([ids(feed.results), feed.status], [all.slice(0, 2), "CanLoadMore"]);
+
+  // loadMore: at once LoadingMore (the same list), then the pinned and the new page swap in in one callback.
+  assert.equal(feed.loadMore(2), true);
+  assert.deepEqual(updates.at(-1), [all.slice(0, 2), "LoadingMore"]);
+  updates.length = 0;
+  await stream.settle();
+  assert.deepEqual(updates, [[all.slice(0, 4), "CanLoadMore"]], "one callback, no torn list");
+  const pageArgs = stream.source.subscriptions
+    .filter(([, fn]) => fn === "feed:list")
+    .map(([, , args]) => args.paginationOpts);
+  assert.equal(pageArgs.length, 2, "the unpinned page was stopped");
+  assert.equal(pageArgs[0].endCursor, pageArgs[1].cursor, "the first page is pinned where the second starts");
+
+  // A post at the start and the removal of the 4th post change both pages in one transition: one callback.
+  updates.length = 0;
+  server.insert("general", true);
+  server.docs.splice(server.docs.findIndex((doc) => doc._id === all[3]), 1);
+  stream.emit();
+  assert.equal(updates.length, 1);
+  const expected = ids(server.matching("general"));
+  assert.deepEqual(updates[0][0], expected.slice(0, updates[0][0].length));
+
+  // A page's failure: onError once for the pass; a later value recovers. InvalidCursor starts over.
+  const source = stream.source;
+  const pageIds = source.subscriptions.filter(([, fn]) => fn === "feed:list").map(([id]) => id);
+  assert.equal(pageIds.length, 2);
+  const [pinnedId, lastId] = pageIds;
+  source.emit("transition", {
+    ts: "90",
+    changes: [
+      { sub: pinnedId, error: { code: "FunctionFailed", message: "boom" } },
+      { sub: lastId, error: { code: "FunctionFailed", message: "boom again" } },
+    ],
+  });
+  assert.deepEqual(errors.map((error) => error.message), ["boom"], "one report per pass");
+  updates.length = 0;
+  server.version += 1;
+  stream.emit();
+  assert.deepEqual(updates.map(([, status]) => status), ["LoadingFirstPage"]);
+  assert.deepEqual(updates[0][0], expected.slice(0, updates[0][0].length), "the list stays until the first page");
+  assert.equal(errors.length, 1, "a start-over is not reported");
+  await stream.settle();
+  assert.deepEqual(updates.at(-1), [ids(server.matching("general")).slice(0, 2), "CanLoadMore"]);
+  const restarted = stream.source.subscriptions.filter(([, fn]) => fn === "feed:list").map(([, , args]) => args);
+  assert.equal(restarted.length, 1);
+  assert.deepEqual(restarted[0], { channel: "general", paginationOpts: { numItems: 2, cursor: null, id: restarted[0].paginationOpts.id } });
+  assert.ok(Number.isInteger(restarted[0].paginationOpts.id), "a new subscription: the old one's journal is of the old query");
+
+  feed.stop();
+  const count = updates.length;
+  await stream.settle();
+  assert.deepEqual(stream.source.subscriptions.map(([, fn]) => fn), ["messages:list"], "stop() ends every page");
+  assert.equal(feed.loadMore(2), false);
+  assert.equal(updates.length, count);
+  gateway.close();
+});
+
+test("property: through the gateway, every callback shows a prefix of the server's list, without tears", async () => {
+  FakeEventSource.instances = [];
+  globalThis.EventSource = FakeEventSource;
+  let callbacks = 0;
+  // A callback's failed assertion would only be reported (client.js catches what a listener throws): keep it.
+  const problems = [];
+  const checked = (check) => (...values) => {
+    try {
+      check(...values);
+    } catch (error) {
+      problems.push(error);
+    }
+  };
+  for (let seed = 1; seed <= 6; seed++) {
+    const rand = random(1000 + seed);
+    const server = new FeedServer(rand, { splitRecommendedAbove: seed % 2 === 0 ? 7 : Infinity });
+    for (let i = 0; i < 6; i++) server.insert(i % 3 === 0 ? "random" : "general");
+    const stream = new StreamServer(server, seed % 4 < 2 ? new Map() : undefined);
+    const gateway = new ConvexGateway("http://gateway.test", { debounceMs: 0 });
+    let perTransition = 0;
+    const onUpdate = checked((results, status) => {
+      perTransition += 1;
+      callbacks += 1;
+      if (status === "LoadingFirstPage") return; // the list of before a start-over
+      // The server as of the last transition: a loadMore's own callback may come after a change not yet sent.
+      const expected = shownItems(stream.emitted.filter((doc) => doc.channel === "general"));
+      const shown = shownItems(results);
+      assert.deepEqual(shown, expected.slice(0, shown.length), `seed ${seed}: a prefix of the server's list`);
+      if (status === "Exhausted") assert.equal(shown.length, expected.length, `seed ${seed}: everything`);
+    });
+    // Only an InvalidCursor that starting over could not cure is reported (a second invalidation soon after one).
+    const onError = checked((error) => assert.equal(error.data?.paginationError, "InvalidCursor", String(error)));
+    const feed = gateway.paginatedQuery("feed:list", { channel: "general" }, { initialNumItems: 2 }, onUpdate, onError);
+    await stream.settle();
+    for (let step = 0; step < 60; step++) {
+      const roll = rand();
+      if (roll < 0.04) server.version += 1;
+      // Sometimes several changes in one transition (one mutation writing many posts), so several pages change.
+      else for (let n = 1 + Math.floor(rand() * 3); n > 0; n--) server.mutate(["general", "random"]);
+      if (rand() < 0.3) feed.loadMore(1 + Math.floor(rand() * 3));
+      perTransition = 0;
+      stream.emit();
+      assert.ok(perTransition <= 1, `seed ${seed}: one callback per transition`);
+      if (problems.length > 0) throw problems[0];
+      if (rand() < 0.5) await stream.settle();
+    }
+    await stream.settle();
+    for (let i = 0; i < 100 && feed.status !== "Exhausted"; i++) {
+      feed.loadMore(3);
+      await stream.settle();
+    }
+    assert.equal(feed.status, "Exhausted", `seed ${seed}`);
+    assert.deepEqual(shownItems(feed.results), shownItems(server.matching("general")));
+    gateway.close();
+  }
+  if (problems.length > 0) throw problems[0];
+  assert.ok(callbacks > 100, `only ${callbacks} callbacks`);
+});

@@ -1,0 +1,206 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// A live paginated feed in headless Chromium through client.js's `paginatedQuery`, against the real `convex-gateway`
+/// binary. The page follows `feed:list` (newest first) in pages of 5 and, on the same stream, `feed:all` (every post):
+/// client.js stores all values of a transition before any callback runs, so after each callback the feed's list must
+/// be exactly `feed:all`'s posts from the first up to the list's last one (all of them once `Exhausted`): no gap, no
+/// duplicate, no edit missing, no torn state. Meanwhile posts are inserted, deleted and edited in every page, page 1
+/// grows until it splits, the gateway restarts (a new process on the same port, so nothing of the page's state is
+/// left on the server side: pages hold their boundaries by their own cursors), and the feed's order changes, which
+/// makes every cursor an `InvalidCursor` and starts the list over.
+@Suite("Live paginated feeds in a real browser", .browser, .serialized, .timeLimit(.minutes(2)))
+struct BrowserPaginationTests {
+    struct Report: Decodable {
+        /// Callbacks whose list was not the deployment's posts for its range, and why.
+        var violations: [String]
+        /// Errors passed to the feed's or `feed:all`'s error callback.
+        var errors: [String]
+        var callbacks: Int
+        /// Callbacks whose list was compared with the deployment's (not while the first page loads).
+        var checked: Int
+        var statuses: [String]
+        var results: Int
+    }
+
+    /// A port that was free a moment ago, for a gateway that must come back on the same origin.
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestFailure("socket() failed") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
+                bind(fd, socketAddress, length) == 0 && getsockname(fd, socketAddress, &length) == 0
+            }
+        }
+        guard bound else { throw TestFailure("bind() failed") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    @Test(
+        "a feed of three pages stays one gap-free list through inserts, deletes, edits, a split, a gateway restart and a reset"
+    )
+    func feedThroughEveryKindOfChange() async throws {
+        try await GatewayProcess.run { deploymentHost in
+            let deployment = try #require(
+                BrowserCallTests.deploymentPort(inLog: deploymentHost.log), "no convex.url in the log")
+            let port = try Self.freePort()
+            let arguments = ["--convex-url", "http://127.0.0.1:\(deployment)", "--port", "\(port)"]
+            try await HeadlessChromium.run { browser in
+                let page: BrowserPage = try await GatewayProcess.run(arguments: arguments) { _ in
+                    let page = try await BrowserPage.open(browser, url: "http://127.0.0.1:\(port)/healthz")
+                    let before = try await page.evaluate(Self.beforeRestart, as: Report.self, timeout: .seconds(60))
+                    Self.check(before, "before the restart")
+                    #expect(before.results == 24)
+                    return page
+                }
+                // A new gateway process on the same port: the page's streams reconnect to it.
+                try await GatewayProcess.run(arguments: arguments) { _ in
+                    let after = try await page.evaluate(Self.afterRestart, as: Report.self, timeout: .seconds(60))
+                    Self.check(after, "after the restart")
+                    #expect(after.statuses.last == "CanLoadMore")
+                }
+            }
+        }
+    }
+
+    /// The README's `paginatedQuery` page, as printed but for the gateway's address, follows a live feed.
+    @Test("the README's paginated feed example runs as printed")
+    func readmeExample() async throws {
+        let readme = try String(
+            contentsOf: GatewayProcess.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let section = try #require(readme.range(of: "### A live feed, page by page"), "no such README section")
+        let rest = readme[section.upperBound...]
+        let open = try #require(rest.range(of: "<script type=\"module\">\n"), "no module script in the section")
+        let close = try #require(rest[open.upperBound...].range(of: "</script>"))
+        let printed = String(rest[open.upperBound..<close.lowerBound])
+        #expect(printed.contains("paginatedQuery(\"feed:list\""))
+        try await BrowserPage.withGatewayPage { gateway, _, page in
+            let code = printed.replacingOccurrences(
+                of: "http://127.0.0.1:8080", with: "http://127.0.0.1:\(gateway.port)")
+            let code64 = Data(code.utf8).base64EncodedString()
+            let text = try await page.evaluate(
+                """
+                (async () => {
+                  const post = (body) => fetch("/mutation/feed:post", {
+                    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ body }) });
+                  for (const body of ["one", "two", "three"]) await post(body);
+                  setInterval(changed, 50);
+                  const script = document.createElement("script");
+                  script.type = "module";
+                  script.textContent = new TextDecoder().decode(Uint8Array.from(atob("\(code64)"), (c) => c.charCodeAt(0)));
+                  document.head.appendChild(script);
+                  await until(() => document.body.textContent === "Exhausted: three, two, one", "the first page shown");
+                  await post("four");
+                  await until(() => document.body.textContent === "Exhausted: four, three, two, one", "the new post shown");
+                  return document.body.textContent;
+                })()
+                """, as: String.self)
+            #expect(text == "Exhausted: four, three, two, one")
+        }
+    }
+
+    static func check(_ report: Report, _ phase: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(report.violations.isEmpty, "\(phase): \(report.violations.prefix(3))", sourceLocation: sourceLocation)
+        #expect(report.errors.isEmpty, "\(phase): \(report.errors.prefix(3))", sourceLocation: sourceLocation)
+        #expect(report.checked >= 3, "\(phase): \(report.checked) callbacks checked", sourceLocation: sourceLocation)
+    }
+
+    /// Sets up the page's feed and watches every callback; then three pages, changes in each, and a split of page 1.
+    static let beforeRestart = """
+        (async () => {
+          // Every stream URL client.js opens, to count the pages it subscribes.
+          window.streamURLs = [];
+          const NativeEventSource = window.EventSource;
+          window.EventSource = class extends NativeEventSource {
+            constructor(url, init) { super(url, init); streamURLs.push(String(url)); }
+          };
+          window.feedPages = () => {
+            const url = new URL(streamURLs.at(-1), location.origin);
+            return [...url.searchParams.entries()].filter(([key, value]) => key.startsWith("sub.") && value === "feed:list").length;
+          };
+          const { ConvexGateway } = await import(`${location.origin}/client.js`);
+          const gateway = new ConvexGateway(location.origin);
+          window.gateway = gateway;
+          for (let i = 0; i < 30; i++) await gateway.mutation("feed:post", { body: `seed ${i}` });
+          window.report = { violations: [], errors: [], callbacks: 0, checked: 0, statuses: [], results: 0 };
+          const show = (posts) => posts.map((post) => post.body).join(",");
+          const check = (results, status) => {
+            report.callbacks += 1;
+            report.statuses.push(status);
+            report.results = results.length;
+            const posts = gateway.current("feed:all", {});
+            if (!posts || status === "LoadingFirstPage") return;
+            report.checked += 1;
+            const ids = results.map((post) => post._id);
+            if (new Set(ids).size !== ids.length) report.violations.push(`duplicates: ${show(results)}`);
+            const end = status === "Exhausted" ? posts.length : posts.findIndex((post) => post._id === ids.at(-1)) + 1;
+            const expected = posts.slice(0, end);
+            if (JSON.stringify(expected) !== JSON.stringify(results)) {
+              report.violations.push(`${status}: list ${show(results)}; deployment ${show(expected)}`);
+            }
+          };
+          gateway.subscribe("feed:all", {}, () => changed(), (error) => { report.errors.push(`feed:all ${error.message}`); });
+          window.feed = gateway.paginatedQuery("feed:list", {}, { initialNumItems: 5 },
+            (results, status) => { check(results, status); changed(); },
+            (error) => { report.errors.push(`feed ${error.code} ${error.message}`); changed(); });
+          const bodies = () => feed.results.map((post) => post.body);
+          await until(() => feed.status === "CanLoadMore" && feed.results.length === 5, "the first page");
+          feed.loadMore(5);
+          await until(() => feed.status === "CanLoadMore" && feed.results.length === 10, "the second page");
+          feed.loadMore(5);
+          await until(() => feed.status === "CanLoadMore" && feed.results.length === 15, "the third page");
+
+          // Changes in every page: three posts on top of page 1, a post deleted from pages 2 and 3, one edited in each.
+          const held = feed.results;
+          for (const body of ["new A", "new B", "new C"]) await gateway.mutation("feed:post", { body });
+          await gateway.mutation("feed:remove", { id: held[7]._id });
+          await gateway.mutation("feed:remove", { id: held[12]._id });
+          for (const index of [2, 6, 11]) {
+            await gateway.mutation("feed:edit", { id: held[index]._id, body: `edited ${index}` });
+          }
+          await until(() => {
+            const now = bodies();
+            return now.length === 16 && now[0] === "new C" && ["edited 2", "edited 6", "edited 11"].every((b) => now.includes(b))
+              && !now.includes(held[7].body) && !now.includes(held[12].body);
+          }, "every change in every page");
+
+          // Page 1 grows past twice the page size (5 + 3 + 8 = 16 > 10): client.js splits it in two.
+          for (let i = 0; i < 8; i++) await gateway.mutation("feed:post", { body: `burst ${i}` });
+          await until(() => feed.results.length === 24 && feedPages() === 4, "page 1 split in two");
+          return report;
+        })()
+        """
+
+    /// After the restart: changes reach the pages held by their cursors, one more page loads, and a changed order
+    /// (every cursor invalid) starts the list over.
+    static let afterRestart = """
+        (async () => {
+          const bodies = () => feed.results.map((post) => post.body);
+          const start = report.callbacks, startChecked = report.checked;
+          await gateway.mutation("feed:post", { body: "after restart" });
+          const last = feed.results.at(-1);
+          await gateway.mutation("feed:edit", { id: feed.results[12]._id, body: "edited after restart" });
+          await gateway.mutation("feed:remove", { id: last._id });
+          await until(() => {
+            const now = bodies();
+            return now[0] === "after restart" && now.includes("edited after restart") && !now.includes(last.body);
+          }, "changes after the restart");
+          const before = feed.results.length;
+          feed.loadMore(5);
+          await until(() => feed.status === "CanLoadMore" && feed.results.length === before + 5, "a page after the restart");
+
+          await gateway.mutation("feed:setOrder", { order: "oldest" });
+          await until(() => feed.status === "CanLoadMore" && feed.results[0]?.body === "seed 0" && feed.results.length === 5
+            && feedPages() === 1, "the list started over in the new order");
+          report.callbacks -= start;
+          report.checked -= startChecked;
+          return report;
+        })()
+        """
+}
