@@ -10,9 +10,9 @@ Seeds `feed:post` with POSTS posts, then opens, on one gateway, streams that eac
   all          /subscribe/feed:all?limit=<5 * PAGE>     one live query of the same posts
   all+patch    the same with delta=json-patch
 
-For each of ROUNDS inserts (`feed:post`, which lands at the top of the first page), it measures per stream the bytes
-read from the socket for that change (chunk framing included) and the time from sending the mutation to the stream's
-event, and prints the medians. Streams are read one after another, so later streams' times include reading the earlier
+For each of ROUNDS inserts (`feed:post`, which lands at the top of the first page; each is removed again before the
+next, so every insert meets the same pages), it measures per stream the bytes read from the socket for that change
+(chunk framing included) and the time from sending the mutation to the stream's event, and prints the medians. Streams are read one after another, so later streams' times include reading the earlier
 ones: the order rotates each round.
 
 Usage: paginated_feed.py PORT [POSTS] [PAGE] [ROUNDS]     (standard library only)
@@ -66,13 +66,18 @@ def main():
     for round_ in range(rounds):
         order = names[round_ % len(names) :] + names[: round_ % len(names)]
         started = time.monotonic()
-        post(conn, "/mutation/feed:post", {"body": f"new post {round_}", "author": "bench"})
+        new_id = post(conn, "/mutation/feed:post", {"body": f"new post {round_}", "author": "bench"})
         for name in order:
             streams[name].next_event()
             latency[name].append((time.monotonic() - started) * 1000)
             sent_bytes[name].append(streams[name].take_bytes())
+        # Removed again (not measured), so every insert meets the same pages.
+        post(conn, "/mutation/feed:remove", {"id": new_id})
+        for name in order:
+            streams[name].next_event()
+            streams[name].take_bytes()
 
-    print(f"{posts} posts, 5 pages of {page} loaded ({5 * page} posts shown), {rounds} inserts at the top of page 1")
+    print(f"{posts} posts, 5 pages of {page} loaded ({5 * page} posts shown), {rounds} inserts on top of page 1")
     print(f"{'stream':<14}{'bytes/insert':>14}{'vs all':>9}{'ms to event':>13}")
     base = statistics.median(sent_bytes["all"])
     for name in names:
