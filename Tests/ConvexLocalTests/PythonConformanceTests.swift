@@ -34,6 +34,12 @@ struct PythonConformanceTests {
         }
     }
 
+    @Test func paginatedQueriesPageAndStayLive() async throws {
+        try await withDeployment { deployment in
+            expectPassed(try await PythonClient.run("paginate.py", url: deployment.url))
+        }
+    }
+
     @Test func subscriptionFollowsMutations() async throws {
         try await withDeployment { deployment in
             expectPassed(try await PythonClient.run("subscribe.py", url: deployment.url))
