@@ -54,6 +54,14 @@ public final class HTTPStreamWriter: Sendable {
         write(Array(string.utf8))
     }
 
+    /// Queues `bytes`, or, when at least `limit` bytes wait already, replaces every queued write that has not started
+    /// to go out with them (as ``replacePending(with:)``), in one step.
+    /// - Returns: `false` if the stream was finished or closed.
+    @discardableResult
+    public func write(_ bytes: [UInt8], coalescingAt limit: Int) -> Bool {
+        perform { $0.write(bytes, coalescingAt: limit) }
+    }
+
     /// Drops every queued write that has not started to go out, then queues `bytes`: the way to
     /// coalesce a slow reader to the latest state. A write already partly sent is kept whole.
     /// - Returns: `false` if the stream was finished or closed.

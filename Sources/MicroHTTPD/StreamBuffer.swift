@@ -51,6 +51,12 @@ struct StreamBuffer: Sendable {
         return takeResume()
     }
 
+    /// Queues `bytes`, or, when at least `limit` bytes are already pending, replaces the pending writes with them
+    /// (``replacePending(with:)``): one step for a writer that coalesces a slow reader.
+    mutating func write(_ bytes: [UInt8], coalescingAt limit: Int) -> WriteAction {
+        pendingByteCount >= limit ? replacePending(with: bytes).action : write(bytes)
+    }
+
     /// Drops every pending write that has not started to go out, then queues `bytes`.
     /// A write already partly handed to libmicrohttpd is kept whole so the stream stays well-formed.
     mutating func replacePending(with bytes: [UInt8]) -> (action: WriteAction, droppedBytes: Int) {
@@ -96,9 +102,8 @@ struct StreamBuffer: Sendable {
         }
         var written = 0
         while written < buffer.count && head < messages.count {
-            let message = messages[head]
-            let count = min(message.count - headOffset, buffer.count - written)
-            message.withUnsafeBytes { source in
+            let count = min(messages[head].count - headOffset, buffer.count - written)
+            messages[head].withUnsafeBytes { source in
                 buffer.baseAddress!.advanced(by: written).copyMemory(
                     from: source.baseAddress!.advanced(by: headOffset),
                     byteCount: count
@@ -106,7 +111,7 @@ struct StreamBuffer: Sendable {
             }
             written += count
             headOffset += count
-            if headOffset == message.count {
+            if headOffset == messages[head].count {
                 head += 1
                 headOffset = 0
             }

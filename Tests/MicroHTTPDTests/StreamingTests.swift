@@ -264,6 +264,20 @@ struct StreamBufferTests {
         #expect(Array(rest[0..<7]) == [7, 7, 7, 7, 7, 7, 9])
     }
 
+    @Test func aWriteCoalescesOnlyOnceTheLimitIsPending() {
+        var buffer = StreamBuffer()
+        #expect(buffer.write([1, 1], coalescingAt: 4) == .accepted)
+        #expect(buffer.write([2, 2], coalescingAt: 4) == .accepted)
+        // 4 bytes wait: the next write replaces them.
+        #expect(buffer.write([3], coalescingAt: 4) == .accepted)
+        #expect(buffer.pendingByteCount == 1)
+        var storage = [UInt8](repeating: 0, count: 8)
+        #expect(storage.withUnsafeMutableBytes { buffer.read(into: $0) } == .bytes(1))
+        #expect(storage[0] == 3)
+        #expect(storage.withUnsafeMutableBytes { buffer.read(into: $0) } == .suspend)
+        #expect(buffer.write([4], coalescingAt: 4) == .acceptedResume)
+    }
+
     @Test func finishDrainsThenEnds() {
         var buffer = StreamBuffer()
         _ = buffer.write([1])

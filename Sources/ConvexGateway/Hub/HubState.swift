@@ -20,6 +20,9 @@ struct HubState {
         /// The hash of the result the client holds (from `Last-Event-ID`) while the entry has no result yet: the
         /// first result is not sent if it is that one.
         var held: UInt64?
+        /// Whether this is its stream's only subscription (a `/subscribe/<function>` stream, or a set of one): such
+        /// streams get a change as part of one ``FanOut``.
+        var alone: Bool
     }
 
     struct AttachmentID: Hashable {
@@ -40,6 +43,13 @@ struct HubState {
         /// The Convex timestamp of the snapshot the results come from.
         var ts: UInt64
         var changes: [Change]
+    }
+
+    /// One change for every stream whose only subscription it is: they all get the same one-change delivery (member
+    /// 0), so a change that reaches 10,000 such streams is one action with one delivery, not 10,000 of each.
+    struct FanOut {
+        var delivery: Delivery
+        var sinks: [any EventSink]
     }
 
     /// One upstream result of one entry, as a transition brings it.
@@ -78,6 +88,8 @@ struct HubState {
         case resume(waiters: [UInt64], with: (current: CurrentResult, ts: UInt64)?)
         /// Send a stream the changes of one transition, at once.
         case deliver(Delivery, to: any EventSink)
+        /// Send each of `sinks` the same delivery of one change (streams of that one subscription).
+        case fanOut(FanOut)
         /// End streams (the upstream ended, or the hub shut down).
         case end([any EventSink])
     }
@@ -122,7 +134,7 @@ struct HubState {
             actions += ensureEntry(member.key, args: member.args, now: now)
             let current = entries[member.key]!.current
             entries[member.key]!.attachments[AttachmentID(sink: stream, member: index)] = Attachment(
-                sink: sink, member: index, held: current == nil ? member.held : nil)
+                sink: sink, member: index, held: current == nil ? member.held : nil, alone: members.count == 1)
             entries[member.key]!.idleSince = nil
             if let current, current.hash != member.held {
                 initial.append(
@@ -176,6 +188,7 @@ struct HubState {
         defer { session(of: identity).advance(to: ts) }
         var deliveries: [ObjectIdentifier: (sink: any EventSink, delivery: Delivery)] = [:]
         var order: [ObjectIdentifier] = []
+        var fanOuts: [Action] = []
         for change in changes {
             let key = change.key
             guard var entry = entries[key], entry.generation == change.generation else { continue }
@@ -196,10 +209,16 @@ struct HubState {
             entry.bodies = [:]
             entry.events = [:]
             entry.live.advance()
+            var alone: [any EventSink] = []
+            alone.reserveCapacity(entry.attachments.count)
             for (id, attachment) in entry.attachments {
                 if let held = attachment.held {
                     entry.attachments[id]?.held = nil
                     if held == change.hash { continue }
+                }
+                if attachment.alone {
+                    alone.append(attachment.sink)
+                    continue
                 }
                 let stream = id.sink
                 if deliveries[stream] == nil {
@@ -209,10 +228,15 @@ struct HubState {
                 deliveries[stream]!.delivery.changes.append(
                     Delivery.Change(member: attachment.member, key: key, current: current, previous: previous))
             }
+            if !alone.isEmpty {
+                let only = Delivery.Change(member: 0, key: key, current: current, previous: previous)
+                fanOuts.append(.fanOut(FanOut(delivery: Delivery(ts: ts, changes: [only]), sinks: alone)))
+            }
             entries[key] = entry
             markIdleIfUnread(key, now: now)
             if !waiters.isEmpty { actions.append(.resume(waiters: Array(waiters), with: (current, ts))) }
         }
+        actions += fanOuts
         for stream in order {
             var (sink, delivery) = deliveries[stream]!
             delivery.changes.sort { $0.member < $1.member }

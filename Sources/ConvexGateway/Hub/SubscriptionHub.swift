@@ -429,24 +429,49 @@ package final class SubscriptionHub: Sendable {
                 }
                 for continuation in continuations { continuation.resume(returning: current) }
             case .deliver(let delivery, let sink):
-                let format = sink.format
-                let changes = delivery.changes.map { change -> StreamTransition.Change in
-                    let renderedKey = RenderedKey(key: change.key, current: change.current.id, format: format)
-                    var update =
-                        rendered[renderedKey] ?? update(for: change.key, current: change.current, format: format)
-                    if sink.wantsPatches, let previous = change.previous, patched.insert(renderedKey).inserted {
-                        update.patch = ValueDelta.patch(from: previous, to: change.current, body: update.body) {
-                            render($0, format)
-                        }
+                sink.deliver(
+                    transition(
+                        delivery, format: sink.format, patches: sink.wantsPatches, rendered: &rendered,
+                        patched: &patched))
+            case .fanOut(let fanOut):
+                // One transition per output mode and patch choice (a handful), shared by every stream.
+                var made: [(format: OutputFormat, patches: Bool, transition: StreamTransition)] = []
+                for sink in fanOut.sinks {
+                    let format = sink.format
+                    let patches = sink.wantsPatches
+                    if let index = made.firstIndex(where: { $0.format == format && $0.patches == patches }) {
+                        sink.deliver(made[index].transition)
+                        continue
                     }
-                    rendered[renderedKey] = update
-                    return StreamTransition.Change(member: change.member, update: update)
+                    let transition = transition(
+                        fanOut.delivery, format: format, patches: patches, rendered: &rendered, patched: &patched)
+                    made.append((format, patches, transition))
+                    sink.deliver(transition)
                 }
-                sink.deliver(StreamTransition(ts: delivery.ts, changes: changes))
             case .end(let sinks):
                 for sink in sinks { sink.end() }
             }
         }
+    }
+
+    /// A delivery rendered for a stream in `format`: each result rendered once per mode (`rendered`), a JSON Patch made
+    /// once per change and mode when a stream reads patches (`patched`).
+    private func transition(
+        _ delivery: HubState.Delivery, format: OutputFormat, patches: Bool,
+        rendered: inout [RenderedKey: SubscriptionUpdate], patched: inout Set<RenderedKey>
+    ) -> StreamTransition {
+        let changes = delivery.changes.map { change -> StreamTransition.Change in
+            let renderedKey = RenderedKey(key: change.key, current: change.current.id, format: format)
+            var update = rendered[renderedKey] ?? update(for: change.key, current: change.current, format: format)
+            if patches, let previous = change.previous, patched.insert(renderedKey).inserted {
+                update.patch = ValueDelta.patch(from: previous, to: change.current, body: update.body) {
+                    render($0, format)
+                }
+            }
+            rendered[renderedKey] = update
+            return StreamTransition.Change(member: change.member, update: update)
+        }
+        return StreamTransition(ts: delivery.ts, changes: changes)
     }
 
     private struct RenderedKey: Hashable {

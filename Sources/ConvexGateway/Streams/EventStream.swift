@@ -78,17 +78,18 @@ final class EventStream: EventSink {
         state.withLock { state in
             guard !state.ended else { return }
             // A stream's first delivery is rendered outside the hub's lock, so a transition right after it may
-            // arrive first: a result older than the one sent is dropped, never sent after it.
-            let changes = transition.changes.filter { $0.update.current.sequence > state.sequences[$0.member] }
+            // arrive first: a result older than the one sent is dropped, never sent after it. (A transition whose
+            // changes are all newer, the usual case, is used as it is: no copy per stream.)
+            let isNewer = { (change: StreamTransition.Change) in
+                change.update.current.sequence > state.sequences[change.member]
+            }
+            let changes =
+                transition.changes.allSatisfy(isNewer) ? transition.changes : transition.changes.filter(isNewer)
             guard !changes.isEmpty else { return }
             for change in changes { state.sequences[change.member] = change.update.current.sequence }
             if case .function = framing, !wantsPatches, let update = changes.last?.update, !update.endsStream {
                 // Full values of one subscription: the hub's shared event as it is.
-                if output.pendingByteCount < limit {
-                    output.write(update.event)
-                } else {
-                    output.replacePending(with: update.event)
-                }
+                output.write(update.event, coalescingAt: limit)
                 return
             }
             if let refused = changes.first(where: { $0.update.endsStream }) {

@@ -17,10 +17,21 @@ import Testing
         actions.compactMap { if case .unsubscribe(_, let generation) = $0 { generation } else { nil } }
     }
 
+    /// Every stream's delivery: `.deliver` actions, and each stream of a `.fanOut`.
+    func perStream(_ actions: [HubState.Action]) -> [(delivery: HubState.Delivery, sink: any EventSink)] {
+        actions.flatMap { action -> [(delivery: HubState.Delivery, sink: any EventSink)] in
+            switch action {
+            case .deliver(let delivery, let sink): [(delivery, sink)]
+            case .fanOut(let fanOut): fanOut.sinks.map { (fanOut.delivery, $0) }
+            default: []
+            }
+        }
+    }
+
     /// The results delivered, each with the number of streams it went to.
     func delivered(_ actions: [HubState.Action]) -> [(SubscriptionHub.CurrentResult, Int)] {
         var delivered: [(SubscriptionHub.CurrentResult, Int)] = []
-        for case .deliver(let delivery, _) in actions {
+        for (delivery, _) in perStream(actions) {
             for change in delivery.changes {
                 if let index = delivered.firstIndex(where: { $0.0.id == change.current.id }) {
                     delivered[index].1 += 1
@@ -34,9 +45,8 @@ import Testing
 
     /// The deliveries, per stream: the timestamp and the (member, result id) pairs.
     func deliveries(_ actions: [HubState.Action]) -> [(sink: ObjectIdentifier, ts: UInt64, changes: [String])] {
-        actions.compactMap {
-            guard case .deliver(let delivery, let sink) = $0 else { return nil }
-            return (ObjectIdentifier(sink), delivery.ts, delivery.changes.map { "\($0.member):\($0.current.id)" })
+        perStream(actions).map { delivery, sink in
+            (ObjectIdentifier(sink), delivery.ts, delivery.changes.map { "\($0.member):\($0.current.id)" })
         }
     }
 
@@ -165,6 +175,25 @@ import Testing
         -> HubState.Change
     {
         HubState.Change(key: key, generation: generation, result: result, hash: hash)
+    }
+
+    /// Streams whose only subscription changed share one action and one delivery, however many there are; a stream of
+    /// several subscriptions gets its own.
+    @Test func aChangeReachesSingleSubscriptionStreamsAsOneFanOut() throws {
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        let alone = (0..<100).map { _ in RecordingSink() }
+        for sink in alone { _ = try hub.attach(sink, members: [.init(key: teams, args: [:])], now: .zero) }
+        let both = RecordingSink()
+        _ = try hub.attach(both, members: [.init(key: team, args: [:]), .init(key: teams, args: [:])], now: .zero)
+        let actions = hub.receive(
+            ts: 100, identity: "", changes: [change(teams, 1, .value("T1"), hash: 0x21)], wallMilliseconds: 5,
+            now: .zero)
+        let fanOuts = actions.compactMap { if case .fanOut(let fanOut) = $0 { fanOut } else { nil } }
+        #expect(fanOuts.count == 1)
+        #expect(Set(fanOuts.first?.sinks.map(ObjectIdentifier.init) ?? []) == Set(alone.map(ObjectIdentifier.init)))
+        #expect(fanOuts.first?.delivery.changes.map(\.member) == [0])
+        #expect(deliveries(actions).count == 101)
+        #expect(deliveries(actions).first { $0.sink == ObjectIdentifier(both) }?.changes == ["1:5-21"])
     }
 
     @Test func theChangesOfOneTransitionReachEachStreamAsOneDelivery() throws {
