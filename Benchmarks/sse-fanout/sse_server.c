@@ -18,6 +18,7 @@
  * Usage: sse-server PORT THREADS
  */
 #include <arpa/inet.h>
+#include <sys/socket.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -168,6 +169,24 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *connection, con
     return queued;
 }
 
+/* libmicrohttpd's epoll loop can sleep with up to 128 accepted connections unread (MHD_epoll repeats a blocking
+ * epoll_wait while one returns exactly 128 events; see Sources/MicroHTTPD/AcceptStallWatchdog.swift). A connection to
+ * our own port wakes every worker: the gateway does it when a connection waits a whole 250 ms period unread; this
+ * floor does it every 250 ms, which costs it about four accepts a second and keeps its runs from hanging. */
+static struct sockaddr_in listen_address;
+
+static void *poker(void *unused) {
+    (void)unused;
+    for (;;) {
+        usleep(250000);
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (fd < 0) continue;
+        (void)connect(fd, (struct sockaddr *)&listen_address, sizeof listen_address);
+        close(fd);
+    }
+    return NULL;
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: sse-server PORT THREADS\n");
@@ -187,6 +206,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "sse-server: cannot start on port %s\n", argv[1]);
         return 1;
     }
+    listen_address = address;
+    pthread_t poke_thread;
+    pthread_create(&poke_thread, NULL, poker, NULL);
     printf("listening on %s\n", argv[1]);
     fflush(stdout);
     pause();

@@ -4,6 +4,9 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 static void cmhd_log_trampoline(void *cls, const char *format, va_list ap) {
     const struct cmhd_logger *logger = cls;
@@ -114,4 +117,34 @@ enum MHD_Result cmhd_response_set_flags(struct MHD_Response *response, enum MHD_
 int cmhd_connection_fd(struct MHD_Connection *connection) {
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
     return info == NULL ? -1 : info->connect_fd;
+}
+
+int cmhd_poke(const char *host, uint16_t port) {
+    struct sockaddr_storage address;
+    int family = cmhd_make_sockaddr(host, port, &address);
+    socklen_t length;
+    if (family == 4) {
+        struct sockaddr_in *v4 = (struct sockaddr_in *)&address;
+        if (v4->sin_addr.s_addr == htonl(INADDR_ANY)) {
+            v4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        }
+        length = sizeof *v4;
+    } else if (family == 6) {
+        struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&address;
+        if (IN6_IS_ADDR_UNSPECIFIED(&v6->sin6_addr)) {
+            v6->sin6_addr = in6addr_loopback;
+        }
+        length = sizeof *v6;
+    } else {
+        return -1;
+    }
+    int fd = socket(address.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        return -1;
+    }
+    struct timeval timeout = {.tv_sec = 1, .tv_usec = 0};
+    (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+    int result = connect(fd, (struct sockaddr *)&address, length);
+    close(fd);
+    return result;
 }

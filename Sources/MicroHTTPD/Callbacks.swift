@@ -59,11 +59,14 @@ let connectionNotifyThunk: MHD_NotifyConnectionCallback = { serverPointer, _, so
     let server = Unmanaged<HTTPServer>.fromOpaque(serverPointer).takeUnretainedValue()
     switch code {
     case MHD_ConnectionNotificationCode.CONNECTION_NOTIFY_STARTED:
-        socketContext.pointee = Unmanaged.passRetained(ConnectionContext()).toOpaque()
+        let context = ConnectionContext()
+        context.acceptedTick = server.acceptWatchdog.accepted()
+        socketContext.pointee = Unmanaged.passRetained(context).toOpaque()
         server.connectionCount.add(1, ordering: .relaxed)
     case MHD_ConnectionNotificationCode.CONNECTION_NOTIFY_CLOSED:
         if let pointer = socketContext.pointee {
-            Unmanaged<ConnectionContext>.fromOpaque(pointer).release()
+            let context = Unmanaged<ConnectionContext>.fromOpaque(pointer).takeRetainedValue()
+            if let tick = context.acceptedTick { server.acceptWatchdog.requestArrived(acceptedAt: tick) }
             socketContext.pointee = nil
         }
         server.connectionCount.subtract(1, ordering: .relaxed)
@@ -86,9 +89,16 @@ typealias URILogCallback =
 /// then overwrites that state and waits for header lines it has already discarded, so the client would get no answer
 /// until the idle timeout. The `uri` libmicrohttpd passes is the request line in its read buffer, which it cuts
 /// itself at the `?` right after this call.
-let uriLogThunk: URILogCallback = { _, uri, connection in
+let uriLogThunk: URILogCallback = { serverPointer, uri, connection in
     guard let uri, let connection else { return nil }
-    ConnectionHandle(raw: connection).context?.noteTarget(uri)
+    let context = ConnectionHandle(raw: connection).context
+    context?.noteTarget(uri)
+    if let serverPointer, let tick = context?.acceptedTick {
+        // The connection's first request line: libmicrohttpd reads this connection.
+        context?.acceptedTick = nil
+        Unmanaged<HTTPServer>.fromOpaque(serverPointer).takeUnretainedValue().acceptWatchdog.requestArrived(
+            acceptedAt: tick)
+    }
     if let question = strchr(uri, Int32(UInt8(ascii: "?"))) {
         UnsafeMutablePointer(mutating: question + 1).pointee = 0
     }

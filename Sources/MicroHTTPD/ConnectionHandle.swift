@@ -30,6 +30,8 @@ struct ConnectionHandle: @unchecked Sendable {
 final class ConnectionContext: @unchecked Sendable {
     /// The raw request-target of the request being parsed (from the URI log callback).
     var pendingTarget: String?
+    /// The ``AcceptStallWatchdog`` tick of the accept, until the first request line arrives.
+    var acceptedTick: UInt64?
     /// What the quick responder keeps with this connection between its requests (``HTTPRequestHead/connectionMemo``).
     var quickResponderMemo: AnyObject?
     /// The previous request's target: a keep-alive client often asks for the same one again, which then costs no

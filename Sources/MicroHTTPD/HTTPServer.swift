@@ -34,6 +34,8 @@ public final class HTTPServer: Sendable {
     private let lastLibraryMessage = Mutex<String?>(nil)
     /// Watches the sockets of waiting requests and idle streams for a client that leaves.
     let hangUpWatcher = HangUpWatcher()
+    /// Wakes libmicrohttpd's workers when accepted connections sit unread (see ``AcceptStallWatchdog``).
+    let acceptWatchdog = AcceptStallWatchdog()
 
     /// Creates a stopped server.
     /// - Parameters:
@@ -85,6 +87,9 @@ public final class HTTPServer: Sendable {
             lifecycle.withLock {
                 $0.state = .running(daemon)
                 $0.port = port
+            }
+            if !acceptWatchdog.start(host: configuration.host, port: port) {
+                logger.warning("Could not start the accept watchdog; connections libmicrohttpd sets aside wait longer")
             }
         } catch {
             hangUpWatcher.stop()
@@ -165,6 +170,8 @@ public final class HTTPServer: Sendable {
     }
 
     private func stopDaemon(_ daemon: DaemonResources) async {
+        let watchdog = acceptWatchdog
+        await blocking { watchdog.stop() }
         let listenSocket = MHD_quiesce_daemon(daemon.daemon.raw)
         let parked = registry.withLock { registry in
             registry.shuttingDown = true

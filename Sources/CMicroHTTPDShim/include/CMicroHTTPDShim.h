@@ -64,6 +64,23 @@ enum MHD_Result cmhd_response_set_flags(struct MHD_Response *response, enum MHD_
 /// `MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD)->connect_fd`, or -1.
 int cmhd_connection_fd(struct MHD_Connection *connection);
 
+/// Connects to `host`:`port` (the loopback address for a wildcard host) and closes at once, blocking at most 1 s:
+/// a new connection on a listening socket wakes every libmicrohttpd worker that watches it. 0, or -1 with errno.
+int cmhd_poke(const char *host, uint16_t port);
+
+/// Called by the accept watchdog's thread every period; returns nonzero to have the listener poked (`cmhd_poke`).
+typedef int (*cmhd_watchdog_tick_function)(void *context);
+
+struct cmhd_accept_watchdog;
+
+/// Starts a thread that calls `tick` every `period_ms` and pokes `host`:`port` when it returns nonzero; NULL with
+/// errno on failure.
+struct cmhd_accept_watchdog *cmhd_accept_watchdog_start(const char *host, uint16_t port, int period_ms,
+                                                        cmhd_watchdog_tick_function tick, void *context);
+
+/// Stops the thread (joining it) and frees the watchdog.
+void cmhd_accept_watchdog_stop(struct cmhd_accept_watchdog *watchdog);
+
 // MARK: Hang-up watcher
 
 /// Told, on the watcher's thread, the token of a watched socket whose peer hung up (or that failed).
