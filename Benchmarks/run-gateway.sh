@@ -6,7 +6,8 @@
 #   2. cold GET/POST latency added over the embedded deployment's own HTTP API (Benchmarks/gateway_latency.py);
 #   3. SSE fan-out: STREAMS streams on one query, ROUNDS mutations, time until each stream has the event, and memory
 #      per idle stream (Benchmarks/sse-fanout/sse_fanout.c), after a smaller SMALL_STREAMS run to show how latency
-#      scales with the stream count (and the client's own share).
+#      scales with the stream count (and the client's own share); the STREAMS runs are 9.'s, against the floor, so it
+#      ends with the gateway's ratio to the floor (the regression guard BENCHMARKS.md keeps per commit).
 #   4. hot GET with a browser's Origin under CORS vs the same GET without it, on one gateway with CORS on
 #      (hot-origin): both must take the hot path, so the ratio should be about 1.
 #   5. multi-subscription streams (multi): MULTI_STREAMS streams of 10 subscriptions each over 121 distinct queries,
@@ -27,7 +28,8 @@
 #      time from a client's close to the gateway's release, and that client's answers that were not 200.
 #   9. SSE fan-out against the floor (fanout-c): STREAMS single-subscription streams, ROUNDS changes, on the gateway
 #      and on a plain C libmicrohttpd SSE server (Benchmarks/sse-fanout/sse_server.c: same mode, same event bytes)
-#      alternately, FANOUT_C_RUNS times each, with the same sse-fanout load; a fresh server each run.
+#      alternately, FANOUT_C_RUNS times each, with the same sse-fanout load; a fresh server each run. Ends with the
+#      ratio gateway/C of p50 and p99 per back-to-back pair and their medians.
 #  10. mutation to event (change-latency): CHANGE_ROUNDS mutations sent to the deployment itself; the time until the
 #      gateway's SSE stream has the new value, and until the official Python client subscribed directly to the
 #      deployment has it, in one run (Benchmarks/change_latency.py, with the .venv that scripts/test makes).
@@ -314,13 +316,17 @@ fanout_one() { # streams
 }
 
 fanout() {
-    echo "== 3. SSE fan-out ($ROUNDS mutations; $SMALL_STREAMS then $STREAMS streams, a fresh gateway each)"
+    echo "== 3. SSE fan-out ($ROUNDS mutations; $SMALL_STREAMS streams on the gateway, then $STREAMS against the floor)"
     fanout_one "$SMALL_STREAMS"
-    fanout_one "$STREAMS"
+    fanout_c
 }
+
+# The p50 and p99 of a sse-fanout output file.
+fanout_figures() { awk '/^fanout streams=/ { for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } print v["p50_ms"], v["p99_ms"] }' "$1"; }
 
 fanout_c() {
     echo "== 9. SSE fan-out, gateway vs the C SSE server ($STREAMS streams, $ROUNDS changes, $FANOUT_C_RUNS runs each, alternately)"
+    rm -f "$OUT/fanout-pairs.txt"
     for run in $(seq 1 "$FANOUT_C_RUNS"); do
         echo "-- run $run: C SSE server"
         "${ON_SERVER_CPUS[@]}" .build-release/sse-server "$C_PORT" "$THREADS" >"$OUT/fanout-c-server.log" 2>&1 &
@@ -328,11 +334,20 @@ fanout_c() {
         for _ in $(seq 1 100); do grep -q listening "$OUT/fanout-c-server.log" && break; sleep 0.1; done
         machine
         .build-release/sse-fanout "$C_PORT" "$C_PID" "$STREAMS" "$ROUNDS" \
-            "/subscribe/conformance:counter?name=fanout" "/mutation/conformance:increment" '{"name":"fanout"}'
+            "/subscribe/conformance:counter?name=fanout" "/mutation/conformance:increment" '{"name":"fanout"}' \
+            | tee "$OUT/fanout-c-$run.txt"
         stop C_PID
         echo "-- run $run: gateway"
-        fanout_one "$STREAMS"
+        fanout_one "$STREAMS" | tee "$OUT/fanout-gw-$run.txt"
+        echo "$(fanout_figures "$OUT/fanout-gw-$run.txt") $(fanout_figures "$OUT/fanout-c-$run.txt")" >>"$OUT/fanout-pairs.txt"
     done
+    # Each pair ran back to back: gateway p50/p99 over the floor's p50/p99, per pair and the median of the pairs.
+    echo "-- ratio to the C floor ($STREAMS streams), per pair (gateway/C): p50 p99"
+    awk 'NF == 4 && $3 > 0 && $4 > 0 { printf "pair %d: %.2f %.2f\n", NR, $1 / $3, $2 / $4 }' "$OUT/fanout-pairs.txt"
+    awk 'NF == 4 && $3 > 0 && $4 > 0 { print $1 / $3 }' "$OUT/fanout-pairs.txt" >"$OUT/fanout-p50.ratios"
+    awk 'NF == 4 && $3 > 0 && $4 > 0 { print $2 / $4 }' "$OUT/fanout-pairs.txt" >"$OUT/fanout-p99.ratios"
+    printf 'fanout ratio to the C floor: p50 %.2f, p99 %.2f (medians of %d pairs)\n' \
+        "$(median "$OUT/fanout-p50.ratios")" "$(median "$OUT/fanout-p99.ratios")" "$(wc -l <"$OUT/fanout-pairs.txt")"
 }
 
 change_latency() {

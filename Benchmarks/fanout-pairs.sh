@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# SSE fan-out, alternating: the C floor (Benchmarks/sse-fanout/sse_server.c), then each given gateway binary, RUNS
+# times; each server fresh, STREAMS streams on one live query, 5 changes, the project's load client
+# (Benchmarks/sse-fanout/sse_fanout.c). Prints each run's figures and each gateway's p50/p99 over the floor run just
+# before it. To compare two commits, build each (`swift build -c release --product convex-gateway`) and copy the binary
+# aside first. Needs Benchmarks/run-gateway.sh to have built .build-release/sse-server and sse-fanout once.
+#
+# Usage: Benchmarks/fanout-pairs.sh LABEL=GATEWAY_BINARY [LABEL=GATEWAY_BINARY ...]
+#   env: STREAMS=10000, RUNS=3, LOAD=0 (LOAD=2: two busy loops run meanwhile, as a loaded machine)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ulimit -n 20000
+STREAMS=${STREAMS:-10000}
+[ "$#" -ge 1 ] || { echo "usage: $0 LABEL=GATEWAY_BINARY ..." >&2; exit 2; }
+LOADERS=()
+cleanup() { for pid in "${LOADERS[@]}"; do kill "$pid" 2>/dev/null || true; done; }
+trap cleanup EXIT
+for _ in $(seq 1 "${LOAD:-0}"); do (while :; do :; done) & LOADERS+=($!); done
+
+figure() { sed -n 's/.*'"$1"'=\([0-9.]*\).*/\1/p' <<<"$2"; }
+
+one() { # binary|c -> prints the client's summary line
+    local pid port log
+    log=$(mktemp)
+    if [ "$1" = c ]; then
+        .build-release/sse-server 18092 2 >"$log" 2>&1 &
+        pid=$!
+        port=18092
+        for _ in $(seq 100); do grep -q listening "$log" && break; sleep 0.1; done
+    else
+        "$1" --port 18090 --local-port 18091 --threads 2 --heartbeat-seconds 3600 \
+            --max-connections $((STREAMS + 2000)) --log-level notice >"$log" 2>&1 &
+        pid=$!
+        port=18090
+        for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:18090/readyz" && break; sleep 0.1; done
+    fi
+    timeout 120 .build-release/sse-fanout "$port" "$pid" "$STREAMS" 5 "/subscribe/conformance:counter?name=fanout" \
+        "/mutation/conformance:increment" '{"name":"fanout"}' 2>&1 | grep -E "^fanout|did not|closed|per_stream" |
+        tr '\n' ' ' || true
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    rm -f "$log"
+}
+
+for run in $(seq 1 "${RUNS:-3}"); do
+    floor=$(one c)
+    echo "run $run floor: $floor"
+    for pair in "$@"; do
+        label=${pair%%=*}
+        line=$(one "${pair#*=}")
+        echo "run $run $label: $line"
+        f50=$(figure p50_ms "$floor") f99=$(figure p99_ms "$floor")
+        g50=$(figure p50_ms "$line") g99=$(figure p99_ms "$line")
+        if [ -n "$f50" ] && [ -n "$g50" ]; then
+            awk -v a="$g50" -v b="$f50" -v c="$g99" -v d="$f99" -v l="$label" -v r="$run" \
+                'BEGIN { printf "run %s %s / floor: p50 %.2f, p99 %.2f\n", r, l, a / b, c / d }'
+        fi
+    done
+done
