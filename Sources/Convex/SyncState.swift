@@ -186,10 +186,6 @@ struct SyncState {
         }
     }
 
-    var subscriberCount: Int { subscriberQuery.count }
-
-    func queryID(for subscriber: SubscriberID) -> QueryID? { subscriberQuery[subscriber] }
-
     /// The error for a call that ran out of time now: `unreachable` while there is no connection, else `timeout`.
     func timeoutError(what: String) -> ConvexClientError {
         switch phase {

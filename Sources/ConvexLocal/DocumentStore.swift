@@ -99,9 +99,6 @@ public struct StoreSnapshot: Sendable {
         let ids = order == .ascending ? t.order : t.order.reversed()
         return ids.compactMap { t.documents[$0] }
     }
-
-    /// Names of the tables that hold at least one document.
-    var tableNames: [String] { tables.filter { !$0.value.order.isEmpty }.keys.sorted() }
 }
 
 /// Scan order by `_creationTime`.

@@ -32,8 +32,6 @@ final class TokenVerifier: Sendable {
         self.providers = providers
     }
 
-    var isVerifying: Bool { providers != nil }
-
     private static let couldNotVerifyClaims = AuthenticationError.invalidAuthHeader(
         "Could not verify token claim. Check that the JWT contains valid claims and matches your auth provider configuration."
     )
