@@ -111,8 +111,10 @@ public enum UpstreamFailure: Error, Sendable, Hashable {
 }
 
 extension UpstreamFailure {
-    /// The one mapping from upstream failures to HTTP statuses (docs/routes-and-errors.md).
-    package var gatewayError: GatewayError {
+    /// The one mapping from upstream failures to HTTP statuses (docs/routes-and-errors.md). A failure of no known
+    /// kind is logged here with its detail (the client sees a generic 500), wherever it is answered: a call, a `GET`,
+    /// a batch or a stream.
+    package func gatewayError(logging logger: Logger) -> GatewayError {
         switch self {
         case .convexError(let message, let data):
             return GatewayError(code: .convexError, message: message, data: data)
@@ -130,7 +132,8 @@ extension UpstreamFailure {
             return .upstreamTimeout(seconds: seconds)
         case .unauthenticated(let detail):
             return .unauthenticated(detail)
-        case .unexpected:
+        case .unexpected(let detail):
+            logger.error("unexpected upstream failure", metadata: ["error": "\(detail)"])
             return .internalError
         }
     }
@@ -150,13 +153,5 @@ extension UpstreamFailure {
         case .unknownFunction, .invalidArguments, .unauthenticated: true
         default: false
         }
-    }
-
-    /// ``gatewayError``; a failure of no known kind is logged with its detail first (the client sees a generic 500).
-    func gatewayError(logging logger: Logger) -> GatewayError {
-        if case .unexpected(let detail) = self {
-            logger.error("unexpected upstream failure", metadata: ["error": "\(detail)"])
-        }
-        return gatewayError
     }
 }

@@ -539,7 +539,7 @@ package final class SubscriptionHub: Sendable {
                 state.withLock { $0.hub.cache(body, key: key, current: current, format: format, isEvent: false) }
             }
         case .failure(let failure):
-            body = failure.gatewayError.body { render($0, format) }
+            body = failure.gatewayError(logging: logger).body { render($0, format) }
             isFailure = true
         }
         let event: [UInt8]

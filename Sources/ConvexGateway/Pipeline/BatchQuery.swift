@@ -115,7 +115,7 @@ struct BatchQueries: Sendable {
             case .failure(let failure):
                 if case .unauthenticated = failure { throw failure.gatewayError(logging: logger) }
                 // {"error":{…}} gives its inner object.
-                let body = failure.gatewayError.body { render($0, format) }
+                let body = failure.gatewayError(logging: logger).body { render($0, format) }
                 errors += errors.isEmpty ? [UInt8(ascii: "{")] : [UInt8(ascii: ",")]
                 errors += name + [UInt8(ascii: ":")] + body.dropFirst(9).dropLast()
             }

@@ -126,7 +126,7 @@ struct Streams: Sendable {
             var error: GatewayError
             if let first {
                 guard case .failure(let failure) = first.result, failure.refusesStream else { continue }
-                error = failure.gatewayError
+                error = failure.gatewayError(logging: logger)
             } else {
                 error =
                     hub.subscriptionCount >= configuration.maxSubscriptions

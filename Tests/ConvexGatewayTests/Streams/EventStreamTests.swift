@@ -1,6 +1,7 @@
 import ConvexSyncProtocol
 import ConvexValues
 import Foundation
+import Logging
 import Synchronization
 import TestSupport
 import Testing
@@ -47,7 +48,7 @@ final class RecordingOutput: EventStreamOutput {
     }
 
     func failure(_ failure: UpstreamFailure, hash: UInt64, sequence: UInt64? = nil) -> SubscriptionUpdate {
-        let body = failure.gatewayError.body { $0.json(mode: .plain) }
+        let body = failure.gatewayError(logging: Logger(label: "test")).body { $0.json(mode: .plain) }
         let sequence = sequence ?? hash
         return SubscriptionUpdate(
             current: .init(

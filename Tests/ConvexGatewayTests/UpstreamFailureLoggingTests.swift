@@ -1,0 +1,41 @@
+import Logging
+import Synchronization
+import Testing
+
+@testable import ConvexGateway
+
+/// The one conversion of upstream failures to gateway errors, which every route (calls, `GET`s, batches, streams)
+/// uses: a failure of no known kind reaches the log with its detail, the client only a generic 500.
+@Suite struct UpstreamFailureLoggingTests {
+    /// Keeps every message logged through it.
+    final class Recorder: Sendable {
+        let messages = Mutex<[String]>([])
+
+        struct Handler: LogHandler {
+            let recorder: Recorder
+            var logLevel: Logger.Level = .trace
+            var metadata: Logger.Metadata = [:]
+            subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+                get { metadata[key] }
+                set { metadata[key] = newValue }
+            }
+            func log(event: LogEvent) {
+                let details = (event.metadata ?? [:]).map { "\($0.key)=\($0.value)" }.sorted().joined(separator: " ")
+                recorder.messages.withLock { $0.append("\(event.level) \(event.message) \(details)") }
+            }
+        }
+
+        var logger: Logger { Logger(label: "test") { _ in Handler(recorder: self) } }
+    }
+
+    @Test func anUnexpectedFailureIsLoggedWithItsDetailAndAnsweredAsAGeneric500() {
+        let recorder = Recorder()
+        let error = UpstreamFailure.unexpected("socket state 7").gatewayError(logging: recorder.logger)
+        #expect(error.code == .internalError)
+        #expect(!error.message.contains("socket state 7"))
+        #expect(recorder.messages.withLock { $0 } == ["error unexpected upstream failure error=socket state 7"])
+        // Known failures are the client's to read, not the log's.
+        _ = UpstreamFailure.functionFailed(message: "boom").gatewayError(logging: recorder.logger)
+        #expect(recorder.messages.withLock { $0.count } == 1)
+    }
+}
