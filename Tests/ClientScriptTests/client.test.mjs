@@ -16,6 +16,7 @@ import {
   encodeConvexValue,
   laterTimestamp,
 } from "../../Sources/ConvexGateway/Resources/client.js";
+import { FakeEventSource } from "./fake-event-source.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
@@ -204,26 +205,6 @@ test("callHeaders sends JSON, the token and Convex-Min-Timestamp only when there
 });
 
 // MARK: The client with stand-ins for EventSource and fetch
-
-class FakeEventSource {
-  static instances = [];
-  static CLOSED = 2;
-  readyState = 1;
-  listeners = new Map();
-  constructor(url) {
-    this.url = new URL(url);
-    FakeEventSource.instances.push(this);
-  }
-  addEventListener(type, listener) {
-    this.listeners.set(type, [...(this.listeners.get(type) ?? []), listener]);
-  }
-  emit(type, data) {
-    for (const listener of this.listeners.get(type) ?? []) listener({ type, data: JSON.stringify(data) });
-  }
-  close() {
-    this.readyState = FakeEventSource.CLOSED;
-  }
-}
 
 const until = async (condition) => {
   for (let i = 0; i < 200 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 5));

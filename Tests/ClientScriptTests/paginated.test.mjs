@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ConvexGateway, ConvexGatewayError, PaginatedQueryState } from "../../Sources/ConvexGateway/Resources/client.js";
+import { FakeEventSource } from "./fake-event-source.mjs";
 
 // MARK: Helpers
 
@@ -617,33 +618,6 @@ test("property: the list is always the server's items of the pages' range, with 
 });
 
 // MARK: gateway.paginatedQuery over the shared stream
-
-class FakeEventSource {
-  static instances = [];
-  static CLOSED = 2;
-  readyState = 1;
-  listeners = new Map();
-  constructor(url) {
-    this.url = new URL(url);
-    FakeEventSource.instances.push(this);
-  }
-  addEventListener(type, listener) {
-    this.listeners.set(type, [...(this.listeners.get(type) ?? []), listener]);
-  }
-  emit(type, data) {
-    for (const listener of this.listeners.get(type) ?? []) listener({ type, data: JSON.stringify(data) });
-  }
-  close() {
-    this.readyState = FakeEventSource.CLOSED;
-  }
-  /** The subscriptions in the URL: [id, fn, args]. */
-  get subscriptions() {
-    return [...this.url.searchParams.keys()]
-      .filter((key) => key.startsWith("sub."))
-      .map((key) => key.slice(4))
-      .map((id) => [id, this.url.searchParams.get(`sub.${id}`), JSON.parse(this.url.searchParams.get(`args.${id}`))]);
-  }
-}
 
 const tick = () => new Promise((resolve) => setTimeout(resolve, 1));
 const until = async (condition) => {
