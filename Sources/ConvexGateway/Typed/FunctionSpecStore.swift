@@ -70,15 +70,28 @@ package final class FunctionSpecStore: Sendable {
         return await task.value
     }
 
+    /// The pauses before the retries of a first fetch that failed: one lost connection while the deployment starts, or
+    /// under load, must not leave typed inputs off until a later refresh. Requests that need the spec wait for them.
+    static let firstFetchRetryDelays: [Duration] = [.milliseconds(250), .seconds(1)]
+
     private func fetchAndStore() async -> FunctionSpec? {
-        let fetched: FunctionSpec?
-        do {
-            fetched = try await Self.fetch(source)
-            logger.debug("function spec fetched", metadata: ["gateway.functions": "\(fetched?.functions.count ?? 0)"])
-        } catch {
-            fetched = nil
-            logger.notice(
-                "function spec unavailable; arguments pass through unchanged", metadata: ["error": "\(error)"])
+        var fetched: FunctionSpec?
+        var retries = firstFetchPending ? Self.firstFetchRetryDelays[...] : []
+        while true {
+            do {
+                fetched = try await Self.fetch(source)
+                logger.debug(
+                    "function spec fetched", metadata: ["gateway.functions": "\(fetched?.functions.count ?? 0)"])
+                break
+            } catch {
+                if let delay = retries.popFirst(), (try? await clock.sleep(for: delay)) != nil {
+                    logger.debug("function spec fetch failed; trying again", metadata: ["error": "\(error)"])
+                    continue
+                }
+                logger.notice(
+                    "function spec unavailable; arguments pass through unchanged", metadata: ["error": "\(error)"])
+                break
+            }
         }
         return state.withLock { state in
             if let fetched {

@@ -1,0 +1,30 @@
+import ConvexGateway
+import ConvexLocal
+import ConvexSyncProtocol
+import Foundation
+import Logging
+import TestSupport
+import Testing
+
+/// The first fetch of the function spec survives one failure: the deployment is not listening yet when the gateway
+/// asks (as a connection lost under load would fail it), and a retry a moment later gets the spec, so typed inputs are
+/// on from the first request that waits for it.
+@Suite(.timeLimit(.minutes(1)))
+struct FunctionSpecStoreTests {
+    @Test func aFirstFetchThatFailsIsTriedAgain() async throws {
+        let port = try BrowserPaginationTests.freePort()
+        let source = FunctionSpecSource(
+            deploymentURL: "http://127.0.0.1:\(port)", adminKey: try Secret("spec-retry-key", source: "test admin key"),
+            fetchTimeout: .seconds(30))
+        let store = FunctionSpecStore(source: source, logger: quietLogger)
+        // The first attempt meets a closed port (refused at once); the deployment starts during the first pause.
+        let first = Task { await store.refresh(force: true) }
+        try await Task.sleep(for: .milliseconds(50))
+        let typed = try UdfPath(parsing: "conformance:typed")
+        try await withLocalDeployment(.init(port: port, adminKey: "spec-retry-key"), logger: quietLogger) { _ in
+            let fetched = await first.value
+            #expect(fetched?.publicFunction(typed) != nil)
+            #expect(store.current != nil)
+        }
+    }
+}
