@@ -195,8 +195,11 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            // Embedded in the binary (ClientScript.swift): no resource bundle to install beside the executable.
-            resources: [.embedInCode("Resources/client.js")]
+            // Embedded in the binary (ClientScript.swift): no resource bundle to install beside the executable. The
+            // modules of client.js, served as one file in this order.
+            resources: [
+                .embedInCode("Resources/client/event-stream.js"), .embedInCode("Resources/client/gateway.js"),
+            ]
         ),
         .executableTarget(
             name: "convex-gateway",

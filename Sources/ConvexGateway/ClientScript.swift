@@ -1,14 +1,39 @@
 import HTTPFields
-/// `GET /client.js`: the browser client (`Resources/client.js`). SwiftPM embeds the file in the binary at build
-/// time, so the installed executable and the container image serve it with no resource files beside them.
+
+/// `GET /client.js`: the browser client, one ES module made of the modules in `Resources/client/` (each with its node
+/// tests in Tests/ClientScriptTests/). SwiftPM embeds the files in the binary at build time, so the installed
+/// executable and the container image serve it with no resource files beside them.
 enum ClientScript {
-    static let body: [UInt8] = PackageResources.client_js
+    /// The modules in the order they are joined: each only imports (`import … from "./…";`, one line) from those before
+    /// it, so the joined file drops those lines and keeps every `export`.
+    static let modules: [(name: String, text: [UInt8])] = [
+        ("event-stream.js", PackageResources.event_stream_js), ("gateway.js", PackageResources.gateway_js),
+    ]
+
+    static let body: [UInt8] = join(modules.map(\.text))
+
+    /// The modules as one file, their relative imports left out.
+    static func join(_ modules: [[UInt8]]) -> [UInt8] {
+        var out: [UInt8] = []
+        for module in modules {
+            for line in module.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+            where !isRelativeImport(line) {
+                out += line
+                out.append(UInt8(ascii: "\n"))
+            }
+        }
+        return out
+    }
+
+    private static func isRelativeImport(_ line: ArraySlice<UInt8>) -> Bool {
+        line.starts(with: "import ".utf8) && String(decoding: line, as: UTF8.self).contains(#" from "./"#)
+    }
 
     /// A strong validator from the content: the same build answers the same ETag in every process.
     static let etag: String = {
-        var hash = FNV1a()
+        var hash = ContentHash()
         hash.combine(body)
-        return "\"client-" + String(hash.value, radix: 16) + "\""
+        return "\"client-" + ContentHash.text(hash.value) + "\""
     }()
 
     /// The script; `If-None-Match` naming its ETag gets a 304 when the request completes (ConditionalGetAndGzip/).

@@ -74,6 +74,9 @@ package struct GatewayError: Error, Sendable, Hashable, CustomStringConvertible 
     package var data: ConvexValue?
     /// Extra response headers (`Allow`, `Retry-After`).
     package var headers: [(String, String)]
+    /// The subscription of a stream (`sub`) or the query of a batch (`query`) the error concerns, a field of the
+    /// body so that a client need not read it from the message.
+    package var concerns: (field: String, id: String)?
 
     /// The HTTP status, from the code.
     package var status: Int { code.status }
@@ -89,6 +92,7 @@ package struct GatewayError: Error, Sendable, Hashable, CustomStringConvertible 
 
     package static func == (lhs: GatewayError, rhs: GatewayError) -> Bool {
         lhs.code == rhs.code && lhs.message == rhs.message && lhs.data == rhs.data
+            && lhs.concerns?.field == rhs.concerns?.field && lhs.concerns?.id == rhs.concerns?.id
             && lhs.headers.map { "\($0.0): \($0.1)" } == rhs.headers.map { "\($0.0): \($0.1)" }
     }
 
@@ -191,10 +195,15 @@ func formatSeconds(_ seconds: Double) -> String {
 }
 
 extension GatewayError {
-    /// The JSON error body, with `data` rendered in the request's output mode.
+    /// The JSON error body `{"error":<object>}`, with `data` rendered in the request's output mode.
     package func body(render: (ConvexValue) -> [UInt8]) -> [UInt8] {
+        Array(#"{"error":"#.utf8) + object(render: render) + [UInt8(ascii: "}")]
+    }
+
+    /// The error object alone, `{"code":…,"message":…,"data":…}`: what a batch GET lists under `errors`.
+    package func object(render: (ConvexValue) -> [UInt8]) -> [UInt8] {
         var out: [UInt8] = []
-        out.append(contentsOf: #"{"error":{"code":"#.utf8)
+        out.append(contentsOf: #"{"code":"#.utf8)
         out.append(contentsOf: ConvexValue.string(code.rawValue).convexJSON())
         out.append(contentsOf: #","message":"#.utf8)
         out.append(contentsOf: ConvexValue.string(message).convexJSON())
@@ -202,7 +211,13 @@ extension GatewayError {
             out.append(contentsOf: #","data":"#.utf8)
             out.append(contentsOf: render(data))
         }
-        out.append(contentsOf: "}}".utf8)
+        if let concerns {
+            out.append(UInt8(ascii: ","))
+            out.append(contentsOf: ConvexValue.string(concerns.field).convexJSON())
+            out.append(UInt8(ascii: ":"))
+            out.append(contentsOf: ConvexValue.string(concerns.id).convexJSON())
+        }
+        out.append(UInt8(ascii: "}"))
         return out
     }
 }

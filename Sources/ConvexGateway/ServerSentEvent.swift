@@ -2,6 +2,19 @@
 /// `data:` line (CR, LF and CRLF all end a line), and `event`/`id` are kept to a single line, so no payload can
 /// break the framing.
 package struct ServerSentEvent: Sendable, Hashable {
+    /// The `event:` names the gateway sends besides unnamed `data:` events (docs/streams.md). None is `error`, the
+    /// name an `EventSource` gives its own connection errors, so a page can tell the two apart.
+    package enum Name {
+        /// A transition of a multi-subscription stream.
+        package static let transition = "transition"
+        /// A JSON Patch of a `/subscribe/<function>` stream's value.
+        package static let patch = "patch"
+        /// A `/subscribe/<function>` stream's query failed (`{"error":{…}}`); the stream stays open.
+        package static let failure = "failure"
+        /// The whole stream failed (its credentials were refused, `{"error":{…}}`) and ends.
+        package static let fatal = "fatal"
+    }
+
     package var event: String?
     package var id: String?
     package var data: [UInt8]

@@ -1,6 +1,6 @@
 // Unit tests of client.js's pure parts and of how it applies a transition, under node's own test runner:
 //   node --test Tests/ClientScriptTests/
-// No packages: EventSource and fetch are stand-ins defined here. The JSON Patch replay reads the patch sequences the
+// No packages: the stream reader (FakeEventStream) and fetch are stand-ins. The JSON Patch replay reads the patch sequences the
 // Swift property test (JSONPatchPropertyTests) writes to .build/patch-sequences/, so run that first (scripts/test does).
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
@@ -15,8 +15,8 @@ import {
   decodeConvexValue,
   encodeConvexValue,
   laterTimestamp,
-} from "../../Sources/ConvexGateway/Resources/client.js";
-import { FakeEventSource } from "./fake-event-source.mjs";
+} from "../../Sources/ConvexGateway/Resources/client/gateway.js";
+import { FakeEventStream } from "./fake-event-stream.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
@@ -204,7 +204,7 @@ test("callHeaders sends JSON, the token and Convex-Min-Timestamp only when there
   assert.deepEqual(callHeaders(undefined, "0"), { "Content-Type": "application/json", "Convex-Min-Timestamp": "0" });
 });
 
-// MARK: The client with stand-ins for EventSource and fetch
+// MARK: The client with stand-ins for its stream reader and fetch
 
 const until = async (condition) => {
   for (let i = 0; i < 200 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 5));
@@ -212,9 +212,8 @@ const until = async (condition) => {
 };
 
 test("the callbacks of one transition run after all its values are held, in one synchronous pass", async () => {
-  FakeEventSource.instances = [];
-  globalThis.EventSource = FakeEventSource;
-  const gateway = new ConvexGateway("http://gateway.test", { debounceMs: 0 });
+  FakeEventStream.instances = [];
+  const gateway = new ConvexGateway("http://gateway.test", { debounceMs: 0, eventStreamReader: FakeEventStream });
   const seen = [];
   const division = { division: "AL Central" };
   gateway.subscribe("mlb:first_place_team", division, (leader) => {
@@ -226,8 +225,8 @@ test("the callbacks of one transition run after all its values are held, in one 
     const leader = gateway.current("mlb:first_place_team", division);
     seen.push(["teams", leader.wins, teams.find((team) => team.name === leader.name).wins]);
   });
-  await until(() => FakeEventSource.instances.length === 1);
-  const source = FakeEventSource.instances[0];
+  await until(() => FakeEventStream.instances.length === 1);
+  const source = FakeEventStream.instances[0];
   const ids = [...source.url.searchParams.keys()].filter((key) => key.startsWith("sub.")).map((key) => key.slice(4));
   assert.deepEqual(ids, ["q1", "q2"]);
   assert.equal(source.url.searchParams.get("delta"), "json-patch");
@@ -282,9 +281,8 @@ test('values: "convex" sends and reads the encoded format, int64 as BigInt and b
     requests.push({ url, init });
     return { ok: true, status: 200, json: async () => ({ wins: { $integer: "UQAAAAAAAAA=" }, logo: { $bytes: "AAE=" } }) };
   };
-  FakeEventSource.instances = [];
-  globalThis.EventSource = FakeEventSource;
-  const gateway = new ConvexGateway("http://gateway.test", { values: "convex", debounceMs: 0 });
+  FakeEventStream.instances = [];
+  const gateway = new ConvexGateway("http://gateway.test", { values: "convex", debounceMs: 0, eventStreamReader: FakeEventStream });
   const team = await gateway.query("mlb:team", { id: 2n ** 62n });
   assert.equal(requests[0].url, "http://gateway.test/query/mlb:team?format=encoded");
   assert.deepEqual(JSON.parse(requests[0].init.body), { id: { $integer: "AAAAAAAAAEA=" } });
@@ -293,8 +291,8 @@ test('values: "convex" sends and reads the encoded format, int64 as BigInt and b
 
   const values = [];
   gateway.subscribe("mlb:team", { id: 5n }, (value) => values.push(value));
-  await until(() => FakeEventSource.instances.length === 1);
-  const source = FakeEventSource.instances[0];
+  await until(() => FakeEventStream.instances.length === 1);
+  const source = FakeEventStream.instances[0];
   assert.equal(source.url.searchParams.get("format"), "encoded");
   assert.equal(source.url.searchParams.get("args.q1"), JSON.stringify({ id: { $integer: "BQAAAAAAAAA=" } }));
   source.emit("transition", { ts: "1", changes: [{ sub: "q1", value: { wins: { $integer: "UAAAAAAAAAA=" } }, v: "x" }] });
@@ -320,9 +318,8 @@ test("calls send the highest Convex-Timestamp seen on answers and transitions as
     const headers = new Headers(timestamp === null ? {} : { "Convex-Timestamp": timestamp });
     return { ok: status === 200, status, headers, json: async () => body };
   };
-  FakeEventSource.instances = [];
-  globalThis.EventSource = FakeEventSource;
-  const gateway = new ConvexGateway("http://gateway.test", { debounceMs: 0 });
+  FakeEventStream.instances = [];
+  const gateway = new ConvexGateway("http://gateway.test", { debounceMs: 0, eventStreamReader: FakeEventStream });
   const sent = () => requests.at(-1).init.headers["Convex-Min-Timestamp"];
   assert.equal(gateway.timestamp, undefined);
 
@@ -341,8 +338,8 @@ test("calls send the highest Convex-Timestamp seen on answers and transitions as
 
   const values = [];
   gateway.subscribe("conformance:counter", { name: "a" }, (value) => values.push(value));
-  await until(() => FakeEventSource.instances.length === 1);
-  const source = FakeEventSource.instances[0];
+  await until(() => FakeEventStream.instances.length === 1);
+  const source = FakeEventStream.instances[0];
   source.emit("transition", { ts: "1600", changes: [{ sub: "q1", value: 1, v: "x" }] });
   assert.equal(gateway.timestamp, "1600", "a transition's ts counts");
   source.emit("transition", { ts: "1550", changes: [] });
@@ -354,5 +351,71 @@ test("calls send the highest Convex-Timestamp seen on answers and transitions as
     gateway.timestamp = "1";
   }, TypeError, "read-only");
   assert.deepEqual(values, [1]);
+  gateway.close();
+});
+
+test("a refusal naming a subscription (error.sub) fails that query alone, from the refusal's status and body", async () => {
+  FakeEventStream.instances = [];
+  const gateway = new ConvexGateway("http://gateway.test", { debounceMs: 0, eventStreamReader: FakeEventStream });
+  const errors = { good: [], gone: [] };
+  const values = [];
+  gateway.subscribe("messages:list", {}, (value) => values.push(value), (error) => errors.good.push(error));
+  gateway.subscribe("nothing:here", {}, () => assert.fail("no value"), (error) => errors.gone.push(error));
+  await until(() => FakeEventStream.instances.length === 1);
+  const refusal = { code: "FunctionNotFound", message: "Subscription 'q2': no such function", sub: "q2" };
+  FakeEventStream.instances[0].refuse(404, refusal);
+  assert.equal(errors.gone.length, 1);
+  assert.equal(errors.gone[0].status, 404);
+  assert.equal(errors.gone[0].code, "FunctionNotFound");
+  assert.equal(errors.good.length, 0, "the other query goes on");
+  await until(() => FakeEventStream.instances.length === 2);
+  assert.deepEqual(FakeEventStream.instances[1].subscriptions, [["q1", "messages:list", {}]], "reopened without it");
+  FakeEventStream.instances[1].emit("transition", { ts: "1", changes: [{ sub: "q1", value: [], v: "a" }] });
+  assert.deepEqual(values, [[]]);
+
+  // A refusal of the whole stream (no `sub`) reaches every query, and the stream is not reopened.
+  FakeEventStream.instances[1].refuse(403, { code: "OriginNotAllowed", message: "Origin not allowed" });
+  assert.equal(errors.good.at(-1).status, 403);
+  await new Promise((resolve) => setTimeout(resolve, 30));
+  assert.equal(FakeEventStream.instances.length, 2);
+  gateway.close();
+});
+
+test("a fatal event (the token expired) reopens the stream with a token asked for with forceRefresh", async () => {
+  FakeEventStream.instances = [];
+  const asked = [];
+  globalThis.fetch = async (url, init) => ({
+    ok: true,
+    status: 201,
+    json: async () => ({ ticket: `ticket-for-${init.headers.Authorization}`, expiresAt: Date.now() + 60000 }),
+  });
+  const gateway = new ConvexGateway("http://gateway.test", {
+    debounceMs: 0,
+    eventStreamReader: FakeEventStream,
+    token: ({ forceRefresh }) => (asked.push(forceRefresh), forceRefresh ? "fresh" : "stale"),
+  });
+  const errors = [];
+  gateway.subscribe("conformance:whoami", {}, () => {}, (error) => errors.push(error));
+  await until(() => FakeEventStream.instances.length === 1);
+  assert.equal(FakeEventStream.instances[0].url.searchParams.get("ticket"), "ticket-for-Bearer stale");
+  FakeEventStream.instances[0].emit("fatal", { error: { code: "Unauthenticated", message: "token expired" } });
+  assert.ok(FakeEventStream.instances[0].closed);
+  await until(() => FakeEventStream.instances.length === 2);
+  assert.equal(FakeEventStream.instances[1].url.searchParams.get("ticket"), "ticket-for-Bearer fresh");
+  assert.deepEqual(asked, [false, true]);
+  assert.equal(errors.length, 0, "a first refusal of the token is not reported");
+  gateway.close();
+});
+
+test("a replica that is shutting down refuses the stream quietly: it is opened again, no listener hears of it", async () => {
+  FakeEventStream.instances = [];
+  const gateway = new ConvexGateway("http://gateway.test", { debounceMs: 0, eventStreamReader: FakeEventStream });
+  const errors = [];
+  gateway.subscribe("messages:list", {}, () => {}, (error) => errors.push(error));
+  await until(() => FakeEventStream.instances.length === 1);
+  FakeEventStream.instances[0].refuse(503, { code: "ShuttingDown", message: "Gateway is shutting down" });
+  await until(() => FakeEventStream.instances.length === 2);
+  FakeEventStream.instances[1].refuse(503, { code: "Overloaded", message: "Too many streams" });
+  assert.deepEqual(errors.map((error) => error.code), ["Overloaded"], "other refusals are heard");
   gateway.close();
 });

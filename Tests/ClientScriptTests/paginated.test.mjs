@@ -1,12 +1,12 @@
 // Unit and property tests of client.js's live paginated queries, under node's own test runner:
 //   node --test Tests/ClientScriptTests/
 // PaginatedQueryState (the pages as a state machine) is driven directly; `gateway.paginatedQuery` is driven through a
-// stand-in EventSource. The property tests page through a simulated server that follows the contract of the
+// stand-in stream reader (FakeEventStream). The property tests page through a simulated server that follows the contract of the
 // gateway's PageReader (Sources/ConvexLocal/Pagination/PageReader.swift).
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { ConvexGateway, ConvexGatewayError, PaginatedQueryState } from "../../Sources/ConvexGateway/Resources/client.js";
-import { FakeEventSource } from "./fake-event-source.mjs";
+import { ConvexGateway, ConvexGatewayError, PaginatedQueryState } from "../../Sources/ConvexGateway/Resources/client/gateway.js";
+import { FakeEventStream } from "./fake-event-stream.mjs";
 
 // MARK: Helpers
 
@@ -638,8 +638,8 @@ class StreamServer {
     this.journals = journals;
   }
   get source() {
-    const source = FakeEventSource.instances.at(-1);
-    return source?.readyState === FakeEventSource.CLOSED ? undefined : source;
+    const source = FakeEventStream.instances.at(-1);
+    return source?.closed ? undefined : source;
   }
   emit() {
     const source = this.source;
@@ -662,10 +662,10 @@ class StreamServer {
   /** Emits until the client stops re-opening its stream. */
   async settle() {
     for (let quiet = 0; quiet < 2; ) {
-      const count = FakeEventSource.instances.length;
+      const count = FakeEventStream.instances.length;
       await tick();
       await tick();
-      if (FakeEventSource.instances.length !== count) {
+      if (FakeEventStream.instances.length !== count) {
         this.emit();
         quiet = 0;
       } else {
@@ -676,9 +676,8 @@ class StreamServer {
 }
 
 test("paginatedQuery: pages ride the one stream, and each transition makes one callback with the whole list", async () => {
-  FakeEventSource.instances = [];
-  globalThis.EventSource = FakeEventSource;
-  const gateway = new ConvexGateway("http://gateway.test", { debounceMs: 0 });
+  FakeEventStream.instances = [];
+  const gateway = new ConvexGateway("http://gateway.test", { debounceMs: 0, eventStreamReader: FakeEventStream });
   const server = new FeedServer(random(7));
   for (let i = 0; i < 5; i++) server.insert("general");
   const stream = new StreamServer(server);
@@ -692,8 +691,8 @@ test("paginatedQuery: pages ride the one stream, and each transition makes one c
   assert.equal(feed.status, "LoadingFirstPage");
   assert.deepEqual(feed.results, []);
   assert.equal(feed.loadMore(2), false);
-  await until(() => FakeEventSource.instances.length === 1);
-  assert.deepEqual(FakeEventSource.instances[0].subscriptions.map(([, fn, args]) => [fn, args]), [
+  await until(() => FakeEventStream.instances.length === 1);
+  assert.deepEqual(FakeEventStream.instances[0].subscriptions.map(([, fn, args]) => [fn, args]), [
     ["feed:list", { channel: "general", paginationOpts: { numItems: 2, cursor: null } }],
     ["messages:list", {}],
   ], "one stream for the pages and the other live queries");
@@ -760,8 +759,7 @@ test("paginatedQuery: pages ride the one stream, and each transition makes one c
 });
 
 test("property: through the gateway, every callback shows a prefix of the server's list, without tears", async () => {
-  FakeEventSource.instances = [];
-  globalThis.EventSource = FakeEventSource;
+  FakeEventStream.instances = [];
   let callbacks = 0;
   // A callback's failed assertion would only be reported (client.js catches what a listener throws): keep it.
   const problems = [];
@@ -777,7 +775,7 @@ test("property: through the gateway, every callback shows a prefix of the server
     const server = new FeedServer(rand, { splitRecommendedAbove: seed % 2 === 0 ? 7 : Infinity });
     for (let i = 0; i < 6; i++) server.insert(i % 3 === 0 ? "random" : "general");
     const stream = new StreamServer(server, seed % 4 < 2 ? new Map() : undefined);
-    const gateway = new ConvexGateway("http://gateway.test", { debounceMs: 0 });
+    const gateway = new ConvexGateway("http://gateway.test", { debounceMs: 0, eventStreamReader: FakeEventStream });
     let perTransition = 0;
     const onUpdate = checked((results, status) => {
       perTransition += 1;

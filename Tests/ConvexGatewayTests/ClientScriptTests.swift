@@ -1,13 +1,16 @@
-import ConvexGateway
 import Foundation
 import Testing
+
+@testable import ConvexGateway
 
 /// `GET /client.js`: the browser client is served from the binary, cacheable with an ETag. Its behaviour in a real
 /// browser is tested in Browser/.
 @Suite("The browser client route", .timeLimit(.minutes(1)))
 struct ClientScriptTests {
-    static let sourceFile = GatewayProcess.packageRoot.appendingPathComponent(
-        "Sources/ConvexGateway/Resources/client.js")
+    /// The module files, in the order ClientScript joins them.
+    static let moduleFiles = ClientScript.modules.map {
+        GatewayProcess.packageRoot.appendingPathComponent("Sources/ConvexGateway/Resources/client/\($0.name)")
+    }
 
     @Test("GET /client.js answers the repository's script as JavaScript with an ETag; If-None-Match gets a 304")
     func servedWithETag() async throws {
@@ -15,7 +18,8 @@ struct ClientScriptTests {
             let script = try await h.get("/client.js")
             #expect(script.status == 200)
             #expect(script.header("Content-Type") == "text/javascript; charset=utf-8")
-            #expect(script.body == Array(try Data(contentsOf: Self.sourceFile)), "the embedded copy is the file")
+            let files = try Self.moduleFiles.map { Array(try Data(contentsOf: $0)) }
+            #expect(script.body == ClientScript.join(files), "the embedded copies are the files")
             #expect(script.text.contains("export class ConvexGateway"))
             let etag = try #require(script.header("ETag"))
             #expect(etag.hasPrefix("\"") && etag.hasSuffix("\""))
@@ -48,5 +52,36 @@ struct ClientScriptTests {
             let query = try await h.get("/query/messages:list")
             #expect(query.status == 401, "function routes still need the key")
         }
+    }
+
+    @Test("the modules are served as one file, without their relative imports, each after the ones it imports")
+    func modulesJoined() {
+        let served = String(decoding: ClientScript.body, as: UTF8.self)
+        #expect(!served.contains(#"from "./"#), "a relative import would fail in the browser")
+        #expect(served.contains("export class EventStreamReader"))
+        #expect(served.contains("export class ConvexGateway"))
+        let reader = served.range(of: "class EventStreamReader")
+        let gateway = served.range(of: "class ConvexGateway")
+        #expect(reader != nil && gateway != nil && reader!.lowerBound < gateway!.lowerBound, "imported first")
+    }
+
+    @Test("joining drops only the lines that import a relative module")
+    func joiningDropsOnlyRelativeImports() {
+        let first = Array("export const a = 1;\n".utf8)
+        let second = Array(
+            """
+            import { a } from "./first.js";
+            // import x from "./y.js" in a comment stays
+            export const b = a + "import { a } from ./first.js";
+            """.utf8)
+        let joined = String(decoding: ClientScript.join([first, second]), as: UTF8.self)
+        #expect(
+            joined == """
+                export const a = 1;
+
+                // import x from "./y.js" in a comment stays
+                export const b = a + "import { a } from ./first.js";
+
+                """)
     }
 }

@@ -140,7 +140,7 @@ struct GatewayEndToEndTests {
             #expect(ok.event == nil)
             _ = try await h.post("/mutation/conformance:setFailing", json: #"{"fail":true}"#)
             let failure = try #require(try await stream.nextEventAsync())
-            #expect(failure.event == "error")
+            #expect(failure.event == "failure")
             #expect(failure.data.contains(#""code":"FunctionFailed""#))
             _ = try await h.post("/mutation/conformance:setFailing", json: #"{"fail":false}"#)
             let recovered = try #require(try await stream.nextEventAsync())

@@ -45,9 +45,9 @@ package enum ValueDelta {
         guard case .value(let old) = previous.result, case .value(let new) = current.result else { return nil }
         var fields: [UInt8] = []
         fields += #""base":""#.utf8
-        fields += hashText(previous.hash).utf8
+        fields += ContentHash.text(previous.hash).utf8
         fields += #"","v":""#.utf8
-        fields += hashText(current.hash).utf8
+        fields += ContentHash.text(current.hash).utf8
         fields += #"","ops":"#.utf8
         let budget = body.count / 2 - fields.count - 3
         guard budget > 2,
@@ -55,10 +55,8 @@ package enum ValueDelta {
                 ValueDiff.operations(from: old, to: new), budget: budget, value: render)
         else { return nil }
         fields += operations
-        let event = ServerSentEvent(event: "patch", id: current.id, data: [UInt8(ascii: "{")] + fields + [0x7D])
+        let event = ServerSentEvent(
+            event: ServerSentEvent.Name.patch, id: current.id, data: [UInt8(ascii: "{")] + fields + [0x7D])
         return Patch(base: previous.hash, result: current.hash, fields: fields, event: event.encoded())
     }
-
-    /// A value hash as it appears in events.
-    static func hashText(_ hash: UInt64) -> String { String(hash, radix: 16) }
 }

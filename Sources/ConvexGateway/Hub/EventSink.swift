@@ -41,7 +41,7 @@ package struct SubscriptionUpdate: Sendable {
     package var hash: UInt64
     /// The value's JSON, or for a failure the error body `{"error": {...}}`.
     package var body: [UInt8]
-    /// The whole event of a `/subscribe/<function>` stream (`id:` and `data:` lines, `event: error` for a failure).
+    /// The whole event of a `/subscribe/<function>` stream (`id:` and `data:` lines, `event: failure` for a failure).
     package var event: [UInt8]
     /// The change from the previous value as a JSON Patch, when a sink asked for patches, the previous result was
     /// a value too, and the patch is smaller than half the value (``ValueDelta``); made once per change and mode.

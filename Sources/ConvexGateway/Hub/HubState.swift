@@ -203,7 +203,8 @@ struct HubState {
             let previous = entry.current
             entry.sequence = max(entry.sequence + 1, wallMilliseconds)
             let current = CurrentResult(
-                id: "\(entry.sequence)-\(String(change.hash, radix: 16))", sequence: entry.sequence, hash: change.hash,
+                id: ResumeID(version: entry.sequence, held: [change.hash]).text, sequence: entry.sequence,
+                hash: change.hash,
                 result: change.result)
             entry.current = current
             entry.bodies = [:]

@@ -546,14 +546,15 @@ package final class SubscriptionHub: Sendable {
         if let cachedEvent = cached.event {
             event = cachedEvent
         } else {
-            event = ServerSentEvent(event: isFailure ? "error" : nil, id: current.id, data: body).encoded()
+            event = ServerSentEvent(event: isFailure ? ServerSentEvent.Name.failure : nil, id: current.id, data: body)
+                .encoded()
             state.withLock { $0.hub.cache(event, key: key, current: current, format: format, isEvent: true) }
         }
         return SubscriptionUpdate(current: current, hash: current.hash, body: body, event: event)
     }
 
     static func hash(of result: UpstreamResult) -> UInt64 {
-        var hasher = FNV1a()
+        var hasher = ContentHash()
         switch result {
         case .value(let value):
             hasher.combine(0x01)

@@ -101,7 +101,7 @@ struct BatchQueries: Sendable {
     ) throws(GatewayError) -> GatewayResponse {
         var values: [UInt8] = []
         var errors: [UInt8] = []
-        var tag = FNV1a()
+        var tag = ContentHash()
         for (id, read) in zip(ids, snapshot.bodies) {
             tag.combine(Array(id.utf8))
             tag.combine(0)
@@ -114,10 +114,9 @@ struct BatchQueries: Sendable {
                 values += name + [UInt8(ascii: ":")] + read.body
             case .failure(let failure):
                 if case .unauthenticated = failure { throw failure.gatewayError(logging: logger) }
-                // {"error":{…}} gives its inner object.
-                let body = failure.gatewayError(logging: logger).body { render($0, format) }
+                let object = failure.gatewayError(logging: logger).object { render($0, format) }
                 errors += errors.isEmpty ? [UInt8(ascii: "{")] : [UInt8(ascii: ",")]
-                errors += name + [UInt8(ascii: ":")] + body.dropFirst(9).dropLast()
+                errors += name + [UInt8(ascii: ":")] + object
             }
         }
         var body = Array(#"{"ts":""#.utf8) + Array(String(snapshot.ts).utf8) + Array(#"","values":"#.utf8)

@@ -76,11 +76,10 @@ struct Queries: Sendable {
         return response
     }
 
-    /// A value's entity tag: its hash and output mode, `"<16 hex digits>-<format>"`. It names the content, not the
+    /// A value's entity tag: its hash and output mode, `"<hash>-<format>"`. It names the content, not the
     /// subscription, so it holds across re-subscriptions, gateway restarts and replicas; the gzip-coded body has
     /// `"…-<format>-gzip"` (EntityTag.swift).
     static func etag(hash: UInt64, format: OutputFormat) -> String {
-        let hex = String(hash, radix: 16)
-        return "\"" + String(repeating: "0", count: 16 - hex.count) + hex + "-" + format.rawValue + "\""
+        "\"" + ContentHash.text(hash) + "-" + format.rawValue + "\""
     }
 }

@@ -25,9 +25,10 @@ struct QueryString: Sendable, Equatable {
         }
         for item in raw.utf8.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
             let parts = item.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
-            let shownName = String(decoding: Self.decode(parts[0]) ?? Array(parts[0]), as: UTF8.self)
+            let shownName = String(
+                decoding: PercentDecoding.decode(parts[0], plusIsSpace: true) ?? Array(parts[0]), as: UTF8.self)
             func text(_ part: Substring.UTF8View.SubSequence) throws(GatewayError) -> String {
-                guard let bytes = Self.decode(part) else {
+                guard let bytes = PercentDecoding.decode(part, plusIsSpace: true) else {
                     throw GatewayError.badRequest(
                         "Query parameter '\(printable(shownName))' has a malformed percent-escape; write % as %25",
                         code: .invalidArguments)
@@ -47,39 +48,6 @@ struct QueryString: Sendable, Equatable {
     /// The values given for `name`, in order.
     func values(named name: String) -> [String?] {
         parameters.filter { $0.name == name }.map(\.value)
-    }
-
-    /// Percent-decodes `bytes` (`+` is a space); `nil` when a `%` is not followed by two hex digits.
-    static func decode(_ bytes: Substring.UTF8View.SubSequence) -> [UInt8]? {
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count)
-        var index = bytes.startIndex
-        while index != bytes.endIndex {
-            let byte = bytes[index]
-            index = bytes.index(after: index)
-            if byte == UInt8(ascii: "+") {
-                out.append(UInt8(ascii: " "))
-            } else if byte == UInt8(ascii: "%") {
-                guard index != bytes.endIndex, case let second = bytes.index(after: index), second != bytes.endIndex,
-                    let high = hexDigitValue(bytes[index]), let low = hexDigitValue(bytes[second])
-                else { return nil }
-                out.append(high << 4 | low)
-                index = bytes.index(after: second)
-            } else {
-                out.append(byte)
-            }
-        }
-        return out
-    }
-}
-
-/// The value of one hex digit of a percent-escape, `nil` for any other byte.
-func hexDigitValue(_ c: UInt8) -> UInt8? {
-    switch c {
-    case UInt8(ascii: "0")...UInt8(ascii: "9"): c - 0x30
-    case UInt8(ascii: "a")...UInt8(ascii: "f"): c - 0x61 + 10
-    case UInt8(ascii: "A")...UInt8(ascii: "F"): c - 0x41 + 10
-    default: nil
     }
 }
 

@@ -145,25 +145,15 @@ enum Route: Equatable, Sendable {
     /// Percent-decodes a function path taken from the URL. An encoded `/` (`%2F`) is refused rather than silently
     /// turned into a module separator.
     static func percentDecodeFunctionPath(_ text: Substring) throws(GatewayError) -> String {
-        var bytes: [UInt8] = []
-        var it = text.utf8[...]
-        while let b = it.popFirst() {
-            guard b == UInt8(ascii: "%") else {
-                bytes.append(b)
-                continue
-            }
-            guard let h = it.popFirst(), let l = it.popFirst(), let hi = hexDigitValue(h), let lo = hexDigitValue(l)
-            else {
-                throw GatewayError.badRequest(
-                    "Malformed percent-encoding in the function path", code: .invalidFunctionPath)
-            }
-            let decoded = hi << 4 | lo
-            if decoded == UInt8(ascii: "/") {
-                throw GatewayError.badRequest(
-                    "Function path contains an encoded '/' (%2F); write module separators as a plain '/'",
-                    code: .invalidFunctionPath)
-            }
-            bytes.append(decoded)
+        guard let bytes = PercentDecoding.decode(text.utf8[...], plusIsSpace: false) else {
+            throw GatewayError.badRequest(
+                "Malformed percent-encoding in the function path", code: .invalidFunctionPath)
+        }
+        let slash = UInt8(ascii: "/")
+        if bytes.count(where: { $0 == slash }) != text.utf8.count(where: { $0 == slash }) {
+            throw GatewayError.badRequest(
+                "Function path contains an encoded '/' (%2F); write module separators as a plain '/'",
+                code: .invalidFunctionPath)
         }
         guard let string = String(validating: bytes, as: UTF8.self) else {
             throw GatewayError.badRequest("Function path is not valid UTF-8", code: .invalidFunctionPath)

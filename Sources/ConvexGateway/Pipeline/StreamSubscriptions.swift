@@ -117,17 +117,19 @@ struct StreamSubscriptions: Sendable {
 }
 
 extension GatewayError {
-    /// The same error, its message saying which subscription of a stream it concerns.
+    /// The same error, its message and its `sub` field saying which subscription of a stream it concerns.
     func naming(subscription id: String) -> GatewayError {
         var error = self
         error.message = "Subscription '\(id)': \(message)"
+        error.concerns = ("sub", id)
         return error
     }
 
-    /// The same error, its message saying which query of a batch it concerns.
+    /// The same error, its message and its `query` field saying which query of a batch it concerns.
     func naming(query id: String) -> GatewayError {
         var error = self
         error.message = "Query '\(id)': \(message)"
+        error.concerns = ("query", id)
         return error
     }
 }

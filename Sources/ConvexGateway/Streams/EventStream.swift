@@ -8,11 +8,12 @@ import Synchronization
 /// - `event: transition`, `id:` a ``ResumeID``, `data: {"ts":"<Convex timestamp>","changes":[…]}`, where a change is
 ///   `{"sub":"<id>","value":<value>,"v":"<hash>"}`, `{"sub":"<id>","base":"<hash>","v":"<hash>","ops":[…]}` (a JSON
 ///   Patch, with `delta=json-patch`) or `{"sub":"<id>","error":{…}}` (the stream stays open);
-/// - a failure of the whole stream (the caller's credentials were refused): `event: error` with `{"error": {...}}` and
-///   no `sub`, then the stream ends.
+/// - a failure of the whole stream (the caller's credentials were refused): `event: fatal` with `{"error": {...}}`
+///   and no `sub`, then the stream ends.
 ///
 /// A `/subscribe/<function>` stream sends each result as the hub rendered it (a `data:` event whose `id:` is the
-/// result's, `event: error` for a failure) or its `event: patch`.
+/// result's, `event: failure` for a failure) or its `event: patch`; a stream that fails as a whole ends with
+/// `event: fatal`.
 ///
 /// A reader that keeps up gets every event; once more than ``limit`` bytes wait, what is queued is replaced by the
 /// latest result of every subscription, in full (a query result is state, so only the latest matters).
@@ -95,7 +96,7 @@ final class EventStream: EventSink {
             if let refused = changes.first(where: { $0.update.endsStream }) {
                 // The credentials are gone for every subscription: one error for the stream, then its end.
                 state.ended = true
-                output.write(ServerSentEvent(event: "error", data: refused.update.body).encoded())
+                output.write(ServerSentEvent(event: ServerSentEvent.Name.fatal, data: refused.update.body).encoded())
                 output.end()
                 return
             }
@@ -154,7 +155,7 @@ final class EventStream: EventSink {
             data += #"","value":"#.utf8
             data += sent.body
             data += #","v":""#.utf8
-            data += ValueDelta.hashText(hash).utf8
+            data += ContentHash.text(hash).utf8
             data += #""}"#.utf8
         }
         return data
@@ -186,6 +187,6 @@ final class EventStream: EventSink {
             data += part
         }
         data += "]}".utf8
-        return ServerSentEvent(event: "transition", id: state.resume.text, data: data).encoded()
+        return ServerSentEvent(event: ServerSentEvent.Name.transition, id: state.resume.text, data: data).encoded()
     }
 }

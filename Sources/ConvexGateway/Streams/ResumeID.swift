@@ -27,7 +27,7 @@ struct ResumeID: Equatable, Sendable {
             if hash.isEmpty {
                 held.append(nil)
             } else {
-                guard hash.utf8.count <= 16, let value = UInt64(hash, radix: 16) else { return nil }
+                guard let value = ContentHash.parse(hash) else { return nil }
                 held.append(value)
             }
         }
@@ -41,7 +41,7 @@ struct ResumeID: Equatable, Sendable {
         text += "-"
         for (index, hash) in held.enumerated() {
             if index > 0 { text += "." }
-            if let hash { text += String(hash, radix: 16) }
+            if let hash { text += ContentHash.text(hash) }
         }
         return text
     }

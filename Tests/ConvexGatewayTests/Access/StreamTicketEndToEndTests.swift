@@ -148,7 +148,7 @@ struct StreamTicketEndToEndTests {
             defer { stream.close() }
             #expect(try await Self.firstIdentity(stream).contains("brief"))
             let error = try #require(try await stream.nextEventAsync(), "an error event before the end")
-            #expect(error.event == "error")
+            #expect(error.event == "fatal")
             #expect(error.data.contains("Unauthenticated"), "\(error.data)")
             #expect(try await stream.nextEventAsync() == nil, "the stream ends after the error")
             let again = try await h.get("/subscribe/conformance:whoami?ticket=\(ticket)")

@@ -54,7 +54,7 @@ struct TokenExpiryTests {
             #expect(try await lasting.nextEventAsync()?.data.contains("lasting") == true)
 
             let error = try #require(try await expiring.nextEventAsync(), "an error event before the end")
-            #expect(error.event == "error")
+            #expect(error.event == "fatal")
             let body = try #require(try? ConvexValue(plainJSON: Array(error.data.utf8)))
             #expect(body["error"]?["code"] == "Unauthenticated", "\(error.data)")
             #expect(try await expiring.nextEventAsync() == nil, "the stream ends after the error")

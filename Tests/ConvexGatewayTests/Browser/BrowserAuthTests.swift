@@ -15,11 +15,12 @@ struct BrowserAuthTests {
             source.close();
             resolve(JSON.parse(event.data).changes[0].value.identity?.subject ?? null);
           });
-          source.addEventListener("error", (event) => {
-            if (event.data || source.readyState === EventSource.CLOSED) {
-              source.close();
-              reject(new Error(`stream refused: ${event.data ?? "closed"}`));
-            }
+          source.addEventListener("fatal", (event) => {
+            source.close();
+            reject(new Error(`stream failed: ${event.data}`));
+          });
+          source.addEventListener("error", () => {
+            if (source.readyState === EventSource.CLOSED) reject(new Error("stream refused"));
           });
         });
         const stream = "/subscribe?sub.me=conformance:whoami";

@@ -116,16 +116,17 @@ struct BrowserPaginationTests {
         (async () => {
           // Every stream URL client.js opens, to count the pages it subscribes.
           window.streamURLs = [];
-          const NativeEventSource = window.EventSource;
-          window.EventSource = class extends NativeEventSource {
-            constructor(url, init) { super(url, init); streamURLs.push(String(url)); }
-          };
+          const { ConvexGateway, EventStreamReader } = await import(`${location.origin}/client.js`);
+          // A new stream is a change the page waits on (`until` checks again on changed()): after a split, the
+          // stream with the final set of pages may open after the last callback, whose list is already complete.
+          class RecordingReader extends EventStreamReader {
+            constructor(url, options) { super(url, options); streamURLs.push(String(url)); changed(); }
+          }
           window.feedPages = () => {
             const url = new URL(streamURLs.at(-1), location.origin);
             return [...url.searchParams.entries()].filter(([key, value]) => key.startsWith("sub.") && value === "feed:list").length;
           };
-          const { ConvexGateway } = await import(`${location.origin}/client.js`);
-          const gateway = new ConvexGateway(location.origin);
+          const gateway = new ConvexGateway(location.origin, { eventStreamReader: RecordingReader });
           window.gateway = gateway;
           for (let i = 0; i < 30; i++) await gateway.mutation("feed:post", { body: `seed ${i}` });
           window.report = { violations: [], errors: [], callbacks: 0, checked: 0, statuses: [], results: 0 };

@@ -46,7 +46,7 @@ struct BrowserStreamTests {
                     for (const { sub, value } of JSON.parse(event.data).changes) (values[sub] ??= []).push(value);
                     changed();
                   });
-                  source.addEventListener("error", (event) => { if (event.data) errors.push(event.data); });
+                  source.addEventListener("fatal", (event) => errors.push(event.data));
                   const reached = (n) => ids.every((id) => values[id]?.at(-1) === n);
                   await until(() => reached(0), "the first value of every subscription");
                   // All at once: they need connections besides the stream's.
@@ -161,16 +161,16 @@ struct BrowserStreamTests {
     }
 
     /// A list of documents that changes one document at a time arrives as patches, applied to copies; a lost patch
-    /// (dropped by a wrapped EventSource) makes the next one miss its base, and client.js starts over with full values.
+    /// (dropped by a wrapped stream reader) makes the next one miss its base, and client.js starts over with full values.
     @Test("client.js applies JSON Patches and recovers from a lost one with a fresh stream")
     func clientScriptPatches() async throws {
         try await BrowserPage.withGatewayPage { _, _, page in
             let report = try await page.evaluate(
                 """
                 (async () => {
-                  const Native = EventSource;
+                  const { ConvexGateway, EventStreamReader } = await import(`${location.origin}/client.js`);
                   let opened = 0, patches = 0, dropped = 0, dropNext = false;
-                  globalThis.EventSource = class extends Native {
+                  class CountingReader extends EventStreamReader {
                     constructor(...args) { super(...args); opened += 1; }
                     addEventListener(type, listener, options) {
                       if (type !== "transition") return super.addEventListener(type, listener, options);
@@ -181,9 +181,8 @@ struct BrowserStreamTests {
                         listener(event);
                       }, options);
                     }
-                  };
-                  const { ConvexGateway } = await import(`${location.origin}/client.js`);
-                  const gateway = new ConvexGateway(location.origin);
+                  }
+                  const gateway = new ConvexGateway(location.origin, { eventStreamReader: CountingReader });
                   const ids = [];
                   for (let i = 0; i < 30; i++) ids.push(await gateway.mutation("items:add", { text: `item ${i}` }));
                   const seen = [];

@@ -221,7 +221,7 @@ func held(fromEventID id: String) -> UInt64? {
         upstream.push(.failure(.functionFailed(message: "boom")))
         upstream.push(.value(true))
         await waitUntil { sink.received.count == 2 }
-        #expect(sink.received[0].hasPrefix("event: error\nid: "))
+        #expect(sink.received[0].hasPrefix("event: failure\nid: "))
         #expect(sink.received[0].contains(#"data: {"error":{"code":"FunctionFailed","message":"boom"}}"#))
         #expect(sink.received[1].hasSuffix("data: true\n\n"))
         #expect(!sink.isFinished)

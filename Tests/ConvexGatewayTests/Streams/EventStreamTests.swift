@@ -53,7 +53,7 @@ final class RecordingOutput: EventStreamOutput {
         return SubscriptionUpdate(
             current: .init(
                 id: "\(sequence)-\(String(hash, radix: 16))", sequence: sequence, hash: hash, result: .failure(failure)),
-            hash: hash, body: body, event: ServerSentEvent(event: "error", data: body).encoded())
+            hash: hash, body: body, event: ServerSentEvent(event: "failure", data: body).encoded())
     }
 
     func stream(_ ids: [String], _ output: any EventStreamOutput, limit: Int = 1 << 20, resume: String? = nil)
@@ -145,7 +145,7 @@ final class RecordingOutput: EventStreamOutput {
         stream.deliver(transition(3, (1, update(2.0, hash: 2))))
         let events = output.events
         #expect(events.count == 2)
-        #expect(events[1].event == "error")
+        #expect(events[1].event == "fatal")
         #expect(events[1].id == nil)
         #expect(
             try json(events[1].data)

@@ -138,10 +138,12 @@ struct MultiSubscriptionEndToEndTests {
             #expect(unknown.header("Content-Type") == "application/json")
             #expect(unknown.errorCode == "FunctionNotFound")
             #expect(unknown.text.contains("Subscription 'gone'"))
+            #expect(unknown.json?["error"]?["sub"] == .string("gone"), "the subscription as a field")
 
             let badArgs = try await h.get(Self.query([("team", "mlb:first_place_team", #"{"division":12}"#)]))
             #expect(badArgs.status == 400)
             #expect(badArgs.text.contains("Subscription 'team'"))
+            #expect(badArgs.json?["error"]?["sub"] == .string("team"))
 
             let tooMany = try await h.get(Self.query((0..<4).map { ("s\($0)", "messages:list", nil) }))
             #expect(tooMany.status == 400)
@@ -202,7 +204,7 @@ struct MultiSubscriptionEndToEndTests {
             defer { byTicket.close() }
             #expect(try await identity(byTicket) == "brief")
             let error = try #require(try await byTicket.nextEventAsync())
-            #expect(error.event == "error")
+            #expect(error.event == "fatal")
             let data = try ConvexValue(plainJSON: Array(error.data.utf8))
             #expect(data["sub"] == nil)
             #expect(data["error"]?["code"] == "Unauthenticated")

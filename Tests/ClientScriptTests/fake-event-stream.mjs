@@ -1,12 +1,14 @@
-/** A stand-in for the browser's EventSource: records each instance, lets a test emit events to it. */
-export class FakeEventSource {
+/**
+ * A stand-in for client.js's EventStreamReader, given to `new ConvexGateway(url, { eventStreamReader:
+ * FakeEventStream })`: records each instance, lets a test emit the gateway's events and refusals to it at once.
+ */
+export class FakeEventStream {
   static instances = [];
-  static CLOSED = 2;
-  readyState = 1;
+  closed = false;
   listeners = new Map();
   constructor(url) {
     this.url = new URL(url);
-    FakeEventSource.instances.push(this);
+    FakeEventStream.instances.push(this);
   }
   addEventListener(type, listener) {
     this.listeners.set(type, [...(this.listeners.get(type) ?? []), listener]);
@@ -14,8 +16,13 @@ export class FakeEventSource {
   emit(type, data) {
     for (const listener of this.listeners.get(type) ?? []) listener({ type, data: JSON.stringify(data) });
   }
+  /** The gateway answered `status` with `{ error }` instead of a stream: the reader stops. */
+  refuse(status, error) {
+    for (const listener of this.listeners.get("refused") ?? []) listener({ type: "refused", status, error });
+    this.closed = true;
+  }
   close() {
-    this.readyState = FakeEventSource.CLOSED;
+    this.closed = true;
   }
   /** The subscriptions in the URL: [id, fn, args]. */
   get subscriptions() {

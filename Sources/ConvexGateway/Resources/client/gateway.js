@@ -1,5 +1,6 @@
 /**
- * client.js: the gateway's browser client, a dependency-free ES module served at `GET /client.js`.
+ * client.js: the gateway's browser client, a dependency-free ES module served at `GET /client.js`. Its modules are
+ * the files of Sources/ConvexGateway/Resources/client/ (this one, gateway.js, last), served as one file.
  *
  *   import { ConvexGateway } from "http://127.0.0.1:8080/client.js";
  *   const gateway = new ConvexGateway("http://127.0.0.1:8080", { token: async () => currentJwtOrNull });
@@ -26,8 +27,9 @@
  * gives them: int64 as BigInt and bytes as ArrayBuffer, exact at any size (the gateway's `encoded` format, decoded
  * here); arguments may then hold BigInt and ArrayBuffer too.
  *
- * An EventSource cannot send headers, so a signed-in stream carries a short-lived ticket minted from the token
- * (`POST /stream-tickets`); calls send `Authorization: Bearer <token>`. When the gateway refuses the token (a 401,
+ * The stream is read with fetch (EventStreamReader, event-stream.js), so a refused stream's status and error body
+ * are known at once. A signed-in stream carries a short-lived ticket minted from the token (`POST /stream-tickets`),
+ * as a plain EventSource's would, so the token never sits in a URL; calls send `Authorization: Bearer <token>`. When the gateway refuses the token (a 401,
  * or the stream ending with `Unauthenticated` because the token expired), the client asks
  * `token({ forceRefresh: true, forceRefreshToken: true })` for a new one and carries on (`forceRefreshToken` is the
  * flag convex-js' `setAuth(fetchToken)` passes, so Convex auth adapters plug in unchanged). With `token` returning null, calls and streams are
@@ -37,9 +39,11 @@
  * every answer (a mutation's commit, the snapshot a query read) and the `ts` of every transition of its stream, and
  * sends it as `Convex-Min-Timestamp` on each call. Behind a load balancer, a query therefore reads a snapshot at least
  * as new as this client's last mutation, whichever gateway replica answers (one that cannot reach it in time answers
- * 504 `UpstreamTimeout`). `gateway.timestamp` is that timestamp, a decimal string (undefined before the first). The
- * stream is an EventSource, which cannot send headers: a live query follows its own replica, which catches up.
+ * 504 `UpstreamTimeout`). `gateway.timestamp` is that timestamp, a decimal string (undefined before the first). A
+ * live query follows the stream's own replica, which catches up.
  */
+
+import { EventStreamReader } from "./event-stream.js";
 
 /**
  * A failure: `code`, `message`, `data` when a function threw a ConvexError, and `status`, the HTTP status of the
@@ -54,8 +58,6 @@ export class ConvexGatewayError extends Error {
     this.data = error?.data;
   }
 }
-
-const SUBSCRIPTION_ERROR = /^Subscription '([A-Za-z0-9_-]+)'/;
 
 export class ConvexGateway {
   #base;
@@ -78,12 +80,15 @@ export class ConvexGateway {
   #timestamp = undefined;
   /** While listeners are being called (one pass): the work to run once at its end, after every listener. */
   #pass = null;
+  /** The class that reads the stream: EventStreamReader, or a stand-in a test gives. */
+  #Reader;
 
   /**
    * @param {string} url The gateway's base URL, e.g. "https://gateway.example.com".
    * @param {{ token?: (options: { forceRefresh: boolean, forceRefreshToken: boolean }) =>
    *             Promise<string | null | undefined> | string | null | undefined,
-   *           debounceMs?: number, values?: "json" | "convex" }} [options]
+   *           debounceMs?: number, values?: "json" | "convex", eventStreamReader?: typeof EventStreamReader }} [options]
+   *   `eventStreamReader` replaces the stream's transport, as convex-js' `webSocketConstructor` does (tests).
    */
   constructor(url, options = {}) {
     this.#base = new URL(String(url), globalThis.location?.href).href.replace(/\/+$/, "");
@@ -94,6 +99,7 @@ export class ConvexGateway {
       throw new TypeError(`values must be "json" or "convex", not ${options.values}`);
     }
     this.#convex = options.values === "convex";
+    this.#Reader = options.eventStreamReader ?? EventStreamReader;
   }
 
   /**
@@ -268,7 +274,7 @@ export class ConvexGateway {
       return;
     }
     if (generation !== this.#generation) return;
-    const source = new EventSource(url);
+    const source = new this.#Reader(url);
     this.#replaceStream(source);
     const current = () => generation === this.#generation;
     source.addEventListener("open", () => current() && (this.#failures = 0));
@@ -291,20 +297,16 @@ export class ConvexGateway {
         }
       });
     });
-    // The gateway's `event: error` and the EventSource's own connection errors share this name.
-    source.addEventListener("error", (event) => {
+    source.addEventListener("fatal", (event) => {
       if (!current()) return;
-      if (typeof event.data !== "string") {
-        // Lost connections are retried by the EventSource itself (with Last-Event-ID); a refused one is closed.
-        if (source.readyState === EventSource.CLOSED) this.#diagnose(url, byId, generation);
-        return;
-      }
       // The whole stream failed and ends; an expired token is the usual reason.
       const { error } = JSON.parse(event.data);
       this.#generation += 1;
       this.#replaceStream(null);
       this.#retry(new ConvexGatewayError(undefined, error), byId);
     });
+    // Lost connections are tried again by the reader (with Last-Event-ID); a refusal ends it.
+    source.addEventListener("refused", ({ status, error }) => current() && this.#refused(status, error, byId));
   }
 
   /** Mints a stream ticket from the current token, or reuses the last one while it has time left. */
@@ -328,22 +330,11 @@ export class ConvexGateway {
     return body.ticket;
   }
 
-  /** Asks the gateway why it refused the stream (an EventSource cannot tell), then reacts. */
-  async #diagnose(url, byId, generation) {
-    let failure = new ConvexGatewayError(0);
-    const controller = new AbortController();
-    try {
-      const response = await fetch(url, { headers: { Accept: "text/event-stream" }, signal: controller.signal });
-      const body = response.ok ? null : await response.json().catch(() => null);
-      failure = new ConvexGatewayError(response.status, body?.error);
-    } catch {
-      // No response: the gateway is unreachable.
-    } finally {
-      controller.abort();
-    }
-    if (generation !== this.#generation) return;
-    const named = byId.get(SUBSCRIPTION_ERROR.exec(failure.message)?.[1]);
-    const refused = failure.status >= 400 && failure.status < 500 && failure.status !== 401 && failure.status !== 429;
+  /** Reacts to the gateway's refusal of the stream: its status and error body (`error.sub` names a subscription). */
+  #refused(status, error, byId) {
+    const failure = new ConvexGatewayError(status, error);
+    const named = typeof error?.sub === "string" ? byId.get(error.sub) : undefined;
+    const refused = status >= 400 && status < 500 && status !== 401 && status !== 429;
     if (refused && named) {
       // One subscription's unknown function or bad arguments: it alone gets the error, the others go on without it.
       named.refused = failure;
@@ -360,12 +351,13 @@ export class ConvexGateway {
 
   /**
    * Re-opens after a failure: at once with a fresh token after a first refusal of the token, else backing off.
-   * Listeners hear of every failure except a lost connection and that first refusal.
+   * Listeners hear of every failure except a lost connection, that first refusal and a replica that is shutting down
+   * (a restart or a rolling deploy: the next try reaches the new process or another replica).
    */
   #retry(failure, byId) {
     const unauthenticated = failure.status === 401 || failure.code === "Unauthenticated";
     const immediately = unauthenticated && this.#failures === 0;
-    if (failure.status !== 0 && !immediately) {
+    if (failure.status !== 0 && !immediately && failure.code !== "ShuttingDown") {
       this.#inPass(() => {
         for (const query of byId.values()) this.#fail(query, failure);
       });
