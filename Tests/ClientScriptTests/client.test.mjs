@@ -7,15 +7,9 @@ import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import {
-  ConvexGateway,
-  applyPatch,
-  applyTransition,
-  callHeaders,
-  decodeConvexValue,
-  encodeConvexValue,
-  laterTimestamp,
-} from "../../Sources/ConvexGateway/Resources/client/gateway.js";
+import { ConvexGateway, callHeaders, laterTimestamp } from "../../Sources/ConvexGateway/Resources/client/gateway.js";
+import { applyPatch, applyTransition } from "../../Sources/ConvexGateway/Resources/client/patching.js";
+import { decodeConvexValue, encodeConvexValue } from "../../Sources/ConvexGateway/Resources/client/values.js";
 import { FakeEventStream } from "./fake-event-stream.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");

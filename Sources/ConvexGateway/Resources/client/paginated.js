@@ -1,0 +1,328 @@
+/**
+ * Live paginated queries (convex-js' `usePaginatedQuery`): PaginatedQueryState, the pages as a state machine with no
+ * network and no clock, and PaginatedQuery, what `gateway.paginatedQuery` returns, which drives it with the gateway's
+ * subscriptions. Part of client.js (see gateway.js).
+ */
+
+import { notify } from "./callbacks.js";
+
+/**
+ * A live paginated query, as `gateway.paginatedQuery` returns it: `results` and `status` are what `onUpdate` was last
+ * given, `loadMore(numItems)` adds a page (true) when the status is `"CanLoadMore"` (else false), `stop()` ends it.
+ */
+export class PaginatedQuery {
+  #state;
+  #args;
+  #subscribe;
+  #atEndOfPass;
+  #onUpdate;
+  #onError;
+  /** The stop function of each page subscription, by page id. */
+  #stops = new Map();
+  #results;
+  #status;
+  /** The first page failure of the current pass, reported at its end. */
+  #failure = undefined;
+  #stopped = false;
+  #finish = () => this.#publish();
+
+  constructor(subscribe, atEndOfPass, args, initialNumItems, onUpdate, onError) {
+    this.#state = new PaginatedQueryState(initialNumItems);
+    this.#args = args;
+    this.#subscribe = subscribe;
+    this.#atEndOfPass = atEndOfPass;
+    this.#onUpdate = onUpdate;
+    this.#onError = onError;
+    this.#results = this.#state.results;
+    this.#status = this.#state.status;
+    this.#apply(this.#state.start());
+  }
+
+  /** The visible list: the items of the pages, in order (what `onUpdate` was last given). */
+  get results() {
+    return this.#results;
+  }
+
+  /** `"LoadingFirstPage"`, `"CanLoadMore"`, `"LoadingMore"` or `"Exhausted"` (what `onUpdate` was last given). */
+  get status() {
+    return this.#status;
+  }
+
+  /**
+   * Adds a page of up to `numItems` items after the last one, when the status is `"CanLoadMore"`: returns whether it
+   * did. The status is `"LoadingMore"` (and `onUpdate` is told so) until the page arrives. Throws a TypeError unless
+   * `numItems` is a whole number of at least 1.
+   */
+  loadMore(numItems) {
+    if (this.#stopped) return false;
+    const effects = this.#state.loadMore(numItems);
+    if (effects === null) return false;
+    this.#apply(effects);
+    return true;
+  }
+
+  /** Ends every page subscription; no callback runs after it. */
+  stop() {
+    this.#stopped = true;
+    for (const stop of this.#stops.values()) stop();
+    this.#stops.clear();
+  }
+
+  /** Subscribes and stops pages as the state asks, then publishes at the end of the pass. */
+  #apply({ add, remove, errors }) {
+    if (this.#stopped) return;
+    for (const { id, paginationOpts } of add) {
+      const stop = this.#subscribe(
+        { ...this.#args, paginationOpts },
+        (value) => this.#apply(this.#state.receive(id, value)),
+        (error) => this.#apply(this.#state.fail(id, error)),
+      );
+      this.#stops.set(id, stop);
+    }
+    for (const id of remove) {
+      this.#stops.get(id)?.();
+      this.#stops.delete(id);
+    }
+    if (errors.length > 0) this.#failure ??= errors[0];
+    this.#atEndOfPass(this.#finish);
+  }
+
+  #publish() {
+    if (this.#stopped) return;
+    const results = this.#state.results;
+    const status = this.#state.status;
+    const failure = this.#failure;
+    this.#failure = undefined;
+    if (results !== this.#results || status !== this.#status) {
+      this.#results = results;
+      this.#status = status;
+      notify(this.#onUpdate, results, status);
+    }
+    if (failure !== undefined) notify(this.#onError, failure);
+  }
+}
+
+/**
+ * The pages of one live paginated query, as a state machine with no network and no clock: `ConvexGateway`'s
+ * `paginatedQuery` feeds it each page's values and errors and does what it answers. Every method returns the
+ * effects `{ add: [{ id, paginationOpts }], remove: [id], errors: [error] }`: the page subscriptions to add (with the
+ * `paginationOpts` argument of each), those to stop, and the failures to report. `results` and `status` are the
+ * visible list and the status.
+ *
+ * - The first page is `{ numItems: initialNumItems, cursor: null }`.
+ * - `loadMore(n)`, when the last page has loaded and is not done and no other page is loading, adds the page
+ *   `{ numItems: n, cursor: <the last page's end> }`. A last page without an end cursor (only the last page can lack
+ *   one) is pinned: subscribed again with `endCursor: <its continueCursor>`, so its end no longer moves and the page
+ *   boundaries are all in the subscriptions' arguments. The unpinned page stays shown until the pinned one and the
+ *   new page both have values; then both replace it at once. A split pending on that page is given up (the pinned
+ *   page may split in its turn).
+ * - A page whose value has a `splitCursor` and a `pageStatus` or more than twice `initialNumItems` items is split
+ *   once: `(cursor, endCursor: splitCursor)` and `(splitCursor, endCursor: <its endCursor, else its
+ *   continueCursor>)` replace it when both have values.
+ * - `InvalidCursor` on any page drops every page and starts again from a first page `{ numItems: initialNumItems,
+ *   cursor: null, id }`: `id`, a number this client has not used, makes it a new subscription, since the deployment
+ *   may hold the old one's journal (where the page ended), a cursor of the query as it was. The list shown stays until
+ *   the new first page arrives (status `"LoadingFirstPage"` meanwhile). After a start-over and until a loadMore or
+ *   split completes, an `InvalidCursor` is reported instead (and the loadMore or split it belongs to given up): the
+ *   new first page refused before its first value, or a cursor it gave refused. Only the new first page failing after
+ *   it had a value (the query changed again) starts over again. Nothing repeats by itself.
+ * - Any other failure is reported; the page keeps its last value, and its next value counts as recovery.
+ */
+export class PaginatedQueryState {
+  #initialNumItems;
+  /** The shown pages, in order: { id, paginationOpts, value, loaded, split: [first, second] | null, wasSplit }. */
+  #pages = [];
+  /** Every subscribed page by id: the shown ones and the ones waiting to replace some. */
+  #subscribed = new Map();
+  /** The pending loadMore: { last: the unpinned page it replaces (null if the last page was pinned), pinned, next }. */
+  #loading = null;
+  #nextId = 0;
+  /** The list shown when the pages were dropped, shown until the new first page arrives. */
+  #stale = undefined;
+  /** The pages were dropped for an InvalidCursor (so the first page is the new one), and no loadMore or split has
+   * completed since. */
+  #restarted = false;
+  #results = [];
+  #dirty = false;
+
+  /** @param {number} initialNumItems The first page's size, and the measure of a page to split (twice this). */
+  constructor(initialNumItems) {
+    checkNumItems(initialNumItems, "initialNumItems");
+    this.#initialNumItems = initialNumItems;
+  }
+
+  /** Subscribes the first page. */
+  start() {
+    const effects = noEffects();
+    this.#pages = [this.#add({ numItems: this.#initialNumItems, cursor: null }, effects)];
+    return effects;
+  }
+
+  /** The visible list: the concatenation of the shown pages' `page` arrays (the same array while it is unchanged). */
+  get results() {
+    if (this.#dirty) {
+      this.#dirty = false;
+      this.#results = this.#pages[0]?.loaded ? this.#pages.flatMap((page) => page.value.page) : (this.#stale ?? []);
+    }
+    return this.#results;
+  }
+
+  get status() {
+    if (!this.#pages[0]?.loaded) return "LoadingFirstPage";
+    if (this.#loading) return "LoadingMore";
+    return this.#pages.at(-1).value.isDone ? "Exhausted" : "CanLoadMore";
+  }
+
+  /** The shown pages, in order: `{ id, paginationOpts, value }` (value undefined before the first page's). */
+  get pages() {
+    return this.#pages.map(({ id, paginationOpts, value }) => ({ id, paginationOpts, value }));
+  }
+
+  /** Adds a page of up to `numItems` after the last (see above); null, changing nothing, unless `"CanLoadMore"`. */
+  loadMore(numItems) {
+    checkNumItems(numItems, "numItems");
+    if (this.status !== "CanLoadMore") return null;
+    const effects = noEffects();
+    const last = this.#pages.at(-1);
+    const { endCursor } = last.paginationOpts;
+    if (endCursor !== undefined) {
+      this.#loading = { last: null, pinned: null, next: this.#add({ numItems, cursor: endCursor }, effects) };
+    } else {
+      const end = last.value.continueCursor;
+      if (last.split) {
+        for (const half of last.split) this.#remove(half, effects);
+        last.split = null;
+      }
+      this.#loading = {
+        last,
+        pinned: this.#add({ ...last.paginationOpts, endCursor: end }, effects),
+        next: this.#add({ numItems, cursor: end }, effects),
+      };
+    }
+    return effects;
+  }
+
+  /** A page subscription's value. */
+  receive(id, value) {
+    const effects = noEffects();
+    const page = this.#subscribed.get(id);
+    if (!page) return effects;
+    if (!Array.isArray(value?.page) || typeof value.isDone !== "boolean" || typeof value.continueCursor !== "string") {
+      effects.errors.push(new TypeError("a paginated query must return {page, isDone, continueCursor}"));
+      return effects;
+    }
+    page.value = value;
+    page.loaded = true;
+    if (this.#pages.includes(page)) this.#dirty = true;
+    if (page === this.#pages[0]) this.#stale = undefined;
+    this.#settle(effects);
+    return effects;
+  }
+
+  /** A page subscription's failure. */
+  fail(id, error) {
+    const effects = noEffects();
+    const page = this.#subscribed.get(id);
+    if (!page) return effects;
+    if (error?.data?.paginationError !== "InvalidCursor") {
+      effects.errors.push(error);
+      return effects;
+    }
+    if (this.#restarted && !(page === this.#pages[0] && page.loaded)) {
+      // Starting again did not cure it (the new first page is refused, or cursors it gave): report, do not loop.
+      this.#giveUp(page, effects);
+      effects.errors.push(error);
+      return effects;
+    }
+    this.#stale = this.results;
+    for (const id of this.#subscribed.keys()) effects.remove.push(id);
+    this.#subscribed.clear();
+    this.#loading = null;
+    this.#restarted = true;
+    this.#pages = [this.#add({ numItems: this.#initialNumItems, cursor: null, id: newPaginationId() }, effects)];
+    this.#dirty = true;
+    return effects;
+  }
+
+  #add(paginationOpts, effects) {
+    const id = `p${++this.#nextId}`;
+    const page = { id, paginationOpts, value: undefined, loaded: false, split: null, wasSplit: false };
+    this.#subscribed.set(page.id, page);
+    effects.add.push({ id: page.id, paginationOpts });
+    return page;
+  }
+
+  #remove(page, effects) {
+    if (this.#subscribed.delete(page.id)) effects.remove.push(page.id);
+  }
+
+  /** Gives up the pending loadMore or split that `page` would complete, if any. */
+  #giveUp(page, effects) {
+    const loading = this.#loading;
+    if (loading && (page === loading.pinned || page === loading.next)) {
+      if (loading.pinned) this.#remove(loading.pinned, effects);
+      this.#remove(loading.next, effects);
+      this.#loading = null;
+      return;
+    }
+    for (const shown of this.#pages) {
+      if (shown.split?.includes(page)) {
+        for (const half of shown.split) this.#remove(half, effects);
+        shown.split = null;
+      }
+    }
+  }
+
+  /** Swaps in what has all its values, and starts the splits that are due. */
+  #settle(effects) {
+    const loading = this.#loading;
+    if (loading && (loading.pinned?.loaded ?? true) && loading.next.loaded) {
+      if (loading.last) {
+        this.#pages.splice(this.#pages.indexOf(loading.last), 1, loading.pinned, loading.next);
+        this.#remove(loading.last, effects);
+      } else {
+        this.#pages.push(loading.next);
+      }
+      this.#loading = null;
+      this.#restarted = false;
+      this.#dirty = true;
+    }
+    for (const page of [...this.#pages]) {
+      if (page.split?.every((half) => half.loaded)) {
+        this.#pages.splice(this.#pages.indexOf(page), 1, ...page.split);
+        this.#remove(page, effects);
+        this.#restarted = false;
+        this.#dirty = true;
+      }
+    }
+    for (const page of this.#pages) {
+      if (!page.loaded || page.wasSplit || page === this.#loading?.last) continue;
+      const { page: items, splitCursor, pageStatus } = page.value;
+      if (typeof splitCursor !== "string") continue;
+      if (pageStatus == null && items.length <= 2 * this.#initialNumItems) continue;
+      page.wasSplit = true;
+      const { cursor, endCursor = page.value.continueCursor } = page.paginationOpts;
+      const numItems = this.#initialNumItems;
+      page.split = [
+        this.#add({ numItems, cursor, endCursor: splitCursor }, effects),
+        this.#add({ numItems, cursor: splitCursor, endCursor }, effects),
+      ];
+    }
+  }
+}
+
+let lastPaginationId = 0;
+
+/** A `paginationOpts.id` this page has not used: the time in milliseconds, or more. */
+function newPaginationId() {
+  lastPaginationId = Math.max(Date.now(), lastPaginationId + 1);
+  return lastPaginationId;
+}
+
+function noEffects() {
+  return { add: [], remove: [], errors: [] };
+}
+
+function checkNumItems(numItems, name) {
+  if (!Number.isInteger(numItems) || numItems < 1) throw new TypeError(`${name} must be a whole number of at least 1`);
+}
