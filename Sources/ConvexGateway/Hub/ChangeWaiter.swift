@@ -1,5 +1,4 @@
 import ConvexValues
-import Synchronization
 
 /// The sink of one long-poll `GET` (``SubscriptionHub/nextChange(of:from:args:upstream:format:timeout:)``), of one
 /// query or a batch of them: the first update whose hash differs from the one the client holds of that member ends
@@ -13,14 +12,7 @@ final class ChangeWaiter: EventSink {
     /// Per member, the hash of the result the client holds.
     private let held: [UInt64]
 
-    private enum State {
-        case waiting(CheckedContinuation<Outcome?, Never>?)
-        /// Ended before anyone awaited the outcome.
-        case ended(Outcome?)
-        case done
-    }
-
-    private let state = Mutex(State.waiting(nil))
+    private let wait = OneShot<Outcome?>()
 
     init(format: OutputFormat, held: [UInt64]) {
         self.format = format
@@ -37,34 +29,11 @@ final class ChangeWaiter: EventSink {
 
     /// Ends the wait with `update` (`nil`: no change).
     func end(with update: Outcome?) {
-        let continuation = state.withLock { state -> CheckedContinuation<Outcome?, Never>? in
-            guard case .waiting(let continuation) = state else { return nil }
-            if let continuation {
-                state = .done
-                return continuation
-            }
-            state = .ended(update)
-            return nil
-        }
-        continuation?.resume(returning: update)
+        wait.end(with: update)
     }
 
     /// The changed update, or `nil` when the wait ended without a change.
     func outcome() async -> Outcome? {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Outcome?, Never>) in
-            let ended = state.withLock { state -> Outcome?? in
-                switch state {
-                case .waiting:
-                    state = .waiting(continuation)
-                    return .none
-                case .ended(let update):
-                    state = .done
-                    return .some(update)
-                case .done:
-                    return .some(nil)
-                }
-            }
-            if let ended { continuation.resume(returning: ended) }
-        }
+        await wait.value()
     }
 }

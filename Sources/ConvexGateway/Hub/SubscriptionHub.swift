@@ -72,7 +72,8 @@ package final class SubscriptionHub: Sendable {
         /// Per identity, the query set that holds its entries' upstream subscriptions.
         var querySets: [String: QuerySet] = [:]
         var nextQuerySet: UInt64 = 1
-        var waiters: [UInt64: CheckedContinuation<(current: CurrentResult, ts: UInt64)?, Never>] = [:]
+        /// Callers of ``firstResult(for:args:upstream:timeout:)`` waiting for a subscription's first result.
+        var waiters: [UInt64: OneShot<(current: CurrentResult, ts: UInt64)?>] = [:]
         var nextWaiter: UInt64 = 1
         /// Callers of ``reach(_:identity:upstream:timeout:)`` waiting for an identity's results to hold at a timestamp.
         var sessionWaiters: [UInt64: SessionWaiter] = [:]
@@ -81,7 +82,7 @@ package final class SubscriptionHub: Sendable {
     private struct SessionWaiter {
         let identity: String
         let target: UInt64
-        let continuation: CheckedContinuation<Bool, Never>
+        let wait: OneShot<Bool>
     }
 
     private let state: Mutex<Locked>
@@ -145,36 +146,32 @@ package final class SubscriptionHub: Sendable {
     package func firstResult(
         for key: Key, args: ConvexValue, upstream: any ConvexUpstream, timeout: Duration
     ) async -> (current: CurrentResult, ts: UInt64)? {
-        let waiter = state.withLock { locked in
-            defer { locked.nextWaiter += 1 }
-            return locked.nextWaiter
-        }
         let deadline = clock.now + timeout
-        let timeoutTask = Task { [weak self, clock] in
-            try? await clock.sleep(until: deadline)
-            guard !Task.isCancelled, let self else { return }
-            let continuation = self.state.withLock {
-                locked -> CheckedContinuation<(current: CurrentResult, ts: UInt64)?, Never>? in
-                guard locked.hub.stopWaiting(waiter, for: key, now: clock.now) else { return nil }
-                return locked.waiters.removeValue(forKey: waiter)
+        let wait = OneShot<(current: CurrentResult, ts: UInt64)?>()
+        let (waiter, ready) = state.withLock { locked -> (UInt64, (current: CurrentResult, ts: UInt64)?) in
+            let waiter = locked.nextWaiter
+            locked.nextWaiter += 1
+            switch locked.hub.wait(waiter, for: key, args: args, now: clock.now) {
+            case .ready(let current):
+                return (waiter, current)
+            case .waiting(let actions):
+                locked.waiters[waiter] = wait
+                startUpstream(actions, &locked, upstream: upstream)
+                return (waiter, nil)
             }
-            continuation?.resume(returning: nil)
         }
-        defer { timeoutTask.cancel() }
-        return await withCheckedContinuation {
-            (continuation: CheckedContinuation<(current: CurrentResult, ts: UInt64)?, Never>) in
-            let ready: (current: CurrentResult, ts: UInt64)?? = state.withLock { locked in
-                switch locked.hub.wait(waiter, for: key, args: args, now: clock.now) {
-                case .ready(let current):
-                    return .some(current)
-                case .waiting(let actions):
-                    locked.waiters[waiter] = continuation
-                    startUpstream(actions, &locked, upstream: upstream)
-                    return .none
-                }
+        if let ready { return ready }
+        // Started once the wait is registered, so that a deadline already reached still ends it.
+        let timer = clock.expiring(at: deadline) { [weak self, clock] in
+            guard let self else { return }
+            let expired = self.state.withLock { locked in
+                locked.hub.stopWaiting(waiter, for: key, now: clock.now)
+                    ? locked.waiters.removeValue(forKey: waiter) : nil
             }
-            if let ready { continuation.resume(returning: ready) }
+            expired?.end(with: nil)
         }
+        defer { timer.cancel() }
+        return await wait.value()
     }
 
     // MARK: SSE
@@ -228,10 +225,7 @@ package final class SubscriptionHub: Sendable {
             return nil
         }
         defer { detach(waiter, members: members.map(\.key)) }
-        let timer = Task { [clock] in
-            guard (try? await clock.sleep(until: deadline)) != nil else { return }
-            waiter.end(with: nil)
-        }
+        let timer = clock.expiring(at: deadline) { waiter.end(with: nil) }
         defer { timer.cancel() }
         // The request's task is cancelled when its client leaves: the wait ends, and the sink is detached.
         return await withTaskCancellationHandler {
@@ -288,28 +282,24 @@ package final class SubscriptionHub: Sendable {
         if sessionTimestamp(of: identity) >= target { return true }
         let deadline = clock.now + timeout
         guard await upstream.waitForView(atLeast: target, timeout: timeout) >= target else { return false }
-        let waiter = state.withLock { locked in
-            defer { locked.nextWaiter += 1 }
-            return locked.nextWaiter
+        let wait = OneShot<Bool>()
+        let (waiter, reached) = state.withLock { locked -> (UInt64, Bool?) in
+            let waiter = locked.nextWaiter
+            locked.nextWaiter += 1
+            // With no subscription of the identity, its next ones start from the connection's view.
+            guard locked.querySets[identity] != nil else { return (waiter, true) }
+            if locked.hub.timestamp(of: identity) >= target { return (waiter, true) }
+            if locked.hub.isShutDown { return (waiter, false) }
+            locked.sessionWaiters[waiter] = SessionWaiter(identity: identity, target: target, wait: wait)
+            return (waiter, nil)
         }
-        let timer = Task { [weak self, clock] in
-            try? await clock.sleep(until: deadline)
-            guard !Task.isCancelled, let self else { return }
-            self.state.withLock { $0.sessionWaiters.removeValue(forKey: waiter) }?.continuation.resume(returning: false)
+        if let reached { return reached }
+        // Started once the wait is registered: the connection's wait may have used up most of the time.
+        let timer = clock.expiring(at: deadline) { [weak self] in
+            self?.state.withLock { $0.sessionWaiters.removeValue(forKey: waiter) }?.wait.end(with: false)
         }
         defer { timer.cancel() }
-        return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            let reached: Bool? = state.withLock { locked in
-                // With no subscription of the identity, its next ones start from the connection's view.
-                guard locked.querySets[identity] != nil else { return true }
-                if locked.hub.timestamp(of: identity) >= target { return true }
-                if locked.hub.isShutDown { return false }
-                locked.sessionWaiters[waiter] = SessionWaiter(
-                    identity: identity, target: target, continuation: continuation)
-                return nil
-            }
-            if let reached { continuation.resume(returning: reached) }
-        }
+        return await wait.value()
     }
 
     /// The session waiters of `identity` whose target the hub's results reached (all of them with `ended`), removed.
@@ -333,7 +323,7 @@ package final class SubscriptionHub: Sendable {
             return (actions, Array(locked.sessionWaiters.values))
         }
         perform(actions)
-        for waiter in waiting { waiter.continuation.resume(returning: false) }
+        for waiter in waiting { waiter.wait.end(with: false) }
     }
 
     /// Whether any subscription still belongs to the identity with this opaque id.
@@ -424,10 +414,10 @@ package final class SubscriptionHub: Sendable {
             case .subscribe, .unsubscribe:
                 break  // carried out under the lock
             case .resume(let waiters, let current):
-                let continuations = state.withLock { locked in
+                let waits = state.withLock { locked in
                     waiters.compactMap { locked.waiters.removeValue(forKey: $0) }
                 }
-                for continuation in continuations { continuation.resume(returning: current) }
+                for wait in waits { wait.end(with: current) }
             case .deliver(let delivery, let sink):
                 sink.deliver(
                     transition(
@@ -498,7 +488,7 @@ package final class SubscriptionHub: Sendable {
             return (actions, Self.sessionWaitersDone(identity, ended: false, &locked))
         }
         perform(actions)
-        for waiter in reached { waiter.continuation.resume(returning: true) }
+        for waiter in reached { waiter.wait.end(with: true) }
     }
 
     /// The query set's transitions ended without it being closed (its connection closed, or refused the
@@ -515,7 +505,7 @@ package final class SubscriptionHub: Sendable {
             return (actions, Self.sessionWaitersDone(identity, ended: true, &locked))
         }
         perform(actions)
-        for waiter in ended { waiter.continuation.resume(returning: false) }
+        for waiter in ended { waiter.wait.end(with: false) }
     }
 
     // MARK: Rendering

@@ -138,3 +138,49 @@ struct ReadYourWritesTests {
         #expect(hub.sessionTimestamp(of: "") == 1)
     }
 }
+
+/// The hub's waits end at their deadline whenever it falls: even when it has passed before the wait is registered.
+@Suite(.timeLimit(.minutes(1))) struct HubDeadlineTests {
+    let key = SubscriptionHub.Key(identity: "", function: try! UdfPath(parsing: "messages:list"), args: [:])
+
+    /// A connection whose view reaches any timestamp asked for, after the whole timeout, with no transition.
+    final class SlowViewUpstream: ConvexUpstream {
+        let inner = ScriptedUpstream()
+        let clock: TestClock<Duration>
+        init(clock: TestClock<Duration>) { self.clock = clock }
+        func makeQuerySet() -> any UpstreamQuerySet { inner.makeQuerySet() }
+        func call(_ kind: CallKind, _ function: String, args: ConvexValue, timeout: Duration)
+            async throws(UpstreamFailure) -> UpstreamAnswer
+        { try await inner.call(kind, function, args: args, timeout: timeout) }
+        func waitForView(atLeast ts: UInt64, timeout: Duration) async -> UInt64 {
+            await clock.advance(by: timeout + .seconds(1))
+            return ts
+        }
+        var isConnected: Bool { inner.isConnected }
+        func waitUntilConnected(timeout: Duration) async throws(UpstreamFailure) {
+            try await inner.waitUntilConnected(timeout: timeout)
+        }
+        func close() async { await inner.close() }
+    }
+
+    @Test func aFirstResultWithNoTimeLeftIsNil() async {
+        let hub = ReadYourWritesTests.hub(clock: TestClock())
+        let upstream = ScriptedUpstream()
+        for _ in 0..<20 {
+            #expect(await hub.firstResult(for: key, args: [:], upstream: upstream, timeout: .zero) == nil)
+        }
+    }
+
+    @Test func aTimestampReachedOnlyAfterTheDeadlineIsNotWaitedForForever() async throws {
+        let clock = TestClock()
+        let hub = ReadYourWritesTests.hub(clock: clock)
+        let upstream = SlowViewUpstream(clock: clock)
+        async let first = hub.firstResult(for: key, args: [:], upstream: upstream, timeout: .seconds(5))
+        await waitUntil { upstream.inner.activeCount == 1 }
+        upstream.inner.push(.value(.int64(1)))
+        _ = try #require(await first)
+        // The connection says it reached 1,000 only once the deadline has passed, and no transition brings the hub
+        // there: the wait ends at once, unreached.
+        #expect(await hub.reach(1_000, identity: "", upstream: upstream, timeout: .seconds(5)) == false)
+    }
+}

@@ -1,0 +1,63 @@
+import Synchronization
+
+/// A value given once and awaited once, by whichever comes first: ``end(with:)`` before ``value()`` is awaited keeps
+/// the value until then, and every later ``end(with:)`` does nothing. The hub's waits (a first result, a long-poll, a
+/// session reaching a timestamp) end through one of these, so that their deadline can end them at any moment, even
+/// before they are awaited.
+final class OneShot<Value: Sendable>: Sendable {
+    private enum State {
+        case waiting(CheckedContinuation<Value, Never>?)
+        /// Ended before anyone awaited the value.
+        case ended(Value)
+        case done
+    }
+
+    private let state = Mutex(State.waiting(nil))
+
+    /// Ends the wait with `value`; returns whether this call ended it (false when it had already ended).
+    @discardableResult
+    func end(with value: Value) -> Bool {
+        let outcome = state.withLock { state -> (ended: Bool, continuation: CheckedContinuation<Value, Never>?) in
+            guard case .waiting(let continuation) = state else { return (false, nil) }
+            if let continuation {
+                state = .done
+                return (true, continuation)
+            }
+            state = .ended(value)
+            return (true, nil)
+        }
+        outcome.continuation?.resume(returning: value)
+        return outcome.ended
+    }
+
+    /// The value, once ended. Awaited once.
+    func value() async -> Value {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Value, Never>) in
+            let ended = state.withLock { state -> Value? in
+                switch state {
+                case .waiting:
+                    state = .waiting(continuation)
+                    return nil
+                case .ended(let value):
+                    state = .done
+                    return value
+                case .done:
+                    preconditionFailure("OneShot.value() awaited twice")
+                }
+            }
+            if let ended { continuation.resume(returning: ended) }
+        }
+    }
+}
+
+extension GatewayClock {
+    /// Runs `expire` once the clock reaches `deadline`, unless the returned task is cancelled first: the one deadline
+    /// of the hub's waits. Start it only once the wait can be ended (registered), so that an early deadline (a short
+    /// timeout, a busy machine, a test clock already past it) still ends the wait.
+    func expiring(at deadline: Duration, _ expire: @escaping @Sendable () -> Void) -> Task<Void, Never> {
+        Task { [self] in
+            guard (try? await sleep(until: deadline)) != nil, !Task.isCancelled else { return }
+            expire()
+        }
+    }
+}
