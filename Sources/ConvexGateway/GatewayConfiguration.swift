@@ -27,7 +27,7 @@ public struct GatewayConfiguration: Sendable {
     /// Longest a `GET` with `If-None-Match` and `Prefer: wait=<seconds>` waits for a change (a long-poll); 0: never.
     public var maxWaitSeconds = 30
     /// Read-your-writes on this gateway: once it has answered a mutation committed at `T`, no query answer comes from
-    /// a snapshot older than `T` (Pipeline/SnapshotFloor.swift).
+    /// a snapshot older than `T` (ReadYourWrites/SnapshotFloor.swift).
     public var readYourWrites = true
     /// Simultaneous HTTP connections; more get 503.
     public var maxConnections = 10_000

@@ -34,7 +34,7 @@ package final class GatewayCore: Sendable {
     let openStreams: OpenStreams
     /// Where callers' tokens come from: header, stream ticket, cookie (Access/CallerCredentials.swift).
     let credentials: CallerCredentials
-    /// Read-your-writes (Pipeline/ReadYourWrites.swift): the newest commit answered here, and moving connections.
+    /// Read-your-writes (ReadYourWrites/ReadYourWrites.swift): the newest commit answered here, and moving connections.
     let readYourWrites: ReadYourWrites
     /// The typed-arguments stage (Pipeline/ArgumentStage.swift).
     let arguments: TypedArguments

@@ -213,7 +213,7 @@ extension GatewayCore {
             hotQueries.forget(route, for: target)
             return nil
         }
-        // Read-your-writes (Pipeline/SnapshotFloor.swift): the answer's snapshot must be at the newest commit answered
+        // Read-your-writes (ReadYourWrites/SnapshotFloor.swift): the answer's snapshot must be at the newest commit answered
         // here and the caller's `Convex-Min-Timestamp` or later; while the subscription's connection is behind,
         // full handling moves it there. (A malformed header gets full handling's 400.)
         let minTimestamp: UInt64?

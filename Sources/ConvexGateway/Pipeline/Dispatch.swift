@@ -2,7 +2,7 @@ import ConvexSyncProtocol
 import ConvexValues
 
 /// The dispatch stage: a parsed request goes to the stage of its route kind, each a type in a file named for what it
-/// serves: queries (Queries.swift, with LongPoll.swift; read-your-writes in ReadYourWrites.swift), many queries at one
+/// serves: queries (Queries.swift, with LongPoll.swift; read-your-writes in ReadYourWrites/), many queries at one
 /// snapshot (BatchQuery.swift), calls (Calls.swift), event streams (Streams.swift) and the gateway's own routes
 /// (SystemRoutes.swift). Each returns its outcome or throws; GatewayCore.handle completes either (Finish.swift).
 extension GatewayCore {

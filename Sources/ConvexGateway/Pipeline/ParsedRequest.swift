@@ -19,7 +19,7 @@ struct ParsedRequest: Sendable {
     var wantsEventStream: Bool
     /// A `/subscribe` stream asked for changes as JSON Patches (`delta=json-patch`, Delta/ValueDelta.swift).
     var wantsPatches = false
-    /// `Convex-Min-Timestamp`: the oldest snapshot the caller accepts (Pipeline/SnapshotFloor.swift).
+    /// `Convex-Min-Timestamp`: the oldest snapshot the caller accepts (ReadYourWrites/SnapshotFloor.swift).
     var minTimestamp: UInt64?
 
     var method: String { request.method }

@@ -27,7 +27,7 @@ struct Queries: Sendable {
         let key = SubscriptionHub.Key(identity: identityID, function: function, args: args)
         let longPoll = LongPoll.wait(request, context, maxSeconds: configuration.maxWaitSeconds)
         let floor = readYourWrites.floor(for: request)
-        // A live result answers at once when its snapshot is new enough (read-your-writes, SnapshotFloor.swift).
+        // A live result answers at once when its snapshot is new enough (read-your-writes, ReadYourWrites/SnapshotFloor.swift).
         if let hot = hub.currentBody(for: key, format: format), hot.ts >= floor {
             let answer = answer(for: hot.current, body: hot.body, format: format, ts: hot.ts)
             if case .value = hot.current.result {

@@ -44,9 +44,7 @@ struct PaginationCursor: Equatable {
     /// - Throws: ``fromAnotherQuery`` (a `ConvexError` with `{isConvexSystemError: true, paginationError:
     ///   "InvalidCursor"}`) for another query's cursor, ``unparsable`` for text that is no cursor.
     init(decoding text: String, for query: Query) throws(FunctionCallError) {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        guard let data = Data(base64Encoded: base64), let plain = String(data: data, encoding: .utf8) else {
+        guard let bytes = base64URLDecode(text[...]), let plain = String(validating: bytes, as: UTF8.self) else {
             throw Self.unparsable
         }
         let parts = plain.split(separator: "|", omittingEmptySubsequences: false).map(String.init)
