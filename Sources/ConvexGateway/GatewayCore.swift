@@ -111,10 +111,15 @@ package final class GatewayCore: Sendable {
     /// Handles a request. Runs on the HTTP server's thread: it never blocks, and answers a `GET` of a live
     /// subscription's result at once.
     package func handle(_ request: GatewayRequest) -> GatewayHandling {
+        // The route is parsed once: its template labels the metrics, its access class the access stage's decision
+        // (a function route with a bad function path is still a function call), and its error, if any, is the
+        // parse stage's to answer.
+        let route = Result { () throws(GatewayError) -> Route in try Route(rawPath: request.rawPath[...]) }
         var context = ResponseContext(
-            template: Route.template(rawPath: request.rawPath[...]), startedAt: request.startedAt, headers: [],
+            template: (try? route.get())?.template ?? "unmatched", startedAt: request.startedAt, headers: [],
             representation: RepresentationPreferences(method: request.method, header: request.header))
-        switch access.decide(request) {
+        let accessClass = (try? route.get())?.accessClass ?? Route.accessClass(rawPath: request.rawPath[...])
+        switch access.decide(request, accessClass: accessClass) {
         case .answer(let response):
             return .respond(completed(response, context))
         case .proceed(let headers):
@@ -122,7 +127,8 @@ package final class GatewayCore: Sendable {
         }
         let parsed: ParsedRequest
         do {
-            parsed = try ParsedRequest(request, defaultFormat: configuration.defaultFormat, credentials: credentials)
+            parsed = try ParsedRequest(
+                request, route: route.get(), defaultFormat: configuration.defaultFormat, credentials: credentials)
         } catch {
             return .respond(completed(errorResponse(error, format: configuration.defaultFormat), context))
         }

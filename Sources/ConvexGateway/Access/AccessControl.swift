@@ -98,10 +98,8 @@ package final class AccessControl: Sendable {
     }
 
     /// ``decide(method:accessClass:remoteAddress:fields:)`` for a request the server has read whole.
-    func decide(_ request: GatewayRequest) -> AccessDecision {
-        decide(
-            method: request.method, accessClass: Route.accessClass(rawPath: request.rawPath[...]),
-            remoteAddress: request.remoteAddress, fields: request)
+    func decide(_ request: GatewayRequest, accessClass: Route.AccessClass) -> AccessDecision {
+        decide(method: request.method, accessClass: accessClass, remoteAddress: request.remoteAddress, fields: request)
     }
 
     private enum OriginCheck {

@@ -27,7 +27,16 @@ struct ParsedRequest: Sendable {
     /// Parses `request`; `credentials` says where the caller's token may come from.
     /// - Throws: the 404/400/405/401 that the request deserves, in that order of checks.
     init(_ request: GatewayRequest, defaultFormat: OutputFormat, credentials: CallerCredentials) throws(GatewayError) {
-        route = try Route(rawPath: request.rawPath[...])
+        try self.init(
+            request, route: Route(rawPath: request.rawPath[...]), defaultFormat: defaultFormat, credentials: credentials
+        )
+    }
+
+    /// Parses `request`, whose `route` the caller has read from its raw path already.
+    init(
+        _ request: GatewayRequest, route: Route, defaultFormat: OutputFormat, credentials: CallerCredentials
+    ) throws(GatewayError) {
+        self.route = route
         query = try QueryString(raw: request.rawQuery?[...])
         let formats = query.values(named: "format")
         if let last = formats.last {

@@ -137,11 +137,6 @@ enum Route: Equatable, Sendable {
         }
     }
 
-    /// The metrics label of a raw path: its route's template, or `unmatched`.
-    static func template(rawPath: Substring) -> String {
-        (try? Route(rawPath: rawPath))?.template ?? "unmatched"
-    }
-
     /// Percent-decodes a function path taken from the URL. An encoded `/` (`%2F`) is refused rather than silently
     /// turned into a module separator.
     static func percentDecodeFunctionPath(_ text: Substring) throws(GatewayError) -> String {

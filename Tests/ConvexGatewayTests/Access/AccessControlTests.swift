@@ -293,12 +293,17 @@ struct AccessControlTests {
 /// The access stage's decision read as the tests ask it: the answer to send instead, or the headers to add.
 extension AccessControl {
     func answer(to request: GatewayRequest) -> GatewayResponse? {
-        if case .answer(let response) = decide(request) { return response }
+        if case .answer(let response) = decide(request, accessClass: Self.accessClass(of: request)) { return response }
         return nil
     }
 
     func responseHeaders(for request: GatewayRequest) -> [(String, String)] {
-        if case .proceed(let headers) = decide(request) { return headers }
+        if case .proceed(let headers) = decide(request, accessClass: Self.accessClass(of: request)) { return headers }
         return []
+    }
+
+    /// The access class GatewayCore gives the access stage: the parsed route's, else the raw path's.
+    static func accessClass(of request: GatewayRequest) -> Route.AccessClass {
+        (try? Route(rawPath: request.rawPath[...]))?.accessClass ?? Route.accessClass(rawPath: request.rawPath[...])
     }
 }
