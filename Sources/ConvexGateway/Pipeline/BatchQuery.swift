@@ -23,25 +23,15 @@ struct BatchQueries: Sendable {
     let logger: Logger
 
     func get(_ request: ParsedRequest, _ context: ResponseContext) throws(GatewayError) -> StageOutcome {
-        let parsed = try StreamSubscriptions(
-            request.query, limit: configuration.maxStreamSubscriptions, kind: .batch)
-        var queries: [(id: String, function: String, args: ConvexValue)] = []
-        var keys: [SubscriptionHub.Key] = []
+        let queries = try StreamSubscriptions(
+            request.query, limit: configuration.maxStreamSubscriptions, kind: .batch
+        ).typed(by: arguments)
         let (identityID, upstream) = pool.upstream(for: request.identity)
-        for query in parsed.subscriptions {
-            let args: ConvexValue
-            do {
-                args = try arguments.arguments(query.input, for: query.function)
-            } catch {
-                throw error.naming(query: query.id)
-            }
-            queries.append((query.id, query.function.canonical, args))
-            keys.append(SubscriptionHub.Key(identity: identityID, function: query.function, args: args))
-        }
+        let keys = queries.map { SubscriptionHub.Key(identity: identityID, function: $0.function, args: $0.args) }
         let format = request.format
         let floor = readYourWrites.floor(for: request)
         let longPoll = LongPoll.wait(request, context, maxSeconds: configuration.maxWaitSeconds)
-        let ids = queries.map(\.id)
+        let ids = queries.map { $0.id ?? "" }
         return .later { [keys, queries] () async throws(GatewayError) -> GatewayOutcome in
             try await readYourWrites.ready(at: floor, identity: identityID, upstream: upstream)
             let snapshot = try await readBatch(
@@ -72,22 +62,13 @@ struct BatchQueries: Sendable {
     private func readBatch(
         keys: [SubscriptionHub.Key], args: [ConvexValue], upstream: any ConvexUpstream, format: OutputFormat
     ) async throws(GatewayError) -> (ts: UInt64, bodies: [SubscriptionHub.CurrentBody]) {
-        let hub = self.hub
         let timeout = configuration.upstreamTimeout
         // Results expire only after the keep-warm period, so a second try finds them all unless one just ended.
         for _ in 0..<2 {
             if let snapshot = hub.currentBodies(for: keys, format: format) { return snapshot }
-            let arrived = await withTaskGroup(of: Bool.self) { group in
-                for (key, args) in zip(keys, args) {
-                    group.addTask {
-                        await hub.firstResult(for: key, args: args, upstream: upstream, timeout: timeout) != nil
-                    }
-                }
-                return await group.allSatisfy { $0 }
-            }
-            if !arrived {
-                throw hub.subscriptionCount >= configuration.maxSubscriptions
-                    ? .overloaded : .upstreamTimeout(seconds: timeout.seconds)
+            let firsts = await hub.firstResults(of: Array(zip(keys, args)), upstream: upstream, timeout: timeout)
+            if firsts.contains(where: { $0 == nil }) {
+                throw hub.noFirstResult(timeout: timeout, maxSubscriptions: configuration.maxSubscriptions)
             }
         }
         if let snapshot = hub.currentBodies(for: keys, format: format) { return snapshot }

@@ -25,6 +25,7 @@ struct StreamSubscriptions: Sendable {
     }
 
     var subscriptions: [Subscription]
+    let kind: Kind
 
     /// Query parameters of `/subscribe` that are not subscriptions (`ticket` is taken out by the parse stage).
     static let otherParameters: Set<String> = ["format"]
@@ -100,6 +101,26 @@ struct StreamSubscriptions: Sendable {
             subscriptions.append(Subscription(id: id, function: function, input: input))
         }
         self.subscriptions = subscriptions
+        self.kind = kind
+    }
+
+    /// Every subscription (or query) with its arguments typed by `arguments` (with the function spec), in URL order.
+    /// - Throws: the argument stage's error, naming the subscription (or query) in its message and its field.
+    func typed(by arguments: TypedArguments) throws(GatewayError) -> [StreamSubscription] {
+        var typed: [StreamSubscription] = []
+        typed.reserveCapacity(subscriptions.count)
+        for subscription in subscriptions {
+            do {
+                typed.append(
+                    StreamSubscription(
+                        id: subscription.id, function: subscription.function,
+                        args: try arguments.arguments(subscription.input, for: subscription.function)))
+            } catch {
+                throw kind == .stream
+                    ? error.naming(subscription: subscription.id) : error.naming(query: subscription.id)
+            }
+        }
+        return typed
     }
 
     static func isValidID(_ id: Substring) -> Bool {

@@ -30,19 +30,7 @@ struct Streams: Sendable {
 
     /// The subscriptions of a multi-subscription stream URL, with their arguments typed.
     func subscriptions(_ request: ParsedRequest) throws(GatewayError) -> [StreamSubscription] {
-        let parsed = try StreamSubscriptions(request.query, limit: configuration.maxStreamSubscriptions)
-        var typed: [StreamSubscription] = []
-        for subscription in parsed.subscriptions {
-            do {
-                typed.append(
-                    StreamSubscription(
-                        id: subscription.id, function: subscription.function,
-                        args: try arguments.arguments(subscription.input, for: subscription.function)))
-            } catch {
-                throw error.naming(subscription: subscription.id)
-            }
-        }
-        return typed
+        try StreamSubscriptions(request.query, limit: configuration.maxStreamSubscriptions).typed(by: arguments)
     }
 
     /// Opens an event stream under the stream limit (StreamAdmission.swift): `/subscribe/<function>` (one
@@ -105,32 +93,16 @@ struct Streams: Sendable {
         upstream: any ConvexUpstream, floor: UInt64
     ) async throws(GatewayError) {
         try await readYourWrites.ready(at: floor, identity: identity, upstream: upstream)
-        let hub = self.hub
         let timeout = configuration.upstreamTimeout
-        let firsts = await withTaskGroup(of: (Int, SubscriptionHub.CurrentResult?).self) { group in
-            for (index, subscription) in subscriptions.enumerated() {
-                group.addTask {
-                    (
-                        index,
-                        await hub.firstResult(
-                            for: subscription.key, args: subscription.args, upstream: upstream, timeout: timeout)?
-                            .current
-                    )
-                }
-            }
-            var firsts = [SubscriptionHub.CurrentResult?](repeating: nil, count: subscriptions.count)
-            for await (index, current) in group { firsts[index] = current }
-            return firsts
-        }
+        let firsts = await hub.firstResults(
+            of: subscriptions.map { ($0.key, $0.args) }, upstream: upstream, timeout: timeout)
         for (subscription, first) in zip(subscriptions, firsts) {
             var error: GatewayError
             if let first {
                 guard case .failure(let failure) = first.result, failure.refusesStream else { continue }
                 error = failure.gatewayError(logging: logger)
             } else {
-                error =
-                    hub.subscriptionCount >= configuration.maxSubscriptions
-                    ? .overloaded : .upstreamTimeout(seconds: timeout.seconds)
+                error = hub.noFirstResult(timeout: timeout, maxSubscriptions: configuration.maxSubscriptions)
             }
             if let id = subscription.id { error = error.naming(subscription: id) }
             throw error
