@@ -1,0 +1,164 @@
+import ConvexValues
+
+/// The wire of one event stream, as a state machine with no I/O: what the client holds of each subscription, and the
+/// bytes each delivery becomes. A transition in, the writes out (``Write``); ``EventStream`` performs them, in order,
+/// after leaving its lock. The formats are EventStream's (see there): one `event: transition` per delivery on a
+/// multi-subscription stream, the hub's shared events (or `event: patch`) on a `/subscribe/<function>` stream, one
+/// `event: fatal` before the end when the credentials are refused.
+struct StreamWire {
+    /// One step for the stream's output.
+    enum Write: Equatable {
+        /// Queue the bytes.
+        case write([UInt8])
+        /// Queue the bytes, or replace what is queued with them when at least `limit` bytes wait: one step.
+        case writeCoalescing([UInt8], limit: Int)
+        /// Replace what is queued (coalescing a reader that fell behind).
+        case replacePending([UInt8])
+        /// End the stream after what is queued.
+        case end
+    }
+
+    /// A subscription's current result as this connection sent (or queued) it.
+    private struct Sent {
+        var isFailure: Bool
+        var body: [UInt8]
+        /// The result's whole `/subscribe/<function>` event.
+        var event: [UInt8]
+    }
+
+    let framing: EventStream.Framing
+    let wantsPatches: Bool
+    /// Bytes queued for the client past which what is queued is replaced by every subscription's latest result.
+    let limit: Int
+    /// What the client holds of each subscription: the next event's id, and the base a patch must apply to.
+    private(set) var resume: ResumeID
+    /// The results this connection sent or queued, by subscription (`nil` until the first).
+    private var sent: [Sent?]
+    /// The sequence of each subscription's result last sent (0: none).
+    private var sequences: [UInt64]
+    private var ts: UInt64 = 0
+    private(set) var ended = false
+
+    /// - Parameters:
+    ///   - count: the number of subscriptions (1 for `.function`).
+    ///   - resumeFrom: the `Last-Event-ID` the client sent, if any.
+    init(framing: EventStream.Framing, count: Int, limit: Int, patches: Bool, resumeFrom: String?) {
+        self.framing = framing
+        self.limit = limit
+        self.wantsPatches = patches
+        resume =
+            resumeFrom.flatMap { ResumeID(parsing: $0, count: count) }
+            ?? ResumeID(version: 0, held: Array(repeating: nil, count: count))
+        sent = Array(repeating: nil, count: count)
+        sequences = Array(repeating: 0, count: count)
+    }
+
+    /// The writes one delivery of the hub makes. `pendingBytes` reads how many bytes wait for the client (read only
+    /// when a multi-subscription transition is framed, to choose between queuing it and coalescing).
+    mutating func deliver(_ transition: StreamTransition, pendingBytes: () -> Int) -> [Write] {
+        guard !ended else { return [] }
+        // A stream's first delivery is rendered outside the hub's lock, so a transition right after it may arrive
+        // first: a result older than the one sent is dropped, never sent after it. (A transition whose changes are all
+        // newer, the usual case, is used as it is: no copy per stream.)
+        let sequences = self.sequences
+        let isNewer = { (change: StreamTransition.Change) in change.update.current.sequence > sequences[change.member] }
+        let changes = transition.changes.allSatisfy(isNewer) ? transition.changes : transition.changes.filter(isNewer)
+        guard !changes.isEmpty else { return [] }
+        for change in changes { self.sequences[change.member] = change.update.current.sequence }
+        if case .function = framing, !wantsPatches, let update = changes.last?.update, !update.endsStream {
+            // Full values of one subscription: the hub's shared event as it is.
+            return [.writeCoalescing(update.event, limit: limit)]
+        }
+        if let refused = changes.first(where: { $0.update.endsStream }) {
+            // The credentials are gone for every subscription: one error for the stream, then its end.
+            ended = true
+            return [
+                .write(ServerSentEvent(event: ServerSentEvent.Name.fatal, data: refused.update.body).encoded()), .end,
+            ]
+        }
+        ts = transition.ts
+        var parts: [[UInt8]] = []
+        for change in changes {
+            let update = change.update
+            let base = resume.held[change.member]
+            resume.held[change.member] = update.hash
+            resume.version = max(resume.version, update.current.sequence)
+            sent[change.member] = Sent(isFailure: update.isFailure, body: update.body, event: update.event)
+            if wantsPatches, let patch = update.patch, patch.base == base {
+                parts.append(part(patch, member: change.member))
+            } else {
+                parts.append(part(sent[change.member]!, hash: update.hash, member: change.member))
+            }
+        }
+        if pendingBytes() >= limit {
+            // What is queued is dropped, patch bases among it: every subscription's latest, in full, replaces it.
+            var everything: [[UInt8]] = []
+            for (member, sent) in sent.enumerated() {
+                if let sent, let hash = resume.held[member] {
+                    everything.append(part(sent, hash: hash, member: member))
+                }
+            }
+            return [.replacePending(event(everything))]
+        }
+        return [.write(event(parts))]
+    }
+
+    /// The stream ends (a subscription's upstream ended, or the gateway is shutting down): `[.end]` the first time.
+    mutating func end() -> [Write] {
+        guard !ended else { return [] }
+        ended = true
+        return [.end]
+    }
+
+    // MARK: Framing
+
+    /// One subscription's full result: the whole event of a `/subscribe/<function>` stream, a transition's change
+    /// otherwise.
+    private func part(_ sent: Sent, hash: UInt64, member: Int) -> [UInt8] {
+        guard case .transitions(let ids) = framing else { return sent.event }
+        var data: [UInt8] = []
+        data.reserveCapacity(sent.body.count + ids[member].utf8.count + 48)
+        data += #"{"sub":""#.utf8
+        data += ids[member].utf8  // ids are [A-Za-z0-9_-]: no escaping needed
+        if sent.isFailure {
+            data += #"","#.utf8
+            data += sent.body.dropFirst()  // {"error":{…}} becomes {"sub":"…","error":{…}}
+        } else {
+            data += #"","value":"#.utf8
+            data += sent.body
+            data += #","v":""#.utf8
+            data += ContentHash.text(hash).utf8
+            data += #""}"#.utf8
+        }
+        return data
+    }
+
+    /// One subscription's change as a JSON Patch: the patch's `event: patch`, or a transition's change.
+    private func part(_ patch: ValueDelta.Patch, member: Int) -> [UInt8] {
+        guard case .transitions(let ids) = framing else { return patch.event }
+        var data: [UInt8] = []
+        data.reserveCapacity(patch.fields.count + ids[member].utf8.count + 12)
+        data += #"{"sub":""#.utf8
+        data += ids[member].utf8
+        data += #"","#.utf8
+        data += patch.fields
+        data += "}".utf8
+        return data
+    }
+
+    /// The bytes of one transition: the `/subscribe/<function>` events as they are, or one `event: transition`.
+    private func event(_ parts: [[UInt8]]) -> [UInt8] {
+        guard case .transitions = framing else { return parts.flatMap { $0 } }
+        var data: [UInt8] = []
+        data.reserveCapacity(parts.reduce(32) { $0 + $1.count + 1 })
+        data += #"{"ts":""#.utf8
+        data += String(ts).utf8
+        data += #"","changes":["#.utf8
+        for (index, part) in parts.enumerated() {
+            if index > 0 { data.append(UInt8(ascii: ",")) }
+            data += part
+        }
+        data += "]}".utf8
+        return ServerSentEvent(event: ServerSentEvent.Name.transition, id: resume.text, data: data).encoded()
+    }
+}
