@@ -198,7 +198,8 @@ let package = Package(
             // Embedded in the binary (ClientScript.swift): no resource bundle to install beside the executable. The
             // modules of client.js, served as one file in this order.
             resources: [
-                .embedInCode("Resources/client/event-stream.js"), .embedInCode("Resources/client/values.js"),
+                .embedInCode("Resources/client/errors.js"), .embedInCode("Resources/client/event-stream.js"),
+                .embedInCode("Resources/client/authentication.js"), .embedInCode("Resources/client/values.js"),
                 .embedInCode("Resources/client/patching.js"), .embedInCode("Resources/client/callbacks.js"),
                 .embedInCode("Resources/client/paginated.js"), .embedInCode("Resources/client/gateway.js"),
             ]

@@ -7,7 +7,8 @@ enum ClientScript {
     /// The modules in the order they are joined: each only imports (`import … from "./…";`, one line) from those before
     /// it, so the joined file drops those lines and keeps every `export`.
     static let modules: [(name: String, text: [UInt8])] = [
-        ("event-stream.js", PackageResources.event_stream_js), ("values.js", PackageResources.values_js),
+        ("errors.js", PackageResources.errors_js), ("event-stream.js", PackageResources.event_stream_js),
+        ("authentication.js", PackageResources.authentication_js), ("values.js", PackageResources.values_js),
         ("patching.js", PackageResources.patching_js), ("callbacks.js", PackageResources.callbacks_js),
         ("paginated.js", PackageResources.paginated_js), ("gateway.js", PackageResources.gateway_js),
     ]

@@ -7,7 +7,8 @@ import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { ConvexGateway, callHeaders, laterTimestamp } from "../../Sources/ConvexGateway/Resources/client/gateway.js";
+import { Authentication, callHeaders } from "../../Sources/ConvexGateway/Resources/client/authentication.js";
+import { ConvexGateway, laterTimestamp } from "../../Sources/ConvexGateway/Resources/client/gateway.js";
 import { applyPatch, applyTransition } from "../../Sources/ConvexGateway/Resources/client/patching.js";
 import { decodeConvexValue, encodeConvexValue } from "../../Sources/ConvexGateway/Resources/client/values.js";
 import { FakeEventStream } from "./fake-event-stream.mjs";
@@ -412,4 +413,32 @@ test("a replica that is shutting down refuses the stream quietly: it is opened a
   FakeEventStream.instances[1].refuse(503, { code: "Overloaded", message: "Too many streams" });
   assert.deepEqual(errors.map((error) => error.code), ["Overloaded"], "other refusals are heard");
   gateway.close();
+});
+
+test("Authentication reuses a ticket while its token is the same and has time left, and mints anew otherwise", async () => {
+  const minted = [];
+  let answer = (token) => ({ ok: true, status: 201, json: async () => ({ ticket: `t${minted.length}`, expiresAt: Date.now() + 60000 }) });
+  globalThis.fetch = async (url, init) => {
+    minted.push([url, init.headers.Authorization]);
+    return answer(init.headers.Authorization);
+  };
+  let current = "jwt-1";
+  const auth = new Authentication("http://gateway.test", ({ forceRefresh }) => (forceRefresh ? "jwt-fresh" : current));
+  assert.equal(await auth.streamTicket(false), "t1");
+  assert.equal(await auth.streamTicket(false), "t1", "the same token: the same ticket");
+  current = "jwt-2";
+  assert.equal(await auth.streamTicket(false), "t2", "another token: a new ticket");
+  assert.equal(await auth.streamTicket(true), "t3", "forceRefresh: a fresh token and a new ticket");
+  assert.deepEqual(minted.map(([url, authorization]) => [url, authorization]), [
+    ["http://gateway.test/stream-tickets", "Bearer jwt-1"],
+    ["http://gateway.test/stream-tickets", "Bearer jwt-2"],
+    ["http://gateway.test/stream-tickets", "Bearer jwt-fresh"],
+  ]);
+  assert.equal(await new Authentication("http://gateway.test").streamTicket(false), null, "signed out: no ticket");
+  answer = () => ({ ok: false, status: 401, json: async () => ({ error: { code: "Unauthenticated", message: "expired" } }) });
+  await assert.rejects(auth.streamTicket(true), { name: "ConvexGatewayError", status: 401, code: "Unauthenticated" });
+  globalThis.fetch = async () => {
+    throw new TypeError("Failed to fetch");
+  };
+  await assert.rejects(auth.streamTicket(true), { status: 0, code: "NetworkError" });
 });

@@ -5,7 +5,8 @@
 // gateway's PageReader (Sources/ConvexLocal/Pagination/PageReader.swift).
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { ConvexGateway, ConvexGatewayError } from "../../Sources/ConvexGateway/Resources/client/gateway.js";
+import { ConvexGatewayError } from "../../Sources/ConvexGateway/Resources/client/errors.js";
+import { ConvexGateway } from "../../Sources/ConvexGateway/Resources/client/gateway.js";
 import { PaginatedQueryState } from "../../Sources/ConvexGateway/Resources/client/paginated.js";
 import { FakeEventStream } from "./fake-event-stream.mjs";
 

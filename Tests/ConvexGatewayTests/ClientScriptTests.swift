@@ -61,7 +61,7 @@ struct ClientScriptTests {
         #expect(served.contains("export class EventStreamReader"))
         #expect(served.contains("export class ConvexGateway"))
         let reader = served.range(of: "class EventStreamReader")
-        let gateway = served.range(of: "class ConvexGateway")
+        let gateway = served.range(of: "class ConvexGateway {")
         #expect(reader != nil && gateway != nil && reader!.lowerBound < gateway!.lowerBound, "imported first")
     }
 

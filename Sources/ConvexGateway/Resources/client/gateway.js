@@ -1,7 +1,8 @@
 /**
  * client.js: the gateway's browser client, a dependency-free ES module served at `GET /client.js`. Its modules are
  * the files of Sources/ConvexGateway/Resources/client/, served as one file (ClientScript.swift) with this one,
- * gateway.js, last: event-stream.js (the transport), values.js, patching.js, callbacks.js, paginated.js.
+ * gateway.js, last: errors.js, event-stream.js (the transport), authentication.js (tokens and stream tickets),
+ * values.js, patching.js, callbacks.js, paginated.js.
  *
  *   import { ConvexGateway } from "http://127.0.0.1:8080/client.js";
  *   const gateway = new ConvexGateway("http://127.0.0.1:8080", { token: async () => currentJwtOrNull });
@@ -44,29 +45,18 @@
  * live query follows the stream's own replica, which catches up.
  */
 
+import { Authentication, callHeaders } from "./authentication.js";
 import { notify } from "./callbacks.js";
+import { ConvexGatewayError } from "./errors.js";
 import { EventStreamReader } from "./event-stream.js";
 import { PaginatedQuery } from "./paginated.js";
 import { applyTransition } from "./patching.js";
 import { decodeConvexValue, encodeConvexValue, stableKey } from "./values.js";
 
-/**
- * A failure: `code`, `message`, `data` when a function threw a ConvexError, and `status`, the HTTP status of the
- * refusing response (undefined for an error that arrived on an open stream, 0 when the gateway was unreachable).
- */
-export class ConvexGatewayError extends Error {
-  constructor(status, error) {
-    super(error?.message ?? (status === 0 ? "The gateway could not be reached" : `HTTP ${status}`));
-    this.name = "ConvexGatewayError";
-    this.status = status;
-    this.code = error?.code ?? (status === 0 ? "NetworkError" : `Http${status}`);
-    this.data = error?.data;
-  }
-}
-
 export class ConvexGateway {
   #base;
-  #token;
+  /** The page's tokens and the stream tickets minted from them (authentication.js). */
+  #auth;
   #debounceMs;
   /** Live queries by function and arguments: { id, fn, args, listeners, hash, value, refused }; `hash` is the
    * gateway's hash of `value` (what a patch names as its base), `refused` the error of a query whose input the
@@ -77,7 +67,6 @@ export class ConvexGateway {
   /** Bumped whenever the stream is replaced or closed, so callbacks of an old one do nothing. */
   #generation = 0;
   #timer = undefined;
-  #ticket = null;
   #failures = 0;
   /** Values as convex-js gives them (`values: "convex"`), else plain JSON. */
   #convex;
@@ -97,8 +86,7 @@ export class ConvexGateway {
    */
   constructor(url, options = {}) {
     this.#base = new URL(String(url), globalThis.location?.href).href.replace(/\/+$/, "");
-    const token = options.token ?? (() => null);
-    this.#token = async (forceRefresh) => (await token({ forceRefresh, forceRefreshToken: forceRefresh })) ?? null;
+    this.#auth = new Authentication(this.#base, options.token);
     this.#debounceMs = options.debounceMs ?? 10;
     if (options.values !== undefined && options.values !== "json" && options.values !== "convex") {
       throw new TypeError(`values must be "json" or "convex", not ${options.values}`);
@@ -203,7 +191,7 @@ export class ConvexGateway {
 
   async #call(kind, fn, args, forceRefresh = false) {
     checkCall(fn, args);
-    const token = await this.#token(forceRefresh);
+    const token = await this.#auth.token(forceRefresh);
     const headers = callHeaders(token, this.#timestamp);
     let response;
     try {
@@ -272,7 +260,7 @@ export class ConvexGateway {
     if (this.#convex) url.searchParams.set("format", "encoded");
     if (byId.size === 0) return this.#replaceStream(null);
     try {
-      const ticket = await this.#streamTicket(forceRefresh);
+      const ticket = await this.#auth.streamTicket(forceRefresh);
       if (ticket) url.searchParams.set("ticket", ticket);
     } catch (error) {
       if (generation === this.#generation) this.#retry(error, byId);
@@ -312,27 +300,6 @@ export class ConvexGateway {
     });
     // Lost connections are tried again by the reader (with Last-Event-ID); a refusal ends it.
     source.addEventListener("refused", ({ status, error }) => current() && this.#refused(status, error, byId));
-  }
-
-  /** Mints a stream ticket from the current token, or reuses the last one while it has time left. */
-  async #streamTicket(forceRefresh) {
-    const token = await this.#token(forceRefresh);
-    if (!token) return null;
-    const last = this.#ticket;
-    if (!forceRefresh && last?.token === token && last.expiresAt - Date.now() > 5000) return last.ticket;
-    let response;
-    try {
-      response = await fetch(`${this.#base}/stream-tickets`, {
-        method: "POST",
-        headers: { Authorization: `Bearer ${token}` },
-      });
-    } catch {
-      throw new ConvexGatewayError(0);
-    }
-    const body = await response.json().catch(() => null);
-    if (!response.ok) throw new ConvexGatewayError(response.status, body?.error);
-    this.#ticket = { token, ticket: body.ticket, expiresAt: body.expiresAt };
-    return body.ticket;
   }
 
   /** Reacts to the gateway's refusal of the stream: its status and error body (`error.sub` names a subscription). */
@@ -389,17 +356,6 @@ export function laterTimestamp(known, seen) {
   if (value >= 2n ** 63n) return known;
   if (known !== undefined && BigInt(known) >= value) return known;
   return value.toString(); // canonical: no leading zeros
-}
-
-/**
- * The headers of a call: JSON, `Authorization: Bearer <token>` when there is a token, and `Convex-Min-Timestamp` when
- * the client has seen a timestamp.
- */
-export function callHeaders(token, timestamp) {
-  const headers = { "Content-Type": "application/json" };
-  if (token) headers.Authorization = `Bearer ${token}`;
-  if (timestamp !== undefined) headers["Convex-Min-Timestamp"] = timestamp;
-  return headers;
 }
 
 function checkCall(fn, args) {
