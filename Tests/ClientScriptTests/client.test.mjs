@@ -435,6 +435,7 @@ test("Authentication reuses a ticket while its token is the same and has time le
     ["http://gateway.test/stream-tickets", "Bearer jwt-fresh"],
   ]);
   assert.equal(await new Authentication("http://gateway.test").streamTicket(false), null, "signed out: no ticket");
+  assert.equal(await new Authentication("http://gateway.test", null).token(false), null, "token: null is signed out");
   answer = () => ({ ok: false, status: 401, json: async () => ({ error: { code: "Unauthenticated", message: "expired" } }) });
   await assert.rejects(auth.streamTicket(true), { name: "ConvexGatewayError", status: 401, code: "Unauthenticated" });
   globalThis.fetch = async () => {

@@ -17,9 +17,9 @@ export class Authentication {
    * @param {(options: { forceRefresh: boolean, forceRefreshToken: boolean }) => Promise<string | null | undefined> |
    *   string | null | undefined} [token] The page's token callback; none: anonymous (or the gateway's auth cookie).
    */
-  constructor(base, token = () => null) {
+  constructor(base, token) {
     this.#base = base;
-    this.#token = token;
+    this.#token = token ?? (() => null);
   }
 
   /** The current token, null when signed out; `forceRefresh` asks the callback for a fresh one (after a refusal). */
