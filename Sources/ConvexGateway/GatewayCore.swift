@@ -115,10 +115,11 @@ package final class GatewayCore: Sendable {
         // (a function route with a bad function path is still a function call), and its error, if any, is the
         // parse stage's to answer.
         let route = Result { () throws(GatewayError) -> Route in try Route(rawPath: request.rawPath[...]) }
+        let matched = try? route.get()
         var context = ResponseContext(
-            template: (try? route.get())?.template ?? "unmatched", startedAt: request.startedAt, headers: [],
+            template: matched?.template ?? "unmatched", startedAt: request.startedAt, headers: [],
             representation: RepresentationPreferences(method: request.method, header: request.header))
-        let accessClass = (try? route.get())?.accessClass ?? Route.accessClass(rawPath: request.rawPath[...])
+        let accessClass = matched?.accessClass ?? Route.accessClass(rawPath: request.rawPath[...])
         switch access.decide(request, accessClass: accessClass) {
         case .answer(let response):
             return .respond(completed(response, context))

@@ -14,20 +14,14 @@ final class OneShot<Value: Sendable>: Sendable {
 
     private let state = Mutex(State.waiting(nil))
 
-    /// Ends the wait with `value`; returns whether this call ended it (false when it had already ended).
-    @discardableResult
-    func end(with value: Value) -> Bool {
-        let outcome = state.withLock { state -> (ended: Bool, continuation: CheckedContinuation<Value, Never>?) in
-            guard case .waiting(let continuation) = state else { return (false, nil) }
-            if let continuation {
-                state = .done
-                return (true, continuation)
-            }
-            state = .ended(value)
-            return (true, nil)
+    /// Ends the wait with `value`; a wait that has ended already is left as it is.
+    func end(with value: Value) {
+        let continuation = state.withLock { state -> CheckedContinuation<Value, Never>? in
+            guard case .waiting(let continuation) = state else { return nil }
+            state = continuation == nil ? .ended(value) : .done
+            return continuation
         }
-        outcome.continuation?.resume(returning: value)
-        return outcome.ended
+        continuation?.resume(returning: value)
     }
 
     /// The value, once ended. Awaited once.

@@ -67,7 +67,7 @@ export class EventStreamReader {
     }
     if (!response.ok || !response.body) {
       const body = await response.json().catch(() => null);
-      this.#closed || this.#emit("refused", { status: response.status, error: body?.error });
+      this.#emit("refused", { status: response.status, error: body?.error });
       this.close();
       return;
     }
