@@ -32,8 +32,8 @@ package enum ValueDelta {
         /// `"base":"…","v":"…","ops":[…]`: the event data's fields, without the braces (a multi-subscription stream
         /// puts its `"sub"` first).
         package var fields: [UInt8]
-        /// The whole single-subscription event: `event: patch`, the new value's `id:`, and the fields as data.
-        package var event: [UInt8]
+        /// Where the patch's `/subscribe/<function>` event is kept once a stream framed it, for every other stream.
+        package var frame = FramedOnce()
     }
 
     /// The patch from `previous` to `snapshot`, when both are values and the patch is smaller than half of `body`
@@ -55,8 +55,6 @@ package enum ValueDelta {
                 ValueDiff.operations(from: old, to: new), budget: budget, value: render)
         else { return nil }
         fields += operations
-        let event = ServerSentEvent(
-            event: ServerSentEvent.Name.patch, id: current.id, data: [UInt8(ascii: "{")] + fields + [0x7D])
-        return Patch(base: previous.hash, result: current.hash, fields: fields, event: event.encoded())
+        return Patch(base: previous.hash, result: current.hash, fields: fields)
     }
 }

@@ -34,18 +34,30 @@ package struct StreamTransition: Sendable {
     package var changes: [Change]
 }
 
-/// A subscription's new current result, rendered once in one output mode and shared by every sink in that mode.
+/// A subscription's new current result, rendered once in one output mode and shared by every sink in that mode. The
+/// hub renders values; the streams frame them (``StreamWire``).
 package struct SubscriptionUpdate: Sendable {
     package var current: SubscriptionHub.CurrentResult
     /// Identifies the result (equal results, equal hashes): what `Last-Event-ID` resumption compares.
     package var hash: UInt64
     /// The value's JSON, or for a failure the error body `{"error": {...}}`.
     package var body: [UInt8]
-    /// The whole event of a `/subscribe/<function>` stream (`id:` and `data:` lines, `event: failure` for a failure).
-    package var event: [UInt8]
+    /// Where the update's `/subscribe/<function>` event is kept once a stream framed it, for every other stream.
+    package var frame: FramedOnce
     /// The change from the previous value as a JSON Patch, when a sink asked for patches, the previous result was
     /// a value too, and the patch is smaller than half the value (``ValueDelta``); made once per change and mode.
     package var patch: ValueDelta.Patch?
+
+    package init(
+        current: SubscriptionHub.CurrentResult, body: [UInt8], frame: FramedOnce = FramedOnce(),
+        patch: ValueDelta.Patch? = nil
+    ) {
+        self.current = current
+        self.hash = current.hash
+        self.body = body
+        self.frame = frame
+        self.patch = patch
+    }
 
     package var isFailure: Bool {
         if case .failure = current.result { true } else { false }

@@ -1,8 +1,9 @@
 import ConvexValues
 
 /// The subscription hub's bookkeeping as a plain state machine: each event (a stream attaching or leaving, a `GET`
-/// waiting for a first result, an upstream transition, the upstream ending, the sweeper's tick, shutdown) updates the
-/// state and returns the actions its owner, ``SubscriptionHub``, carries out. No I/O and no clock: time comes in as
+/// waiting for a first result, a caller waiting for an identity's results to reach a timestamp, a wait's deadline, an
+/// upstream transition, the upstream ending, the sweeper's tick, shutdown) updates the state and returns the actions
+/// its owner, ``SubscriptionHub``, carries out. Waits are numbered by the owner, which keeps what wakes each. No I/O and no clock: time comes in as
 /// `now`, the hub clock's reading (``GatewayClock/now``).
 ///
 /// Results come one upstream transition at a time, and a stream gets the changes one transition made to its
@@ -72,9 +73,10 @@ struct HubState {
         var idleSince: Duration?
         /// The current result's revision and the last `GET` read, readable without the hub's lock.
         let live: LiveResult
-        /// Rendered `GET` bodies and SSE events of `current`, by output mode.
+        /// Rendered values of `current` (a `GET`'s body), by output mode.
         var bodies: [OutputFormat: [UInt8]] = [:]
-        var events: [OutputFormat: [UInt8]] = [:]
+        /// The shared event bytes of `current`'s updates, by output mode (framed by the first stream that sends one).
+        var frames: [OutputFormat: FramedOnce] = [:]
 
         var hasReaders: Bool { !attachments.isEmpty || !waiters.isEmpty }
     }
@@ -86,6 +88,8 @@ struct HubState {
         case unsubscribe(Key, generation: UInt64)
         /// Wake waiting `GET`s with a result and the timestamp it holds at (`nil`: none will come).
         case resume(waiters: [UInt64], with: (current: CurrentResult, ts: UInt64)?)
+        /// Wake callers waiting for a timestamp: whether their identity's results reached it.
+        case reached(waiters: [UInt64], Bool)
         /// Send a stream the changes of one transition, at once.
         case deliver(Delivery, to: any EventSink)
         /// Send each of `sinks` the same delivery of one change (streams of that one subscription).
@@ -108,6 +112,8 @@ struct HubState {
     private(set) var entries: [Key: Entry] = [:]
     /// Per identity (one upstream connection), the timestamp of the last transition: the snapshot its entries hold.
     private(set) var sessions: [String: SessionView] = [:]
+    /// Callers waiting for the results of an identity to hold at a timestamp (read-your-writes), by wait.
+    private(set) var timestampWaits: [UInt64: (identity: String, target: UInt64)] = [:]
     private var nextGeneration: UInt64 = 1
     private(set) var isShutDown = false
 
@@ -176,16 +182,54 @@ struct HubState {
         return true
     }
 
+    // MARK: Read-your-writes
+
+    /// A caller waits for the results of `identity` to hold at `target` or later. `subscribed`: whether the hub reads
+    /// subscriptions of the identity's connection (without, its next subscriptions start from the connection's view,
+    /// so `target` is reached). Returns the answer when there is one at once, `nil` while waiting.
+    mutating func waitForTimestamp(_ wait: UInt64, identity: String, target: UInt64, subscribed: Bool) -> Bool? {
+        if !subscribed || timestamp(of: identity) >= target { return true }
+        if isShutDown { return false }
+        timestampWaits[wait] = (identity, target)
+        return nil
+    }
+
+    /// A timestamp wait's deadline came. Returns whether it was still waiting (it is not any more).
+    mutating func stopWaitingForTimestamp(_ wait: UInt64) -> Bool {
+        timestampWaits.removeValue(forKey: wait) != nil
+    }
+
+    /// The timestamp waits of `identity` that its results reached (or all of them, with `false`, when its upstream
+    /// `ended`), removed.
+    private mutating func timestampWaitsDone(_ identity: String, ended: Bool) -> [Action] {
+        guard !timestampWaits.isEmpty else { return [] }
+        let ts = timestamp(of: identity)
+        let done = timestampWaits.filter { $0.value.identity == identity && (ended || $0.value.target <= ts) }.keys
+        guard !done.isEmpty else { return [] }
+        for wait in done { timestampWaits[wait] = nil }
+        return [.reached(waiters: Array(done), !ended)]
+    }
+
     // MARK: Upstream
 
     /// An upstream transition of the connection of `identity`: the new results of some entries (a change of an
     /// entry of another generation is ignored). `wallMilliseconds` (the wall clock) keeps event ids growing across
-    /// gateway restarts and replicas. Each stream gets one delivery with every change of its subscriptions.
+    /// gateway restarts and replicas. Each stream gets one delivery with every change of its subscriptions; timestamp
+    /// waits of the identity that the transition reached end last.
     mutating func receive(
         ts: UInt64, identity: String, changes: [Change], wallMilliseconds: UInt64, now: Duration
     ) -> [Action] {
+        var actions = apply(changes, ts: ts, wallMilliseconds: wallMilliseconds, now: now)
+        // After the results: a reader that sees the new timestamp finds them.
+        session(of: identity).advance(to: ts)
+        actions += timestampWaitsDone(identity, ended: false)
+        return actions
+    }
+
+    private mutating func apply(
+        _ changes: [Change], ts: UInt64, wallMilliseconds: UInt64, now: Duration
+    ) -> [Action] {
         var actions: [Action] = []
-        defer { session(of: identity).advance(to: ts) }
         var deliveries: [ObjectIdentifier: (sink: any EventSink, delivery: Delivery)] = [:]
         var order: [ObjectIdentifier] = []
         var fanOuts: [Action] = []
@@ -208,7 +252,7 @@ struct HubState {
                 result: change.result)
             entry.current = current
             entry.bodies = [:]
-            entry.events = [:]
+            entry.frames = [:]
             entry.live.advance()
             var alone: [any EventSink] = []
             alone.reserveCapacity(entry.attachments.count)
@@ -255,6 +299,14 @@ struct HubState {
         return Self.ending(entry)
     }
 
+    /// The connection of `identity` ended for the hub (closed, or it refused the credentials): each of its entries
+    /// (`members`: key and generation) ends as ``upstreamEnded(_:generation:)``, and its timestamp waits get `false`.
+    mutating func connectionEnded(identity: String, members: [(key: Key, generation: UInt64)]) -> [Action] {
+        var actions: [Action] = []
+        for (key, generation) in members { actions += upstreamEnded(key, generation: generation) }
+        return actions + timestampWaitsDone(identity, ended: true)
+    }
+
     // MARK: Time
 
     /// The sweeper's tick: closes subscriptions nobody has read for the keep-warm period (streams, waiting `GET`s
@@ -286,6 +338,10 @@ struct HubState {
             actions += Self.ending(entry)
         }
         entries = [:]
+        if !timestampWaits.isEmpty {
+            actions.append(.reached(waiters: Array(timestampWaits.keys), false))
+            timestampWaits = [:]
+        }
         return actions
     }
 
@@ -311,20 +367,20 @@ struct HubState {
         return entry.bodies[format]
     }
 
-    /// The cached SSE event of `snapshot` in `format`, while it is still current.
-    func cachedEvent(_ key: Key, current: CurrentResult, format: OutputFormat) -> [UInt8]? {
-        guard let entry = entries[key], entry.current?.id == current.id else { return nil }
-        return entry.events[format]
+    /// Keeps the rendered value of `current` in `format`, while it is still current.
+    mutating func cache(_ body: [UInt8], key: Key, current: CurrentResult, format: OutputFormat) {
+        guard entries[key]?.current?.id == current.id else { return }
+        entries[key]!.bodies[format] = body
     }
 
-    /// Keeps a rendered body (`isEvent`: an SSE event) of `snapshot`, while it is still current.
-    mutating func cache(_ bytes: [UInt8], key: Key, current: CurrentResult, format: OutputFormat, isEvent: Bool) {
-        guard entries[key]?.current?.id == current.id else { return }
-        if isEvent {
-            entries[key]!.events[format] = bytes
-        } else {
-            entries[key]!.bodies[format] = bytes
-        }
+    /// The one place the event bytes of `current`'s updates in `format` are kept while it is current (a new one if
+    /// it is not current any more).
+    mutating func frame(_ key: Key, current: CurrentResult, format: OutputFormat) -> FramedOnce {
+        guard entries[key]?.current?.id == current.id else { return FramedOnce() }
+        if let frame = entries[key]!.frames[format] { return frame }
+        let frame = FramedOnce()
+        entries[key]!.frames[format] = frame
+        return frame
     }
 
     // MARK: Helpers

@@ -59,7 +59,7 @@ package final class SubscriptionHub: Sendable {
     }
 
     /// The upstream query set of one identity, with the task that reads its transitions.
-    private struct QuerySet {
+    struct QuerySet {
         let generation: UInt64
         let set: any UpstreamQuerySet
         var task: Task<Void, Never>?
@@ -67,29 +67,34 @@ package final class SubscriptionHub: Sendable {
         var members: [UInt64: Key] = [:]
     }
 
-    private struct Locked {
+    /// What wakes a caller whose wait ``HubState`` keeps (by number): a `GET` waiting for a first result, or a caller
+    /// waiting for an identity's results to reach a timestamp.
+    enum Wake {
+        case firstResult(OneShot<(current: CurrentResult, ts: UInt64)?>)
+        case timestamp(OneShot<Bool>)
+    }
+
+    struct Locked {
         var hub: HubState
         /// Per identity, the query set that holds its entries' upstream subscriptions.
         var querySets: [String: QuerySet] = [:]
         var nextQuerySet: UInt64 = 1
-        /// Callers of ``firstResult(for:args:upstream:timeout:)`` waiting for a subscription's first result.
-        var waiters: [UInt64: OneShot<(current: CurrentResult, ts: UInt64)?>] = [:]
-        var nextWaiter: UInt64 = 1
-        /// Callers of ``reach(_:identity:upstream:timeout:)`` waiting for an identity's results to hold at a timestamp.
-        var sessionWaiters: [UInt64: SessionWaiter] = [:]
+        /// The waits ``hub`` keeps, by number.
+        var wakes: [UInt64: Wake] = [:]
+        var nextWait: UInt64 = 1
+
+        /// A number for a new wait.
+        mutating func newWait() -> UInt64 {
+            defer { nextWait += 1 }
+            return nextWait
+        }
     }
 
-    private struct SessionWaiter {
-        let identity: String
-        let target: UInt64
-        let wait: OneShot<Bool>
-    }
-
-    private let state: Mutex<Locked>
-    private let clock: GatewayClock
-    private let metrics: GatewayMetrics
-    private let logger: Logger
-    private let render: @Sendable (ConvexValue, OutputFormat) -> [UInt8]
+    let state: Mutex<Locked>
+    let clock: GatewayClock
+    let metrics: GatewayMetrics
+    let logger: Logger
+    let render: @Sendable (ConvexValue, OutputFormat) -> [UInt8]
 
     package init(
         keepWarm: Duration,
@@ -135,43 +140,26 @@ package final class SubscriptionHub: Sendable {
             return CurrentBody(current: current, body: [], live: live, ts: ts)
         }
         let body = render(value, format)
-        state.withLock { $0.hub.cache(body, key: key, current: current, format: format, isEvent: false) }
+        state.withLock { $0.hub.cache(body, key: key, current: current, format: format) }
         return CurrentBody(current: current, body: body, live: live, ts: ts)
     }
 
-    /// The cold path: subscribes (or joins a subscription that has no result yet) and waits up to `timeout` for the
-    /// first result; the subscription then stays warm for later requests. Returns the result with the timestamp of the
-    /// snapshot it holds at; `nil` when no result came in time, or when the hub is at its subscription limit (the
-    /// caller then makes a one-shot call).
-    package func firstResult(
-        for key: Key, args: ConvexValue, upstream: any ConvexUpstream, timeout: Duration
-    ) async -> (current: CurrentResult, ts: UInt64)? {
-        let deadline = clock.now + timeout
-        let wait = OneShot<(current: CurrentResult, ts: UInt64)?>()
-        let (waiter, ready) = state.withLock { locked -> (UInt64, (current: CurrentResult, ts: UInt64)?) in
-            let waiter = locked.nextWaiter
-            locked.nextWaiter += 1
-            switch locked.hub.wait(waiter, for: key, args: args, now: clock.now) {
-            case .ready(let current):
-                return (waiter, current)
-            case .waiting(let actions):
-                locked.waiters[waiter] = wait
-                startUpstream(actions, &locked, upstream: upstream)
-                return (waiter, nil)
-            }
-        }
-        if let ready { return ready }
-        // Started once the wait is registered, so that a deadline already reached still ends it.
-        let timer = clock.expiring(at: deadline) { [weak self, clock] in
+    /// Awaits the wake of a wait ``HubState`` keeps as `number`. At `deadline`, unless it woke, `giveUp` tells the
+    /// state machine (under the lock) and, if it was still waiting, the wait ends with `timedOut`. The one deadline
+    /// of the hub's waits, started once the wait is registered, so that a deadline already reached still ends it.
+    func awaiting<Value: Sendable>(
+        _ wake: OneShot<Value>, number: UInt64, until deadline: Duration, timedOut: Value,
+        giveUp: @escaping @Sendable (inout HubState) -> Bool
+    ) async -> Value {
+        let timer = clock.expiring(at: deadline) { [weak self] in
             guard let self else { return }
-            let expired = self.state.withLock { locked in
-                locked.hub.stopWaiting(waiter, for: key, now: clock.now)
-                    ? locked.waiters.removeValue(forKey: waiter) : nil
+            let expired = state.withLock { locked in
+                giveUp(&locked.hub) && locked.wakes.removeValue(forKey: number) != nil
             }
-            expired?.end(with: nil)
+            if expired { wake.end(with: timedOut) }
         }
         defer { timer.cancel() }
-        return await wait.value()
+        return await wake.value()
     }
 
     // MARK: SSE
@@ -193,46 +181,6 @@ package final class SubscriptionHub: Sendable {
     /// Detaches a stream; `members` are the keys of its subscriptions, in the order they were attached.
     package func detach(_ sink: any EventSink, members: [Key]) {
         state.withLock { _ = $0.hub.detach(ObjectIdentifier(sink), members: members, now: clock.now) }
-    }
-
-    // MARK: Long-poll
-
-    /// A long-poll `GET`: waits until the result of `key` differs from the one whose hash the client holds, up to
-    /// `timeout` on the hub's clock, as an attached sink (so the subscription stays warm meanwhile, and is made again
-    /// if it had expired). Detached whatever ends the wait.
-    /// - Returns: the changed result rendered in `format`, with the timestamp of the snapshot it comes from; `nil` when
-    ///   the wait ended without a change (the timeout, the subscription's end, shutdown, or the subscription limit).
-    package func nextChange(
-        of key: Key, from held: UInt64, args: ConvexValue, upstream: any ConvexUpstream, format: OutputFormat,
-        timeout: Duration
-    ) async -> (update: SubscriptionUpdate, ts: UInt64)? {
-        await nextChange(
-            of: [Member(key: key, args: args, held: held)], upstream: upstream, format: format, timeout: timeout)
-    }
-
-    /// A long-poll of many subscriptions (of one identity): waits until the result of any member differs from the one
-    /// whose hash its `held` names. As ``nextChange(of:from:args:upstream:format:timeout:)``; returns the first
-    /// changed result.
-    package func nextChange(
-        of members: [Member], upstream: any ConvexUpstream, format: OutputFormat, timeout: Duration
-    ) async -> (update: SubscriptionUpdate, ts: UInt64)? {
-        // The deadline is read before the waiter is visible: the clock may move as soon as it is attached.
-        let deadline = clock.now + timeout
-        let waiter = ChangeWaiter(format: format, held: members.map { $0.held ?? 0 })
-        do {
-            try attach(waiter, members: members, upstream: upstream)
-        } catch {
-            return nil
-        }
-        defer { detach(waiter, members: members.map(\.key)) }
-        let timer = clock.expiring(at: deadline) { waiter.end(with: nil) }
-        defer { timer.cancel() }
-        // The request's task is cancelled when its client leaves: the wait ends, and the sink is detached.
-        return await withTaskCancellationHandler {
-            await waiter.outcome()
-        } onCancel: {
-            waiter.end(with: nil)
-        }
     }
 
     /// Sinks attached now, over every subscription (streams and long-polls).
@@ -259,71 +207,21 @@ package final class SubscriptionHub: Sendable {
             var body = cached ?? []
             if cached == nil, case .value(let value) = current.result {
                 body = render(value, format)
-                state.withLock { $0.hub.cache(body, key: key, current: current, format: format, isEvent: false) }
+                state.withLock { $0.hub.cache(body, key: key, current: current, format: format) }
             }
             bodies.append(CurrentBody(current: current, body: body, live: live, ts: ts))
         }
         return (ts, bodies)
     }
 
-    // MARK: Read-your-writes
-
-    /// The timestamp the hub's results of `identity`'s connection hold at (0 before its first transition).
-    package func sessionTimestamp(of identity: String) -> UInt64 {
-        state.withLock { $0.hub.timestamp(of: identity) }
-    }
-
-    /// Makes the results the hub serves for `identity` hold at `target` or later, within `timeout`: the connection is
-    /// asked to move its view there (``ConvexUpstream/waitForView(atLeast:timeout:)``), and when the hub holds
-    /// subscriptions of it, the hub waits for the transition that moved it. Returns whether `target` was reached.
-    package func reach(
-        _ target: UInt64, identity: String, upstream: any ConvexUpstream, timeout: Duration
-    ) async -> Bool {
-        if sessionTimestamp(of: identity) >= target { return true }
-        let deadline = clock.now + timeout
-        guard await upstream.waitForView(atLeast: target, timeout: timeout) >= target else { return false }
-        let wait = OneShot<Bool>()
-        let (waiter, reached) = state.withLock { locked -> (UInt64, Bool?) in
-            let waiter = locked.nextWaiter
-            locked.nextWaiter += 1
-            // With no subscription of the identity, its next ones start from the connection's view.
-            guard locked.querySets[identity] != nil else { return (waiter, true) }
-            if locked.hub.timestamp(of: identity) >= target { return (waiter, true) }
-            if locked.hub.isShutDown { return (waiter, false) }
-            locked.sessionWaiters[waiter] = SessionWaiter(identity: identity, target: target, wait: wait)
-            return (waiter, nil)
-        }
-        if let reached { return reached }
-        // Started once the wait is registered: the connection's wait may have used up most of the time.
-        let timer = clock.expiring(at: deadline) { [weak self] in
-            self?.state.withLock { $0.sessionWaiters.removeValue(forKey: waiter) }?.wait.end(with: false)
-        }
-        defer { timer.cancel() }
-        return await wait.value()
-    }
-
-    /// The session waiters of `identity` whose target the hub's results reached (all of them with `ended`), removed.
-    private static func sessionWaitersDone(_ identity: String, ended: Bool, _ locked: inout Locked) -> [SessionWaiter] {
-        guard !locked.sessionWaiters.isEmpty else { return [] }
-        let ts = locked.hub.timestamp(of: identity)
-        var done: [SessionWaiter] = []
-        for (id, waiter) in locked.sessionWaiters where waiter.identity == identity && (ended || waiter.target <= ts) {
-            locked.sessionWaiters[id] = nil
-            done.append(waiter)
-        }
-        return done
-    }
-
     /// Ends every stream and upstream subscription; later attaches fail with `.shuttingDown`.
     package func shutdown() {
-        let (actions, waiting) = state.withLock { locked in
+        let actions = state.withLock { locked in
             let actions = locked.hub.shutdown()
             stopUpstream(actions, &locked)
-            defer { locked.sessionWaiters = [:] }
-            return (actions, Array(locked.sessionWaiters.values))
+            return actions
         }
         perform(actions)
-        for waiter in waiting { waiter.wait.end(with: false) }
     }
 
     /// Whether any subscription still belongs to the identity with this opaque id.
@@ -359,70 +257,20 @@ package final class SubscriptionHub: Sendable {
 
     // MARK: Carrying out actions
 
-    /// Adds the upstream subscriptions among `actions` to their identity's query set, made (with the task that reads
-    /// it) if the identity has none (under the lock, so a later `unsubscribe` finds the member).
-    private func startUpstream(_ actions: [HubState.Action], _ locked: inout Locked, upstream: any ConvexUpstream) {
-        for case .subscribe(let key, let generation, let args) in actions {
-            let identity = key.identity
-            if locked.querySets[identity] == nil {
-                let setGeneration = locked.nextQuerySet
-                locked.nextQuerySet += 1
-                let set = upstream.makeQuerySet()
-                var querySet = QuerySet(generation: setGeneration, set: set)
-                querySet.task = Task { [weak self] in
-                    for await transition in set.transitions {
-                        guard let self else { return }
-                        self.receive(transition, identity: identity, querySet: setGeneration)
-                    }
-                    self?.querySetEnded(identity: identity, generation: setGeneration)
-                }
-                locked.querySets[identity] = querySet
-            }
-            locked.querySets[identity]!.members[generation] = key
-            locked.querySets[identity]!.set.add(generation, key.function, args: args)
-            metrics.upstreamSubscriptionAdded()
-            logger.debug("upstream subscription opened", metadata: ["convex.function": "\(key.function)"])
-        }
-    }
-
-    /// Removes the upstream subscriptions among `actions` from their query sets; a set left empty is closed (under
-    /// the lock).
-    private func stopUpstream(_ actions: [HubState.Action], _ locked: inout Locked) {
-        for case .unsubscribe(let key, let generation) in actions {
-            let identity = key.identity
-            guard locked.querySets[identity]?.members.removeValue(forKey: generation) != nil,
-                let querySet = locked.querySets[identity]
-            else { continue }
-            querySet.set.remove(generation)
-            if querySet.members.isEmpty {
-                locked.querySets[identity] = nil
-                querySet.task?.cancel()
-                querySet.set.close()
-            }
-            metrics.upstreamSubscriptionRemoved()
-            logger.debug("upstream subscription closed", metadata: ["convex.function": "\(key.function)"])
-        }
-    }
-
     /// Carries out the actions that happen outside the lock: waking waiters, delivering events, ending streams.
-    private func perform(_ actions: [HubState.Action]) {
+    func perform(_ actions: [HubState.Action]) {
         // Rendered once per result and output mode; a patch once per change and mode, only if a stream reads patches.
-        var rendered: [RenderedKey: SubscriptionUpdate] = [:]
-        var patched: Set<RenderedKey> = []
+        var rendering = Rendering()
         for action in actions {
             switch action {
             case .subscribe, .unsubscribe:
                 break  // carried out under the lock
-            case .resume(let waiters, let current):
-                let waits = state.withLock { locked in
-                    waiters.compactMap { locked.waiters.removeValue(forKey: $0) }
-                }
-                for wait in waits { wait.end(with: current) }
+            case .resume(let waits, let current):
+                for case .firstResult(let wake) in self.wakes(waits) { wake.end(with: current) }
+            case .reached(let waits, let reached):
+                for case .timestamp(let wake) in self.wakes(waits) { wake.end(with: reached) }
             case .deliver(let delivery, let sink):
-                sink.deliver(
-                    transition(
-                        delivery, format: sink.format, patches: sink.wantsPatches, rendered: &rendered,
-                        patched: &patched))
+                sink.deliver(transition(delivery, format: sink.format, patches: sink.wantsPatches, &rendering))
             case .fanOut(let fanOut):
                 // One transition per output mode and patch choice (a handful), shared by every stream.
                 var made: [(format: OutputFormat, patches: Bool, transition: StreamTransition)] = []
@@ -433,8 +281,7 @@ package final class SubscriptionHub: Sendable {
                         sink.deliver(made[index].transition)
                         continue
                     }
-                    let transition = transition(
-                        fanOut.delivery, format: format, patches: patches, rendered: &rendered, patched: &patched)
+                    let transition = transition(fanOut.delivery, format: format, patches: patches, &rendering)
                     made.append((format, patches, transition))
                     sink.deliver(transition)
                 }
@@ -444,115 +291,8 @@ package final class SubscriptionHub: Sendable {
         }
     }
 
-    /// A delivery rendered for a stream in `format`: each result rendered once per mode (`rendered`), a JSON Patch made
-    /// once per change and mode when a stream reads patches (`patched`).
-    private func transition(
-        _ delivery: HubState.Delivery, format: OutputFormat, patches: Bool,
-        rendered: inout [RenderedKey: SubscriptionUpdate], patched: inout Set<RenderedKey>
-    ) -> StreamTransition {
-        let changes = delivery.changes.map { change -> StreamTransition.Change in
-            let renderedKey = RenderedKey(key: change.key, current: change.current.id, format: format)
-            var update = rendered[renderedKey] ?? update(for: change.key, current: change.current, format: format)
-            if patches, let previous = change.previous, patched.insert(renderedKey).inserted {
-                update.patch = ValueDelta.patch(from: previous, to: change.current, body: update.body) {
-                    render($0, format)
-                }
-            }
-            rendered[renderedKey] = update
-            return StreamTransition.Change(member: change.member, update: update)
-        }
-        return StreamTransition(ts: delivery.ts, changes: changes)
-    }
-
-    private struct RenderedKey: Hashable {
-        var key: Key
-        var current: String
-        var format: OutputFormat
-    }
-
-    /// A transition of the query set `querySet` of `identity`.
-    private func receive(_ transition: UpstreamTransition, identity: String, querySet: UInt64) {
-        // Hashed before taking the lock: hashing reads the whole value.
-        let hashes = transition.changes.map { Self.hash(of: $0.result) }
-        let wallMilliseconds = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
-        let (actions, reached) = state.withLock { locked -> ([HubState.Action], [SessionWaiter]) in
-            guard let set = locked.querySets[identity], set.generation == querySet else { return ([], []) }
-            var changes: [HubState.Change] = []
-            for (change, hash) in zip(transition.changes, hashes) {
-                guard let key = set.members[change.token] else { continue }
-                changes.append(HubState.Change(key: key, generation: change.token, result: change.result, hash: hash))
-            }
-            let actions = locked.hub.receive(
-                ts: transition.ts, identity: identity, changes: changes, wallMilliseconds: wallMilliseconds,
-                now: clock.now)
-            return (actions, Self.sessionWaitersDone(identity, ended: false, &locked))
-        }
-        perform(actions)
-        for waiter in reached { waiter.wait.end(with: true) }
-    }
-
-    /// The query set's transitions ended without it being closed (its connection closed, or refused the
-    /// credentials): every entry it held ends, so that streams reconnect and resubscribe.
-    private func querySetEnded(identity: String, generation: UInt64) {
-        let (actions, ended) = state.withLock { locked -> ([HubState.Action], [SessionWaiter]) in
-            guard let set = locked.querySets[identity], set.generation == generation else { return ([], []) }
-            locked.querySets[identity] = nil
-            var actions: [HubState.Action] = []
-            for (token, key) in set.members {
-                actions += locked.hub.upstreamEnded(key, generation: token)
-                metrics.upstreamSubscriptionRemoved()
-            }
-            return (actions, Self.sessionWaitersDone(identity, ended: true, &locked))
-        }
-        perform(actions)
-        for waiter in ended { waiter.wait.end(with: false) }
-    }
-
-    // MARK: Rendering
-
-    /// `snapshot` rendered in `format`: the body and the single-subscription event, each rendered once while the
-    /// snapshot is current.
-    private func update(for key: Key, current: CurrentResult, format: OutputFormat) -> SubscriptionUpdate {
-        let cached = state.withLock { locked in
-            (
-                body: locked.hub.cachedBody(key, current: current, format: format),
-                event: locked.hub.cachedEvent(key, current: current, format: format)
-            )
-        }
-        let body: [UInt8]
-        let isFailure: Bool
-        switch current.result {
-        case .value(let value):
-            body = cached.body ?? render(value, format)
-            isFailure = false
-            if cached.body == nil {
-                state.withLock { $0.hub.cache(body, key: key, current: current, format: format, isEvent: false) }
-            }
-        case .failure(let failure):
-            body = failure.gatewayError(logging: logger).body { render($0, format) }
-            isFailure = true
-        }
-        let event: [UInt8]
-        if let cachedEvent = cached.event {
-            event = cachedEvent
-        } else {
-            event = ServerSentEvent(event: isFailure ? ServerSentEvent.Name.failure : nil, id: current.id, data: body)
-                .encoded()
-            state.withLock { $0.hub.cache(event, key: key, current: current, format: format, isEvent: true) }
-        }
-        return SubscriptionUpdate(current: current, hash: current.hash, body: body, event: event)
-    }
-
-    static func hash(of result: UpstreamResult) -> UInt64 {
-        var hasher = ContentHash()
-        switch result {
-        case .value(let value):
-            hasher.combine(0x01)
-            hasher.combine(value.convexJSON())
-        case .failure(let failure):
-            hasher.combine(0x02)
-            hasher.combine(Array(String(describing: failure).utf8))
-        }
-        return hasher.value
+    /// The wakes of the waits numbered `waits`, removed.
+    private func wakes(_ waits: [UInt64]) -> [Wake] {
+        state.withLock { locked in waits.compactMap { locked.wakes.removeValue(forKey: $0) } }
     }
 }

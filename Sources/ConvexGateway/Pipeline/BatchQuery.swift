@@ -44,16 +44,13 @@ struct BatchQueries: Sendable {
             let members = zip(keys, zip(queries, snapshot.bodies)).map { key, pair in
                 SubscriptionHub.Member(key: key, args: pair.0.args, held: pair.1.current.hash)
             }
-            var waited = answer
-            if await hub.nextChange(
-                of: members, upstream: upstream, format: format, timeout: .seconds(longPoll)) != nil,
-                let changed = hub.currentBodies(for: keys, format: format)
-            {
-                waited = try batchResponse(ids: ids, changed, format: format)
-            } else {
-                waited.setHeader(SnapshotFloor.timestampHeader, String(hub.sessionTimestamp(of: identityID)))
+            let waited = try await LongPoll.hold(
+                answer, members: members, hub: hub, upstream: upstream, format: format, seconds: longPoll
+            ) { _, _ throws(GatewayError) in
+                // The whole batch again, all at one snapshot.
+                guard let changed = hub.currentBodies(for: keys, format: format) else { return nil }
+                return try batchResponse(ids: ids, changed, format: format)
             }
-            waited.headers.append(("Preference-Applied", "wait=\(longPoll)"))
             return .response(waited)
         }
     }

@@ -3,8 +3,8 @@ import ConvexValues
 import HTTPFields
 
 /// Long-poll: a `GET` with `If-None-Match` and `Prefer: wait=<seconds>` whose tag names the current value is held
-/// until the value changes (200) or the wait ends (304). Queries hold one value (``Queries/waitForChange``), a batch
-/// its snapshot (BatchQuery.swift).
+/// until the value changes (200) or the wait ends (304). Queries hold one value, a batch its snapshot: both through
+/// ``hold(_:members:hub:upstream:format:seconds:changed:)``.
 enum LongPoll {
     /// The wait a `GET` asks for with `If-None-Match` and `Prefer: wait=<seconds>`, bounded by `maxSeconds`
     /// (`--max-wait-seconds`); `nil` when it asks for none (or waiting is off).
@@ -20,23 +20,25 @@ enum LongPoll {
         }
         return EntityTag.ifNoneMatch(ifNoneMatch, matches: etag)
     }
-}
 
-extension Queries {
-    /// Holds a `GET` whose client has the current value until the value changes (200 with the new one) or `seconds`
-    /// pass (304); either answer says `Preference-Applied: wait=<seconds>`.
-    func waitForChange(
-        _ unchanged: GatewayResponse, _ held: SubscriptionHub.CurrentResult, _ key: SubscriptionHub.Key,
-        _ args: ConvexValue, _ upstream: any ConvexUpstream, _ seconds: Int, _ format: OutputFormat
-    ) async -> GatewayResponse {
+    /// Holds an answer the client has (`unchanged`) until the result of any of `members` differs from the one its
+    /// `held` hash names (200 with the answer `changed` makes of it) or `seconds` pass (`unchanged`, whose value holds
+    /// at the connection's latest snapshot). `changed` returning `nil` also answers `unchanged`. Either answer says
+    /// `Preference-Applied: wait=<seconds>`.
+    static func hold<Failure: Error>(
+        _ unchanged: GatewayResponse, members: [SubscriptionHub.Member], hub: SubscriptionHub,
+        upstream: any ConvexUpstream, format: OutputFormat, seconds: Int,
+        changed: (SubscriptionUpdate, _ ts: UInt64) throws(Failure) -> GatewayResponse?
+    ) async throws(Failure) -> GatewayResponse {
         var answer = unchanged
         if let (update, ts) = await hub.nextChange(
-            of: key, from: held.hash, args: args, upstream: upstream, format: format, timeout: .seconds(seconds))
+            of: members, upstream: upstream, format: format, timeout: .seconds(seconds)),
+            let changed = try changed(update, ts)
         {
-            answer = self.answer(for: update.current, body: update.body, format: format, ts: ts)
+            answer = changed
         } else {
-            // Unchanged: the value holds at the connection's latest snapshot.
-            answer.setHeader(SnapshotFloor.timestampHeader, String(hub.sessionTimestamp(of: key.identity)))
+            answer.setHeader(
+                SnapshotFloor.timestampHeader, String(hub.sessionTimestamp(of: members.first?.key.identity ?? "")))
         }
         answer.headers.append(("Preference-Applied", "wait=\(seconds)"))
         return answer

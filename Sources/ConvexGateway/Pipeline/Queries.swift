@@ -82,4 +82,17 @@ struct Queries: Sendable {
     static func etag(hash: UInt64, format: OutputFormat) -> String {
         "\"" + ContentHash.text(hash) + "-" + format.rawValue + "\""
     }
+
+    /// Holds a `GET` whose client has the current value (``LongPoll``).
+    private func waitForChange(
+        _ unchanged: GatewayResponse, _ held: SubscriptionHub.CurrentResult, _ key: SubscriptionHub.Key,
+        _ args: ConvexValue, _ upstream: any ConvexUpstream, _ seconds: Int, _ format: OutputFormat
+    ) async -> GatewayResponse {
+        let member = SubscriptionHub.Member(key: key, args: args, held: held.hash)
+        return await LongPoll.hold(
+            unchanged, members: [member], hub: hub, upstream: upstream, format: format, seconds: seconds
+        ) { update, ts in
+            answer(for: update.current, body: update.body, format: format, ts: ts)
+        }
+    }
 }

@@ -18,14 +18,6 @@ struct StreamWire {
         case end
     }
 
-    /// A subscription's current result as this connection sent (or queued) it.
-    private struct Sent {
-        var isFailure: Bool
-        var body: [UInt8]
-        /// The result's whole `/subscribe/<function>` event.
-        var event: [UInt8]
-    }
-
     let framing: EventStream.Framing
     let wantsPatches: Bool
     /// Bytes queued for the client past which what is queued is replaced by every subscription's latest result.
@@ -33,7 +25,7 @@ struct StreamWire {
     /// What the client holds of each subscription: the next event's id, and the base a patch must apply to.
     private(set) var resume: ResumeID
     /// The results this connection sent or queued, by subscription (`nil` until the first).
-    private var sent: [Sent?]
+    private var sent: [SubscriptionUpdate?]
     /// The sequence of each subscription's result last sent (0: none).
     private var sequences: [UInt64]
     private var ts: UInt64 = 0
@@ -66,8 +58,8 @@ struct StreamWire {
         guard !changes.isEmpty else { return [] }
         for change in changes { self.sequences[change.member] = change.update.current.sequence }
         if case .function = framing, !wantsPatches, let update = changes.last?.update, !update.endsStream {
-            // Full values of one subscription: the hub's shared event as it is.
-            return [.writeCoalescing(update.event, limit: limit)]
+            // Full values of one subscription: the event every stream of the subscription shares.
+            return [.writeCoalescing(Self.functionEvent(update), limit: limit)]
         }
         if let refused = changes.first(where: { $0.update.endsStream }) {
             // The credentials are gone for every subscription: one error for the stream, then its end.
@@ -83,11 +75,11 @@ struct StreamWire {
             let base = resume.held[change.member]
             resume.held[change.member] = update.hash
             resume.version = max(resume.version, update.current.sequence)
-            sent[change.member] = Sent(isFailure: update.isFailure, body: update.body, event: update.event)
+            sent[change.member] = update
             if wantsPatches, let patch = update.patch, patch.base == base {
-                parts.append(part(patch, member: change.member))
+                parts.append(part(patch, of: update, member: change.member))
             } else {
-                parts.append(part(sent[change.member]!, hash: update.hash, member: change.member))
+                parts.append(part(update, hash: update.hash, member: change.member))
             }
         }
         if pendingBytes() >= limit {
@@ -112,20 +104,31 @@ struct StreamWire {
 
     // MARK: Framing
 
+    /// The `/subscribe/<function>` event of a result: its `id:` and its value (`event: failure` and the error for a
+    /// failure). Framed once per update and shared by every stream that sends it.
+    static func functionEvent(_ update: SubscriptionUpdate) -> [UInt8] {
+        update.frame.bytes {
+            ServerSentEvent(
+                event: update.isFailure ? ServerSentEvent.Name.failure : nil, id: update.current.id, data: update.body
+            ).encoded()
+        }
+    }
+
     /// One subscription's full result: the whole event of a `/subscribe/<function>` stream, a transition's change
     /// otherwise.
-    private func part(_ sent: Sent, hash: UInt64, member: Int) -> [UInt8] {
-        guard case .transitions(let ids) = framing else { return sent.event }
+    private func part(_ sent: SubscriptionUpdate, hash: UInt64, member: Int) -> [UInt8] {
+        guard case .transitions(let ids) = framing else { return Self.functionEvent(sent) }
+        let body = sent.body
         var data: [UInt8] = []
-        data.reserveCapacity(sent.body.count + ids[member].utf8.count + 48)
+        data.reserveCapacity(body.count + ids[member].utf8.count + 48)
         data += #"{"sub":""#.utf8
         data += ids[member].utf8  // ids are [A-Za-z0-9_-]: no escaping needed
         if sent.isFailure {
             data += #"","#.utf8
-            data += sent.body.dropFirst()  // {"error":{…}} becomes {"sub":"…","error":{…}}
+            data += body.dropFirst()  // {"error":{…}} becomes {"sub":"…","error":{…}}
         } else {
             data += #"","value":"#.utf8
-            data += sent.body
+            data += body
             data += #","v":""#.utf8
             data += ContentHash.text(hash).utf8
             data += #""}"#.utf8
@@ -133,9 +136,17 @@ struct StreamWire {
         return data
     }
 
-    /// One subscription's change as a JSON Patch: the patch's `event: patch`, or a transition's change.
-    private func part(_ patch: ValueDelta.Patch, member: Int) -> [UInt8] {
-        guard case .transitions(let ids) = framing else { return patch.event }
+    /// One subscription's change as a JSON Patch: an `event: patch` with the new value's id (framed once per change
+    /// and shared), or a transition's change.
+    private func part(_ patch: ValueDelta.Patch, of update: SubscriptionUpdate, member: Int) -> [UInt8] {
+        guard case .transitions(let ids) = framing else {
+            return patch.frame.bytes {
+                ServerSentEvent(
+                    event: ServerSentEvent.Name.patch, id: update.current.id,
+                    data: [UInt8(ascii: "{")] + patch.fields + [UInt8(ascii: "}")]
+                ).encoded()
+            }
+        }
         var data: [UInt8] = []
         data.reserveCapacity(patch.fields.count + ids[member].utf8.count + 12)
         data += #"{"sub":""#.utf8

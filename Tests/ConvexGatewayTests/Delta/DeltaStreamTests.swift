@@ -14,8 +14,7 @@ import Testing
         let body = new.json(mode: .plain)
         let current = SubscriptionHub.CurrentResult(
             id: "1-\(String(hash, radix: 16))", sequence: hash, hash: hash, result: .value(new))
-        var update = SubscriptionUpdate(
-            current: current, hash: hash, body: body, event: ServerSentEvent(id: current.id, data: body).encoded())
+        var update = SubscriptionUpdate(current: current, body: body)
         if let old {
             let previous = SubscriptionHub.CurrentResult(
                 id: "0-\(String(old.1, radix: 16))", sequence: 0, hash: old.1, result: .value(old.0))
@@ -58,6 +57,7 @@ import Testing
                 ts: 1,
                 changes: [.init(member: 0, update: update(from: (Self.edited(4), 3), to: Self.edited(5), hash: 4))]))
         #expect(output.events.map(\.event) == [nil, "patch", nil, "patch"])
+        #expect(output.events[1].id == "1-2", "a patch's id is its new value's")
         let patch = try ConvexValue(plainJSON: Array(output.events[1].data.utf8))
         #expect(patch["base"] == "1")
         #expect(patch["v"] == "2")

@@ -166,6 +166,50 @@ import Testing
         }
     }
 
+    // MARK: Read-your-writes
+
+    func reached(_ actions: [HubState.Action]) -> [(waits: [UInt64], reached: Bool)] {
+        actions.compactMap { if case .reached(let waits, let reached) = $0 { (waits.sorted(), reached) } else { nil } }
+    }
+
+    /// A caller waiting for an identity's results to reach a timestamp is answered by the transition that reaches it
+    /// (after its deliveries), by the end of the identity's connection, by its deadline, or by shutdown.
+    func waitFor(
+        _ hub: inout HubState, _ wait: UInt64, identity: String, target: UInt64, subscribed: Bool
+    ) -> Bool? {
+        hub.waitForTimestamp(wait, identity: identity, target: target, subscribed: subscribed)
+    }
+
+    @Test func timestampWaitsEndWithTheTransitionThatReachesThemTheConnectionOrTheDeadline() throws {
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        #expect(waitFor(&hub, 1, identity: "", target: 50, subscribed: false) == true, "no subscription")
+        _ = try hub.attach(RecordingSink(), to: key, args: [:], held: nil, now: .zero)
+        _ = try hub.attach(RecordingSink(), to: other, args: [:], held: nil, now: .zero)
+        #expect(waitFor(&hub, 2, identity: "", target: 50, subscribed: true) == nil)
+        #expect(waitFor(&hub, 3, identity: "", target: 90, subscribed: true) == nil)
+        #expect(waitFor(&hub, 4, identity: "u1", target: 50, subscribed: true) == nil)
+        #expect(waitFor(&hub, 5, identity: "u1", target: 60, subscribed: true) == nil)
+
+        let first = hub.receive(
+            ts: 60, identity: "", changes: [change(key, 1, .value(1), hash: 1)], wallMilliseconds: 1, now: .zero)
+        #expect(reached(first).map(\.waits) == [[2]] && reached(first).map(\.reached) == [true])
+        if case .reached = first.last {} else { Issue.record("the wait ends after the deliveries: \(first)") }
+        #expect(reached(hub.receive(ts: 70, identity: "", changes: [], wallMilliseconds: 1, now: .zero)).isEmpty)
+        #expect(waitFor(&hub, 6, identity: "", target: 70, subscribed: true) == true, "reached already")
+
+        let stopped = hub.stopWaitingForTimestamp(3)
+        let stoppedAgain = hub.stopWaitingForTimestamp(3)
+        #expect(stopped && !stoppedAgain, "a wait ends once")
+        let ended = hub.connectionEnded(identity: "u1", members: [(other, 2)])
+        #expect(reached(ended).map(\.waits) == [[4, 5]] && reached(ended).map(\.reached) == [false])
+        #expect(ended.contains { if case .end = $0 { true } else { false } })
+
+        #expect(waitFor(&hub, 7, identity: "", target: 100, subscribed: true) == nil)
+        let shutdown = hub.shutdown()
+        #expect(reached(shutdown).map(\.waits) == [[7]] && reached(shutdown).map(\.reached) == [false])
+        #expect(waitFor(&hub, 8, identity: "", target: 100, subscribed: true) == false)
+    }
+
     // MARK: Transitions
 
     let team = SubscriptionHub.Key(identity: "", function: try! UdfPath(parsing: "mlb:first_place_team"), args: [:])

@@ -125,7 +125,9 @@ final class RecordingSink: EventSink {
     func deliver(_ transition: StreamTransition) {
         recorded.withLock { $0.append(transition) }
         events.withLock { events in
-            for change in transition.changes { events.append(String(decoding: change.update.event, as: UTF8.self)) }
+            for change in transition.changes {
+                events.append(String(decoding: StreamWire.functionEvent(change.update), as: UTF8.self))
+            }
         }
     }
 

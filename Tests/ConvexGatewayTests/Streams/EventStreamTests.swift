@@ -44,7 +44,7 @@ final class RecordingOutput: EventStreamOutput {
         return SubscriptionUpdate(
             current: .init(
                 id: "\(sequence)-\(String(hash, radix: 16))", sequence: sequence, hash: hash, result: .value(value)),
-            hash: hash, body: body, event: ServerSentEvent(data: body).encoded())
+            body: body)
     }
 
     func failure(_ failure: UpstreamFailure, hash: UInt64, sequence: UInt64? = nil) -> SubscriptionUpdate {
@@ -53,7 +53,7 @@ final class RecordingOutput: EventStreamOutput {
         return SubscriptionUpdate(
             current: .init(
                 id: "\(sequence)-\(String(hash, radix: 16))", sequence: sequence, hash: hash, result: .failure(failure)),
-            hash: hash, body: body, event: ServerSentEvent(event: "failure", data: body).encoded())
+            body: body)
     }
 
     func stream(_ ids: [String], _ output: any EventStreamOutput, limit: Int = 1 << 20, resume: String? = nil)

@@ -16,13 +16,17 @@ import Testing
         }
     }
 
-    @Test func aFunctionStreamPassesTheHubsEventOnAndDropsAnOlderResult() {
+    @Test func aFunctionStreamWritesTheSharedEventAndDropsAnOlderResult() {
         var wire = StreamWire(framing: .function, count: 1, limit: 100, patches: false, resumeFrom: nil)
         let new = make.update("new", hash: 2)
         #expect(
             wire.deliver(make.transition(2, (0, new)), pendingBytes: { fatalError("not read") }) == [
-                .writeCoalescing(new.event, limit: 100)
+                .writeCoalescing(Array("id: 2-2\ndata: \"new\"\n\n".utf8), limit: 100)
             ])
+        // Framed once: another stream of the same update writes the same bytes, made by the first.
+        var other = StreamWire(framing: .function, count: 1, limit: 100, patches: false, resumeFrom: nil)
+        #expect(new.frame.bytes { fatalError("framed again") } == Array("id: 2-2\ndata: \"new\"\n\n".utf8))
+        #expect(other.deliver(make.transition(2, (0, new)), pendingBytes: { 0 }).count == 1)
         #expect(wire.deliver(make.transition(1, (0, make.update("old", hash: 1))), pendingBytes: { 0 }).isEmpty)
     }
 
