@@ -107,7 +107,7 @@ enum CredentialProperties {
         var query = QueryString()
         do throws(GatewayError) {
             let identity = try credentials.identity(
-                of: request, route: .query(.init(module: "messages", function: "list")), query: &query)
+                of: request, route: Route(rawPath: request.rawPath[...]), query: &query)
             checkIdentity(identity, from: header)
         } catch {
             require(error.code == .unauthenticated, "Cookie \(excerpt(header.utf8)) refused with \(error.code)")

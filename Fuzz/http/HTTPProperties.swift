@@ -5,7 +5,7 @@ import TestSupport
     import Glibc
 #endif
 
-/// What must hold for any bytes sent to the gateway's port (through libmicrohttpd, the pipeline, the quick path and
+/// What must hold for any bytes sent to the gateway's port (through libmicrohttpd, the pipeline, the hot path and
 /// the local deployment, all in this process): after the client has sent the bytes and shut down its sending side,
 /// the gateway either closes the connection without a byte or sends a complete HTTP answer (status line, headers
 /// ended, the body its `Content-Length` or chunked framing announces; an event stream counts once its headers are

@@ -47,9 +47,9 @@ enum RequestProperties {
     }
 
     static func checkArguments(_ parsed: ParsedRequest) throws(GatewayError) {
-        switch parsed.route {
-        case .subscribeMany, .queryMany:
-            let kind: StreamSubscriptions.Kind = parsed.route == .queryMany ? .batch : .stream
+        switch parsed.route.template {
+        case "/subscribe", "/query":
+            let kind: StreamSubscriptions.Kind = parsed.route.template == "/query" ? .batch : .stream
             let subscriptions = try StreamSubscriptions(parsed.query, limit: 16, kind: kind)
             for subscription in subscriptions.subscriptions {
                 checkTyped(try ArgumentStage.arguments(subscription.input, for: subscription.function, spec: spec))

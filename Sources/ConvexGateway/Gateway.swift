@@ -40,8 +40,8 @@ public final class Gateway: Sendable {
         http.shutdownGracePeriod = configuration.shutdownGracePeriod
         http.connectionMemoryLimit = configuration.access.connectionMemoryLimit
         http.idleTimeoutSeconds = configuration.access.idleTimeoutSeconds
-        if configuration.quickResponder {
-            http.quickResponder = { head in core.hotAnswer(head) }  // HotQueries.swift
+        if configuration.hotPath {
+            http.hotPath = { head in core.hotPath.answer(head) }  // Pipeline/HotPath.swift
         }
         http.rejectionResponse = { rejection in
             let error: GatewayError =

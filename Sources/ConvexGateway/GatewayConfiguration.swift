@@ -52,9 +52,9 @@ public struct GatewayConfiguration: Sendable {
     /// Typed inputs (Typed/): where to fetch the deployment's function spec; `nil` leaves arguments as sent.
     public var functionSpec: FunctionSpecSource?
 
-    /// Whether the quick responder answers `GET`s of remembered targets (HotQueries.swift); off only to compare it with
+    /// Whether the hot path answers `GET`s of remembered targets (Pipeline/HotPath.swift); off only to compare it with
     /// full handling.
-    package var quickResponder = true
+    package var hotPath = true
 
     public init() {}
 }

@@ -12,7 +12,7 @@ import Logging
 /// 3. typed arguments (Pipeline/ArgumentStage.swift), consulting the function spec (Typed/);
 /// 4. dispatch (Pipeline/Dispatch.swift) to the stage of the route kind, each a type with its own dependencies in a
 ///    file named for what it serves: ``Queries``, ``BatchQueries``, ``Calls``, ``Streams``, ``SystemRoutes``
-///    (Pipeline/); the quick responder's hot answer is HotQueries.swift;
+///    (Pipeline/); a `GET` of a remembered target is answered before all of this by the ``HotPath`` stage;
 /// 5. complete (Pipeline/Finish.swift): every stage returns a ``StageOutcome`` or throws a ``GatewayError``; the one
 ///    completion makes either the response, with its representation, CORS headers and metrics.
 package final class GatewayCore: Sendable {
@@ -28,8 +28,8 @@ package final class GatewayCore: Sendable {
     let render: @Sendable (ConvexValue, OutputFormat) -> [UInt8]
     /// Typed inputs (Typed/): the deployment's function spec, when configured.
     package let functionSpecs: FunctionSpecStore?
-    /// Remembered hot `GET` targets (HotQueries.swift).
-    let hotQueries: HotQueries
+    /// The hot path (Pipeline/HotPath.swift), with the `GET` targets it remembers.
+    let hotPath: HotPath
     /// The event streams open now (Streams/), for heartbeats and the open-streams metric.
     let openStreams: OpenStreams
     /// Where callers' tokens come from: header, stream ticket, cookie (Access/CallerCredentials.swift).
@@ -59,7 +59,7 @@ package final class GatewayCore: Sendable {
         self.render = render
         let metrics = GatewayMetrics()
         self.metrics = metrics
-        self.hotQueries = HotQueries(metrics: metrics, authCookie: configuration.access.authCookie)
+        let hotTargets = HotPath.Targets(metrics: metrics, authCookie: configuration.access.authCookie)
         self.openStreams = OpenStreams(metrics: metrics)
         self.hub = SubscriptionHub(
             keepWarm: configuration.keepWarm, maxSubscriptions: configuration.maxSubscriptions, metrics: metrics,
@@ -90,9 +90,13 @@ package final class GatewayCore: Sendable {
             pool: pool, readYourWrites: readYourWrites, functionSpecs: functionSpecs, configuration: configuration,
             render: render, logger: logger)
         self.calls = calls
-        self.queries = Queries(
-            hub: hub, pool: pool, readYourWrites: readYourWrites, calls: calls, hotQueries: hotQueries,
+        let queries = Queries(
+            hub: hub, pool: pool, readYourWrites: readYourWrites, calls: calls, hotTargets: hotTargets,
             configuration: configuration, render: render, logger: logger)
+        self.queries = queries
+        self.hotPath = HotPath(
+            targets: hotTargets, access: access, hub: hub, queries: queries, readYourWrites: readYourWrites,
+            functionSpecs: functionSpecs, maxWaitSeconds: configuration.maxWaitSeconds, metrics: metrics, clock: clock)
         self.batchQueries = BatchQueries(
             hub: hub, pool: pool, readYourWrites: readYourWrites, arguments: arguments, configuration: configuration,
             render: render, logger: logger)
@@ -117,7 +121,7 @@ package final class GatewayCore: Sendable {
         let route = Result { () throws(GatewayError) -> Route in try Route(rawPath: request.rawPath[...]) }
         let matched = try? route.get()
         var context = ResponseContext(
-            template: matched?.template ?? "unmatched", startedAt: request.startedAt, headers: [],
+            template: matched?.template ?? "unmatched", startedAt: clock.now, headers: [],
             representation: RepresentationPreferences(method: request.method, header: request.header))
         let accessClass = matched?.accessClass ?? Route.accessClass(rawPath: request.rawPath[...])
         switch access.decide(request, accessClass: accessClass) {

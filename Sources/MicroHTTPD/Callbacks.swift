@@ -13,23 +13,23 @@ let accessHandlerThunk: MHD_AccessHandlerCallback = {
     case nil:
         let server = Unmanaged<HTTPServer>.fromOpaque(serverPointer).takeUnretainedValue()
         let handle = ConnectionHandle(raw: connection)
-        if server.mayAnswerQuickly(handle) {
-            requestContext.pointee = quickRequestMarker
+        if server.mayAnswerOnHotPath(handle) {
+            requestContext.pointee = hotPathMarker
             return MHD_Result.YES
         }
         let made = Exchange(server: server, connection: handle, target: handle.takePendingTarget())
         requestContext.pointee = Unmanaged.passRetained(made).toOpaque()
         return made.firstCall()
-    case quickRequestMarker:
+    case hotPathMarker:
         let server = Unmanaged<HTTPServer>.fromOpaque(serverPointer).takeUnretainedValue()
         let handle = ConnectionHandle(raw: connection)
         let target = handle.takePendingTarget()
         let noBody = uploadDataSize.pointee == 0
-        if noBody, let prepared = server.quickAnswer(handle, method: method, target: target) {
+        if noBody, let prepared = server.hotAnswer(handle, method: method, target: target) {
             return prepared.queue(on: handle)
         }
-        // Full handling after all: a body arrived (chunked, no Content-Length), or the quick responder declined.
-        let made = Exchange(server: server, connection: handle, target: target, quickResponderTried: noBody)
+        // Full handling after all: a body arrived (chunked, no Content-Length), or the hot path declined.
+        let made = Exchange(server: server, connection: handle, target: target, hotPathTried: noBody)
         requestContext.pointee = Unmanaged.passRetained(made).toOpaque()
         exchange = made
     case let existing?:
@@ -43,14 +43,14 @@ let accessHandlerThunk: MHD_AccessHandlerCallback = {
     return exchange.finalCall(url: url, method: method, version: version)
 }
 
-/// The per-request context of a request the quick responder may answer, in place of an ``Exchange``: none is made
-/// unless the request needs one (see ``HTTPServer/mayAnswerQuickly(_:)``). A fixed non-null address, never read.
-nonisolated(unsafe) let quickRequestMarker = UnsafeMutableRawPointer(bitPattern: 1)
+/// The per-request context of a request the hot path may answer, in place of an ``Exchange``: none is made
+/// unless the request needs one (see ``HTTPServer/mayAnswerOnHotPath(_:)``). A fixed non-null address, never read.
+nonisolated(unsafe) let hotPathMarker = UnsafeMutableRawPointer(bitPattern: 1)
 
 let requestCompletedThunk: MHD_RequestCompletedCallback = { _, _, requestContext, code in
     guard let requestContext, let pointer = requestContext.pointee else { return }
     requestContext.pointee = nil
-    if pointer == quickRequestMarker { return }
+    if pointer == hotPathMarker { return }
     Unmanaged<Exchange>.fromOpaque(pointer).takeRetainedValue().completed(code)
 }
 

@@ -32,8 +32,8 @@ final class ConnectionContext: @unchecked Sendable {
     var pendingTarget: String?
     /// The ``AcceptStallWatchdog`` tick of the accept, until the first request line arrives.
     var acceptedTick: UInt64?
-    /// What the quick responder keeps with this connection between its requests (``HTTPRequestHead/connectionMemo``).
-    var quickResponderMemo: AnyObject?
+    /// What the hot path keeps with this connection between its requests (``HTTPRequestHead/connectionMemo``).
+    var hotPathMemo: AnyObject?
     /// The previous request's target: a keep-alive client often asks for the same one again, which then costs no
     /// new `String`.
     private var lastTarget: String?

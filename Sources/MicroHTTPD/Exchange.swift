@@ -6,7 +6,7 @@ import Synchronization
 /// One request on one connection, from the first access-handler call to the completion callback.
 ///
 /// Retained in libmicrohttpd's per-request context pointer (`*con_cls`), released in the
-/// completion callback. A request the quick responder answers gets none (see `quickRequestMarker`).
+/// completion callback. A request the hot path answers gets none (see `hotPathMarker`).
 /// The `var`s are only touched on the connection's libmicrohttpd thread; `machine` is shared with
 /// responders and shutdown.
 final class Exchange: @unchecked Sendable {
@@ -16,8 +16,8 @@ final class Exchange: @unchecked Sendable {
 
     /// The request-target exactly as sent (see ``HTTPRequestHead/target``).
     let target: String?
-    /// Whether the quick responder has already seen (and declined) this request.
-    let quickResponderTried: Bool
+    /// Whether the hot path has already seen (and declined) this request.
+    let hotPathTried: Bool
 
     // libmicrohttpd-thread only:
     var body: [UInt8] = []
@@ -27,11 +27,11 @@ final class Exchange: @unchecked Sendable {
     /// The hang-up watch on this request's socket while it is parked.
     var hangUpWatch: HangUpWatcher.Watch?
 
-    init(server: HTTPServer, connection: ConnectionHandle, target: String?, quickResponderTried: Bool = false) {
+    init(server: HTTPServer, connection: ConnectionHandle, target: String?, hotPathTried: Bool = false) {
         self.server = server
         self.connection = connection
         self.target = target
-        self.quickResponderTried = quickResponderTried
+        self.hotPathTried = hotPathTried
     }
 
     // MARK: Any thread
@@ -138,7 +138,7 @@ final class Exchange: @unchecked Sendable {
             machine.withLock { $0.answeredEarly() }
             return queue(server.configuration.rejectionResponse(.payloadTooLarge))
         }
-        if !quickResponderTried, let prepared = server.quickAnswer(connection, method: method, target: target) {
+        if !hotPathTried, let prepared = server.hotAnswer(connection, method: method, target: target) {
             body = []
             machine.withLock { $0.answeredEarly() }
             return prepared.queue(on: connection)

@@ -1,7 +1,7 @@
 import CMicroHTTPD
 
-/// A response built once and queued on any number of requests without copying: the fast path
-/// for a hot, unchanging answer (e.g. the current value of a live query).
+/// A response built once and queued on any number of requests without copying: what the hot
+/// path answers with, for a hot, unchanging answer (e.g. the current value of a live query).
 ///
 /// libmicrohttpd reference-counts the underlying response, so it may be shared across threads
 /// and requests; it is released when this object and every request using it are done.

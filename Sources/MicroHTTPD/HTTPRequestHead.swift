@@ -1,7 +1,7 @@
 import CMicroHTTPD
 
 /// A request as libmicrohttpd parsed it, before the server builds an ``HTTPRequest``: what an
-/// ``HTTPServerConfiguration/quickResponder`` sees. Headers are read in place from libmicrohttpd's
+/// ``HTTPServerConfiguration/hotPath`` sees. Headers are read in place from libmicrohttpd's
 /// buffers, so it is valid only during that call, on that thread (hence not `Sendable`).
 public struct HTTPRequestHead {
     let connection: ConnectionHandle
@@ -39,12 +39,12 @@ public struct HTTPRequestHead {
             UnsafeBufferPointer(start: UnsafeRawPointer(value).assumingMemoryBound(to: UInt8.self), count: size))
     }
 
-    /// An object the quick responder keeps with the TCP connection from one of its requests to the next (e.g. what a
+    /// An object the hot path keeps with the TCP connection from one of its requests to the next (e.g. what a
     /// request-target it saw last resolved to), `nil` on a new connection. Read and set on the connection's thread only,
-    /// which a quick responder always runs on; released with the connection.
+    /// which a hot path always runs on; released with the connection.
     public var connectionMemo: AnyObject? {
-        get { connection.context?.quickResponderMemo }
-        nonmutating set { connection.context?.quickResponderMemo = newValue }
+        get { connection.context?.hotPathMemo }
+        nonmutating set { connection.context?.hotPathMemo = newValue }
     }
 
     /// The client's numeric IP address, as ``HTTPRequest/remoteAddress`` gives it.
@@ -56,5 +56,5 @@ public struct HTTPRequestHead {
     }
 }
 
-@available(*, unavailable, message: "valid only during the quick responder's call")
+@available(*, unavailable, message: "valid only during the hot path's call")
 extension HTTPRequestHead: Sendable {}

@@ -1,7 +1,7 @@
 /// Answers one request, exactly once, from any thread or task.
 ///
 /// Respond (or start a stream) before the handler returns to answer on the libmicrohttpd thread
-/// (the fast path). Otherwise keep the responder and answer later, e.g. from a `Task`: the
+/// (at once). Otherwise keep the responder and answer later, e.g. from a `Task`: the
 /// connection is suspended meanwhile (no CPU, no idle timeout) and resumed by the answer.
 /// If the last reference to a responder goes away without an answer, the client gets
 /// ``HTTPServerRejection/noResponse`` (500). During shutdown a pending request gets
@@ -58,5 +58,5 @@ public final class HTTPResponder: Sendable {
 }
 
 /// Handles a complete request. Called on a libmicrohttpd worker thread: it must not block or wait.
-/// Answer through the ``HTTPResponder`` before returning (fast path) or later from any thread/task.
+/// Answer through the ``HTTPResponder`` before returning (at once) or later from any thread/task.
 public typealias HTTPHandler = @Sendable (HTTPRequest, HTTPResponder) -> Void

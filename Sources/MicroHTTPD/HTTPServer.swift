@@ -261,21 +261,21 @@ public final class HTTPServer: Sendable {
         streamCount.subtract(1, ordering: .relaxed)
     }
 
-    /// At a request's first call: whether it can wait for its second call without an ``Exchange``, which the quick
-    /// responder may then make unnecessary. Not when there is no quick responder, when the connection limit is
+    /// At a request's first call: whether it can wait for its second call without an ``Exchange``, which the hot
+    /// path may then make unnecessary. Not when there is no hot path, when the connection limit is
     /// exceeded (an early 503), or when a `Content-Length` is declared (a body to receive, or an early 413).
-    func mayAnswerQuickly(_ connection: ConnectionHandle) -> Bool {
-        configuration.quickResponder != nil
+    func mayAnswerOnHotPath(_ connection: ConnectionHandle) -> Bool {
+        configuration.hotPath != nil
             && !connectionLimitExceeded
             && MHD_lookup_connection_value(connection.raw, MHD_ValueKind.HEADER_KIND, "Content-Length") == nil
     }
 
-    /// The quick responder's answer to a request with no body, if it has one.
-    func quickAnswer(
+    /// The hot path's answer to a request with no body, if it has one.
+    func hotAnswer(
         _ connection: ConnectionHandle, method: UnsafePointer<CChar>?, target: String?
     ) -> HTTPPreparedResponse? {
-        guard let quickResponder = configuration.quickResponder else { return nil }
-        return quickResponder(
+        guard let hotPath = configuration.hotPath else { return nil }
+        return hotPath(
             HTTPRequestHead(connection: connection, method: method.map { String(cString: $0) } ?? "", target: target))
     }
 

@@ -50,10 +50,10 @@ public struct HTTPServerConfiguration: Sendable {
     public var turbo: Bool = false
 
     /// Answers a request from its head alone, before the server builds the ``HTTPRequest`` and calls the
-    /// handler: the fast path for a few hot, unchanging answers. Called on the libmicrohttpd thread
+    /// handler: the hot path, for a few hot, unchanging answers. Called on the libmicrohttpd thread
     /// once the request (and any body, which it does not see) has arrived; it must not block.
     /// Return `nil` to hand the request to the handler as usual. Default `nil`.
-    public var quickResponder: (@Sendable (HTTPRequestHead) -> HTTPPreparedResponse?)? = nil
+    public var hotPath: (@Sendable (HTTPRequestHead) -> HTTPPreparedResponse?)? = nil
 
     /// Builds the response for requests the server answers itself (limits, shutdown, dropped responders).
     /// Default: a `text/plain` body with ``HTTPServerRejection/message``.

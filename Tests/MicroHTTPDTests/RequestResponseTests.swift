@@ -95,12 +95,12 @@ struct RequestResponseTests {
         }
     }
 
-    @Test("a quick responder answers from the request head; nil hands the request to the handler")
-    func quickResponder() async throws {
+    @Test("a hot path answers from the request head; nil hands the request to the handler")
+    func hotPath() async throws {
         let prepared = try HTTPPreparedResponse(HTTPResponse(status: 200, body: "quick"))
         let handled = Box<[String]>([])
         let configuration = testConfiguration {
-            $0.quickResponder = { head in
+            $0.hotPath = { head in
                 guard head.method == "GET", head.target == "/hot?x=%20y", head.header("x-fast") == "yes",
                     head.withHeader("X-FAST", { $0?.elementsEqual("yes".utf8) }) == true, !head.hasHeader("X-Slow")
                 else { return nil }
@@ -133,11 +133,11 @@ struct RequestResponseTests {
         }
     }
 
-    @Test("with a quick responder on, bodies still reach the handler, and each keep-alive request has its own target")
-    func quickResponderBodiesAndTargets() async throws {
+    @Test("with a hot path on, bodies still reach the handler, and each keep-alive request has its own target")
+    func hotPathBodiesAndTargets() async throws {
         let prepared = try HTTPPreparedResponse(HTTPResponse(status: 200, body: "quick"))
         let configuration = testConfiguration {
-            $0.quickResponder = { head in head.method == "GET" && head.target == "/hot" ? prepared : nil }
+            $0.hotPath = { head in head.method == "GET" && head.target == "/hot" ? prepared : nil }
         }
         let handler: HTTPHandler = { request, responder in
             responder.respond(

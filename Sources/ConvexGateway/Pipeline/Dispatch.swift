@@ -1,53 +1,78 @@
 import ConvexSyncProtocol
 import ConvexValues
 
-/// The dispatch stage: a parsed request goes to the stage of its route kind, each a type in a file named for what it
-/// serves: queries (Queries.swift, with LongPoll.swift; read-your-writes in ReadYourWrites/), many queries at one
+/// The route table and the dispatch stage: every route is one row (path, methods, access class, whether it reads the
+/// function spec, stage); a parsed request goes to its row's stage. The stages are types in files named for what they
+/// serve: queries (Queries.swift, with LongPoll.swift; read-your-writes in ReadYourWrites/), many queries at one
 /// snapshot (BatchQuery.swift), calls (Calls.swift), event streams (Streams.swift) and the gateway's own routes
-/// (SystemRoutes.swift). Each returns its outcome or throws; GatewayCore.handle completes either (Finish.swift).
-extension GatewayCore {
-    func dispatch(_ request: ParsedRequest, _ context: ResponseContext) throws(GatewayError) -> StageOutcome {
-        switch request.route {
-        case .health:
-            return .now(systemRoutes.health())
-        case .ready:
-            return .later { [systemRoutes] () async throws(GatewayError) -> GatewayOutcome in
+/// (SystemRoutes.swift); the hot path (HotPath.swift) answers remembered `GET`s before any of this. Each stage returns
+/// its outcome or throws; GatewayCore.handle completes either (Finish.swift).
+extension Route {
+    private static let read = ["GET", "HEAD"]
+
+    /// Every route of the gateway. A new route is a row here, with its stage.
+    static let table: [Row] = [
+        .exact("/healthz", methods: read, access: .open) { core, _, _ in .now(core.systemRoutes.health()) },
+        .exact("/readyz", methods: read, access: .open) { core, _, _ in
+            .later { [systemRoutes = core.systemRoutes] () async throws(GatewayError) -> GatewayOutcome in
                 .response(try await systemRoutes.readiness())
             }
-        case .metrics:
-            return .now(systemRoutes.metricsPage())
-        case .openAPI:
-            return .now(try systemRoutes.openAPI(request))
-        case .clientScript:
-            return .now(ClientScript.response)
-        case .streamTickets:
-            return .now(try systemRoutes.streamTicket(for: request))
-        case .query(let function) where request.method == "POST":
-            return try call(.query, function, request)
-        case .mutation(let function):
-            return try call(.mutation, function, request)
-        case .action(let function):
-            return try call(.action, function, request)
-        case .query(let function):
-            let specGeneration = functionSpecs?.generation ?? 0
-            let input = ArgumentStage.Input.query(request.query)
-            let args = try arguments.arguments(input, for: function)
-            if request.wantsEventStream {
-                return try streams.open(request, [StreamSubscription(id: nil, function: function, args: args)])
-            }
-            return queries.get(request, context, function, input, args, specGeneration: specGeneration)
-        case .queryMany:
-            return try batchQueries.get(request, context)
-        case .subscribe(let function):
-            let args = try arguments.arguments(.query(request.query), for: function)
+        },
+        .exact("/metrics", methods: read, access: .keyed) { core, _, _ in .now(core.systemRoutes.metricsPage()) },
+        .exact("/openapi.yaml", methods: read, access: .open) { core, request, _ throws(GatewayError) in
+            try core.systemRoutes.openAPI(request)
+        },
+        .exact("/client.js", methods: read, access: .open) { _, _, _ in .now(ClientScript.response) },
+        .exact("/stream-tickets", methods: ["POST"], access: .rateLimited) { core, request, _ throws(GatewayError) in
+            .now(try core.systemRoutes.streamTicket(for: request))
+        },
+        .function("/query/", methods: ["GET", "HEAD", "POST"]) {
+            core, function, request, context throws(GatewayError) in
+            request.method == "POST"
+                ? try core.call(.query, function, request) : try core.query(function, request, context)
+        },
+        .exact("/query", methods: read, access: .functionCall, typed: true) {
+            core, request, context throws(GatewayError) in
+            try core.batchQueries.get(request, context)
+        },
+        .function("/mutation/", methods: ["POST"]) { core, function, request, _ throws(GatewayError) in
+            try core.call(.mutation, function, request)
+        },
+        .function("/action/", methods: ["POST"]) { core, function, request, _ throws(GatewayError) in
+            try core.call(.action, function, request)
+        },
+        .function("/subscribe/", methods: ["GET"]) { core, function, request, _ throws(GatewayError) in
+            let args = try core.arguments.arguments(.query(request.query), for: function)
+            return try core.streams.open(request, [StreamSubscription(id: nil, function: function, args: args)])
+        },
+        .exact("/subscribe", methods: ["GET"], access: .functionCall, typed: true) {
+            core, request, _ throws(GatewayError) in
+            try core.streams.open(request, try core.streams.subscriptions(request))
+        },
+    ]
+}
+
+extension GatewayCore {
+    /// The dispatch stage: the request's row answers it.
+    func dispatch(_ request: ParsedRequest, _ context: ResponseContext) throws(GatewayError) -> StageOutcome {
+        try request.route.row.stage(self, request, context)
+    }
+
+    /// `GET /query/<function>`: the live value, or a stream when the request asks for one.
+    fileprivate func query(
+        _ function: UdfPath, _ request: ParsedRequest, _ context: ResponseContext
+    ) throws(GatewayError) -> StageOutcome {
+        let specGeneration = functionSpecs?.generation ?? 0
+        let input = ArgumentStage.Input.query(request.query)
+        let args = try arguments.arguments(input, for: function)
+        if request.wantsEventStream {
             return try streams.open(request, [StreamSubscription(id: nil, function: function, args: args)])
-        case .subscribeMany:
-            return try streams.open(request, try streams.subscriptions(request))
         }
+        return queries.get(request, context, function, input, args, specGeneration: specGeneration)
     }
 
     /// A call with the arguments of the request's body.
-    private func call(_ kind: CallKind, _ function: UdfPath, _ request: ParsedRequest) throws(GatewayError)
+    fileprivate func call(_ kind: CallKind, _ function: UdfPath, _ request: ParsedRequest) throws(GatewayError)
         -> StageOutcome
     {
         let input = try arguments.bodyInput(request)

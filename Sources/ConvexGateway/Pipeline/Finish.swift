@@ -4,7 +4,8 @@ import ConvexValues
 /// started, the access stage's headers (CORS), and the representation it asks for (gzip, `If-None-Match`).
 struct ResponseContext: Sendable {
     var template: String
-    var startedAt: ContinuousClock.Instant
+    /// On the gateway's clock (``GatewayClock``), as the request's duration is measured.
+    var startedAt: Duration
     var headers: [(String, String)]
     var representation = RepresentationPreferences.identity
 }
@@ -36,7 +37,7 @@ extension GatewayCore {
                     return .response(completed(response, context))
                 case .stream(var start):
                     start.headers += context.headers
-                    metrics.recordRequest(route: context.template, status: 200, duration: .now - context.startedAt)
+                    metrics.recordRequest(route: context.template, status: 200, duration: clock.now - context.startedAt)
                     return .stream(start)
                 }
             }
@@ -44,11 +45,19 @@ extension GatewayCore {
     }
 
     /// A response given now, completed: its representation, the access stage's headers and its metrics (the access
-    /// stage's and the quick responder's refusals too).
+    /// stage's and the hot path's refusals too).
     func completed(_ response: GatewayResponse, _ context: ResponseContext) -> GatewayResponse {
+        Self.completed(response, context, metrics: metrics, clock: clock)
+    }
+
+    /// ``completed(_:_:)`` for a stage that holds no core: the hot path.
+    static func completed(
+        _ response: GatewayResponse, _ context: ResponseContext, metrics: GatewayMetrics, clock: GatewayClock
+    ) -> GatewayResponse {
         var response = response.negotiated(context.representation) { ContentCoding.gzip(response.body) }
         response.headers += context.headers
-        metrics.recordRequest(route: context.template, status: response.status, duration: .now - context.startedAt)
+        metrics.recordRequest(
+            route: context.template, status: response.status, duration: clock.now - context.startedAt)
         return response
     }
 

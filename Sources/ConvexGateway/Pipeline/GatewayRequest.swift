@@ -11,13 +11,12 @@ package struct GatewayRequest: Sendable {
     /// Header names lower-cased.
     package var headers: [String: String]
     package var body: [UInt8]
-    package var startedAt: ContinuousClock.Instant
     /// The client's numeric IP address, for the per-client rate limit.
     package var remoteAddress: String?
 
     package init(
         method: String, rawPath: String, rawQuery: String? = nil, headers: [String: String], body: [UInt8] = [],
-        remoteAddress: String? = nil, startedAt: ContinuousClock.Instant = .now
+        remoteAddress: String? = nil
     ) {
         self.method = method
         self.rawPath = rawPath
@@ -25,12 +24,11 @@ package struct GatewayRequest: Sendable {
         self.headers = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { a, _ in a })
         self.body = body
         self.remoteAddress = remoteAddress
-        self.startedAt = startedAt
     }
 
     package func header(_ name: String) -> String? { headers[name.lowercased()] }
 
-    /// The request target as sent (path and query), which the hot `GET` path remembers answers by.
+    /// The request target as sent (path and query), which the hot path remembers answers by.
     package var target: String { rawQuery.map { "\(rawPath)?\($0)" } ?? rawPath }
 }
 

@@ -12,8 +12,8 @@ struct Queries: Sendable {
     let readYourWrites: ReadYourWrites
     /// The one-shot query a `GET` falls back to when the subscription limit is reached.
     let calls: Calls
-    /// Where an anonymous answer's target is remembered for the quick responder (HotQueries.swift).
-    let hotQueries: HotQueries
+    /// Where an anonymous answer's target is remembered for the hot path (HotPath.swift).
+    let hotTargets: HotPath.Targets
     let configuration: GatewayConfiguration
     let render: @Sendable (ConvexValue, OutputFormat) -> [UInt8]
     let logger: Logger
@@ -31,7 +31,7 @@ struct Queries: Sendable {
         if let hot = hub.currentBody(for: key, format: format), hot.ts >= floor {
             let answer = answer(for: hot.current, body: hot.body, format: format, ts: hot.ts)
             if case .value = hot.current.result {
-                hotQueries.remember(request, key: key, live: hot.live, specGeneration: specGeneration)
+                hotTargets.remember(request, key: key, live: hot.live, specGeneration: specGeneration)
                 if let longPoll, LongPoll.holds(context, answer) {
                     return .later {
                         .response(await waitForChange(answer, hot.current, key, args, upstream, longPoll, format))

@@ -1,84 +1,85 @@
 import ConvexSyncProtocol
 
-/// What a request path names: a function call or stream, or one of the gateway's own routes.
-enum Route: Equatable, Sendable {
-    case query(UdfPath)
-    /// `GET /query?q.<id>=…`: many queries read at one snapshot (Pipeline/BatchQuery.swift).
-    case queryMany
-    case mutation(UdfPath)
-    case action(UdfPath)
-    case subscribe(UdfPath)
-    /// `/subscribe?sub.<id>=…`: many subscriptions on one stream (Pipeline/StreamSubscriptions.swift).
-    case subscribeMany
-    /// `POST /stream-tickets`: a ticket for the caller's token (Access/StreamTickets.swift).
-    case streamTickets
-    case health, ready, metrics, openAPI
-    /// `/client.js`, the browser client (ClientScript.swift).
-    case clientScript
+/// What a request path names: a row of the route table (``Route/table``, Pipeline/Routes.swift), with the function
+/// path of a function route. Parsed once per request, from the raw path.
+struct Route: Sendable, Equatable {
+    /// One route of the gateway: its path, the methods it answers, what the access stage asks of it, whether it reads
+    /// the function spec, and the stage that answers it.
+    struct Row: Sendable {
+        /// A fixed path (`/healthz`), or a prefix followed by a function path (`/query/` + `messages:list`).
+        let path: String
+        let takesFunction: Bool
+        let methods: [String]
+        let access: AccessClass
+        /// Whether the stage types its inputs by the function spec (Typed/), so the request waits for its first fetch.
+        let typed: Bool
+        let stage: Stage
+
+        /// Answers a parsed request of the route, or throws the error to answer with.
+        typealias Stage = @Sendable (GatewayCore, ParsedRequest, ResponseContext) throws(GatewayError) -> StageOutcome
+
+        /// The route's template, used as the metrics label: the path, with `{function}` for the function path.
+        var template: String { takesFunction ? path + "{function}" : path }
+
+        /// A route with a fixed path.
+        static func exact(
+            _ path: String, methods: [String], access: AccessClass, typed: Bool = false, stage: @escaping Stage
+        ) -> Row {
+            Row(path: path, takesFunction: false, methods: methods, access: access, typed: typed, stage: stage)
+        }
+
+        /// A route whose path is `prefix` followed by a function path; its stage gets the function.
+        static func function(
+            _ prefix: String, methods: [String], access: AccessClass = .functionCall, typed: Bool = true,
+            stage:
+                @escaping @Sendable (GatewayCore, UdfPath, ParsedRequest, ResponseContext) throws(GatewayError) ->
+                StageOutcome
+        ) -> Row {
+            Row(path: prefix, takesFunction: true, methods: methods, access: access, typed: typed) {
+                core, request, context throws(GatewayError) in
+                // A function route is parsed with its function (``Route/init(rawPath:)``).
+                try stage(core, request.route.function!, request, context)
+            }
+        }
+    }
+
+    let row: Row
+    /// The function the route calls, for a function route.
+    let function: UdfPath?
+
+    static func == (lhs: Route, rhs: Route) -> Bool {
+        lhs.row.path == rhs.row.path && lhs.function == rhs.function
+    }
 
     static let queryTemplate = "/query/{function}"
 
     /// The route's template, used as the metrics label.
-    var template: String {
-        switch self {
-        case .query: Self.queryTemplate
-        case .queryMany: "/query"
-        case .mutation: "/mutation/{function}"
-        case .action: "/action/{function}"
-        case .subscribe: "/subscribe/{function}"
-        case .subscribeMany: "/subscribe"
-        case .streamTickets: "/stream-tickets"
-        case .health: "/healthz"
-        case .ready: "/readyz"
-        case .metrics: "/metrics"
-        case .openAPI: "/openapi.yaml"
-        case .clientScript: "/client.js"
-        }
-    }
+    var template: String { row.template }
 
     /// The methods the route answers.
-    var allowedMethods: [String] {
-        switch self {
-        case .query: ["GET", "HEAD", "POST"]
-        case .queryMany: ["GET", "HEAD"]
-        case .mutation, .action: ["POST"]
-        case .subscribe, .subscribeMany: ["GET"]
-        case .streamTickets: ["POST"]
-        case .health, .ready, .metrics, .openAPI, .clientScript: ["GET", "HEAD"]
-        }
-    }
+    var allowedMethods: [String] { row.methods }
 
-    /// The function the route calls, if any.
-    var function: UdfPath? {
-        switch self {
-        case .query(let path), .mutation(let path), .action(let path), .subscribe(let path): path
-        case .queryMany, .subscribeMany, .streamTickets, .health, .ready, .metrics, .openAPI, .clientScript: nil
-        }
-    }
+    var accessClass: AccessClass { row.access }
 
-    /// Whether the route acts as the caller (so it reads credentials): the function routes, the batch query, every
-    /// stream route, and the ticket route.
-    var actsForCaller: Bool {
-        function != nil || takesTicket || self == .streamTickets || self == .queryMany
-    }
+    /// Whether the route acts as the caller (so it reads credentials): every route the rate limit counts.
+    var actsForCaller: Bool { row.access.isRateLimited }
 
-    /// The event-stream routes, whose templates start with `/subscribe`.
-    var isStream: Bool {
-        template.hasPrefix("/subscribe")
-    }
+    /// The event-stream routes, whose paths start with `/subscribe`.
+    var isStream: Bool { row.path.hasPrefix("/subscribe") }
 
     /// Whether a `?ticket=` authenticates the request: the stream routes (an `EventSource` cannot send an
     /// `Authorization` header).
     var takesTicket: Bool { isStream }
 
     /// What the access stage (Access/AccessControl.swift) asks of a route: whether it needs the API key, and whether
-    /// the rate limit counts it.
+    /// the rate limit counts it (the routes that act for the caller).
     enum AccessClass: Sendable {
         /// Probes, the public contract and the browser client: no API key, no rate limit.
         case open
         /// The gateway's own protected routes (`/metrics`, and any path that matches no route): the API key only.
         case keyed
-        /// The API key, and the rate limit counts it (`POST /stream-tickets`).
+        /// The API key, and the rate limit counts it: a route that acts for the caller without calling a function
+        /// (`POST /stream-tickets`).
         case rateLimited
         /// A function call or stream, acting for the caller: the API key, and the rate limit counts it.
         case functionCall
@@ -87,54 +88,42 @@ enum Route: Equatable, Sendable {
         var isRateLimited: Bool { self == .rateLimited || self == .functionCall }
     }
 
-    var accessClass: AccessClass {
-        switch self {
-        case .health, .ready, .openAPI, .clientScript: .open
-        case .metrics: .keyed
-        case .streamTickets: .rateLimited
-        case .query, .queryMany, .mutation, .action, .subscribe, .subscribeMany: .functionCall
-        }
-    }
-
     /// The access class of a raw path, read before the request is parsed (a function route with a bad function path
     /// is still a function call).
     static func accessClass(rawPath: Substring) -> AccessClass {
-        if let route = exactPaths[rawPath] { return route.accessClass }
-        return functionPrefixes.contains { rawPath.hasPrefix($0.prefix) } ? .functionCall : .keyed
+        if let row = exactPaths[rawPath] { return row.access }
+        return functionPrefixes.first { rawPath.hasPrefix($0.path) }?.access ?? .keyed
     }
 
-    /// The routes whose path is fixed.
-    private static let exactPaths: [Substring: Route] = [
-        "/healthz": .health, "/readyz": .ready, "/metrics": .metrics, "/openapi.yaml": .openAPI,
-        "/subscribe": .subscribeMany, "/query": .queryMany, "/stream-tickets": .streamTickets,
-        "/client.js": .clientScript,
-    ]
+    /// The rows whose path is fixed, by path.
+    private static let exactPaths: [Substring: Row] = Dictionary(
+        uniqueKeysWithValues: table.filter { !$0.takesFunction }.map { (Substring($0.path), $0) })
 
-    /// The routes whose path ends with a function path.
-    private static let functionPrefixes: [(prefix: String, make: @Sendable (UdfPath) -> Route)] = [
-        ("/query/", Route.query), ("/mutation/", Route.mutation), ("/action/", Route.action),
-        ("/subscribe/", Route.subscribe),
-    ]
+    /// The rows whose path ends with a function path.
+    private static let functionPrefixes = table.filter(\.takesFunction)
 
     /// Routes a raw (not yet decoded) path.
     /// - Throws: 404 when it matches no route, 400 when it names a function route with a bad function path.
     init(rawPath: Substring) throws(GatewayError) {
-        if let route = Self.exactPaths[rawPath] {
-            self = route
-        } else {
-            for (prefix, make) in Self.functionPrefixes where rawPath.hasPrefix(prefix) {
-                let text = try Self.percentDecodeFunctionPath(rawPath.dropFirst(prefix.count))
-                do {
-                    self = make(try UdfPath(parsing: text))
-                } catch {
-                    throw GatewayError.badRequest(
-                        "Invalid function path '\(printable(error.path))': \(error.message)", code: .invalidFunctionPath
-                    )
-                }
-                return
-            }
+        if let row = Self.exactPaths[rawPath] {
+            self.init(row: row, function: nil)
+            return
+        }
+        guard let row = Self.functionPrefixes.first(where: { rawPath.hasPrefix($0.path) }) else {
             throw GatewayError.routeNotFound(printable(String(rawPath)))
         }
+        let text = try Self.percentDecodeFunctionPath(rawPath.dropFirst(row.path.count))
+        do {
+            self.init(row: row, function: try UdfPath(parsing: text))
+        } catch {
+            throw GatewayError.badRequest(
+                "Invalid function path '\(printable(error.path))': \(error.message)", code: .invalidFunctionPath)
+        }
+    }
+
+    private init(row: Row, function: UdfPath?) {
+        self.row = row
+        self.function = function
     }
 
     /// Percent-decodes a function path taken from the URL. An encoded `/` (`%2F`) is refused rather than silently

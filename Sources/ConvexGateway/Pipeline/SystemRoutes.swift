@@ -37,14 +37,21 @@ struct SystemRoutes: Sendable {
 
     /// `GET /openapi.yaml`: the configured document, or with `functions=1` the deployment's (Typed/FunctionOpenAPI.swift).
     /// - Throws: 404 when the document asked for is not available.
-    func openAPI(_ request: ParsedRequest) throws(GatewayError) -> GatewayResponse {
+    func openAPI(_ request: ParsedRequest) throws(GatewayError) -> StageOutcome {
         if request.wantsFunctionsDocument {
-            return try functionsDocument(request.format)
+            // The functions document is made from the function spec: once its first fetch is done.
+            guard let specs = functionSpecs, specs.firstFetchPending else {
+                return .now(try functionsDocument(request.format))
+            }
+            return .later { [self] () async throws(GatewayError) -> GatewayOutcome in
+                await specs.waitForFirstFetch()
+                return .response(try functionsDocument(request.format))
+            }
         }
         guard let document = openAPIDocument else {
             throw GatewayError(code: .routeNotFound, message: "The OpenAPI document is not available on this gateway")
         }
-        return GatewayResponse(status: 200, headers: [("Content-Type", "application/yaml")], body: document)
+        return .now(GatewayResponse(status: 200, headers: [("Content-Type", "application/yaml")], body: document))
     }
 
     /// The per-deployment document (JSON text, which is YAML 1.2), or 404 without a function spec.

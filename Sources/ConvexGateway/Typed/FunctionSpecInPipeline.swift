@@ -24,12 +24,7 @@ extension ParsedRequest {
         query.values(named: "functions").contains { $0 == "1" || $0 == "true" }
     }
 
-    /// Whether handling this request uses the function spec (so it should wait for the first fetch).
-    var usesFunctionSpec: Bool {
-        switch route {
-        case .query, .queryMany, .mutation, .action, .subscribe, .subscribeMany: true
-        case .openAPI: wantsFunctionsDocument
-        case .streamTickets, .health, .ready, .metrics, .clientScript: false
-        }
-    }
+    /// Whether handling this request types its inputs by the function spec (so it should wait for the first fetch;
+    /// the functions document waits in its own stage).
+    var usesFunctionSpec: Bool { route.row.typed }
 }

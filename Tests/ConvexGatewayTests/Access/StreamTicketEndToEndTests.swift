@@ -89,7 +89,7 @@ struct StreamTicketEndToEndTests {
             let target = "/query/conformance:whoami"
             _ = try await h.get(target)
             _ = try await h.get(target)
-            #expect(h.gateway.core.hotQueries.count == 1, "the anonymous answer is remembered")
+            #expect(h.gateway.core.hotPath.targets.count == 1, "the anonymous answer is remembered")
             let signedIn = try await h.get(target, headers: ["Cookie": "\(Self.cookie)=\(Self.jwt("hot-ada"))"])
             #expect(signedIn.text.contains("hot-ada"), "\(signedIn.text)")
             let otherCookie = try await h.get(target, headers: ["Cookie": "unrelated=1"])

@@ -82,7 +82,11 @@ struct BrowserPage: Sendable {
           const waiting = new Set();
           window.changed = () => { for (const waiter of [...waiting]) waiter(); };
           window.until = (check, what, ms = 30000) => new Promise((resolve, reject) => {
-            const timer = setTimeout(() => { waiting.delete(test); reject(new Error(`timed out: ${what}`)); }, ms);
+            // `what` names the wait; as a function, it also tells the state the page was in when the time ran out.
+            const timer = setTimeout(() => {
+              waiting.delete(test);
+              reject(new Error(`timed out: ${typeof what === "function" ? what() : what}`));
+            }, ms);
             const test = () => {
               let done;
               try { done = check(); } catch (error) { waiting.delete(test); clearTimeout(timer); return reject(error); }

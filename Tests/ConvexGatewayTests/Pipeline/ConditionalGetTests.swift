@@ -14,7 +14,7 @@ import Testing
 @Suite(.timeLimit(.minutes(2)))
 struct ConditionalGetTests {
     /// A signed-in caller's `GET` never takes the hot path: it shows what full handling answers.
-    static let signedIn = ["Authorization": "Bearer \(HotQueryTests.jwt(subject: "cond"))"]
+    static let signedIn = ["Authorization": "Bearer \(HotPathTests.jwt(subject: "cond"))"]
 
     static func gunzip(_ bytes: [UInt8]) throws -> [UInt8] {
         var buffer = ByteBuffer(bytes: bytes)
@@ -31,7 +31,7 @@ struct ConditionalGetTests {
     @Test func aMatchingIfNoneMatchGets304OnTheHotAndTheFullPath() async throws {
         try await GatewayHarness.run { h in
             let target = "/query/messages:list?channel=c304"
-            let first = try await HotQueryTests.warm(h, target)
+            let first = try await HotPathTests.warm(h, target)
             let etag = try #require(first.header("ETag"))
             #expect(etag.hasPrefix("\"") && etag.hasSuffix("-plain\""), "got \(etag)")
             let before = try await Self.count(h, status: 304)
@@ -44,7 +44,8 @@ struct ConditionalGetTests {
                 #expect(hot.header("Content-Type") == nil)
             }
             #expect(try await Self.count(h, status: 304) == before + 4, "the hot 304s are counted")
-            let variants = h.gateway.core.hotQueries.route(for: target)?.prepared.withLock { $0 }?.variantKeys ?? []
+            let variants =
+                h.gateway.core.hotPath.targets.route(for: target)?.prepared.withLock { $0 }?.variantKeys ?? []
             #expect(variants.contains("identity 304"), "the hot path did not answer: \(variants)")
 
             // A signed-in caller has a subscription of its own, new here, holding the same value: the tag names the
@@ -71,7 +72,7 @@ struct ConditionalGetTests {
     @Test func theETagOutlivesTheSubscription() async throws {
         try await GatewayHarness.run(configure: { $0.keepWarm = .milliseconds(200) }) { h in
             let target = "/query/messages:list?channel=c304-expiry"
-            let first = try await HotQueryTests.warm(h, target)
+            let first = try await HotPathTests.warm(h, target)
             let etag = try #require(first.header("ETag"))
             let hub = h.gateway.core.hub
             #expect(await eventually { hub.subscriptionCount == 0 }, "the subscription never expired")
@@ -97,10 +98,11 @@ struct ConditionalGetTests {
             // Full handling (a signed-in caller), then the hot path (an anonymous target once remembered).
             let signedIn = Self.signedIn.merging(["Accept-Encoding": "br, gzip;q=0.5"]) { a, _ in a }
             let full = try await h.get(target + "&format=plain", headers: signedIn)
-            _ = try await HotQueryTests.warm(h, target + "&format=plain")
+            _ = try await HotPathTests.warm(h, target + "&format=plain")
             let hot = try await h.get(target + "&format=plain", headers: ["Accept-Encoding": "gzip, deflate"])
             let variants =
-                h.gateway.core.hotQueries.route(for: target + "&format=plain")?.prepared.withLock { $0 }?.variantKeys
+                h.gateway.core.hotPath.targets.route(for: target + "&format=plain")?.prepared.withLock { $0 }?
+                .variantKeys
             #expect(variants?.contains("gzip 200") == true, "the hot path did not answer: \(variants ?? [])")
             for response in [full, hot] {
                 #expect(response.status == 200)
@@ -190,7 +192,7 @@ struct ConditionalGetTests {
         let clock = TestClock<Duration>()
         try await GatewayHarness.run(clock: GatewayClock(clock)) { h in
             let target = "/query/messages:list?channel=poll"
-            let first = try await HotQueryTests.warm(h, target)
+            let first = try await HotPathTests.warm(h, target)
             let etag = try #require(first.header("ETag"))
             let hub = h.gateway.core.hub
             let poll = Self.longPoll(h, target, etag: etag, prefer: "wait=20")
@@ -221,7 +223,7 @@ struct ConditionalGetTests {
         let clock = TestClock<Duration>()
         try await GatewayHarness.run(configure: { $0.maxWaitSeconds = 7 }, clock: GatewayClock(clock)) { h in
             let target = "/query/messages:list?channel=poll-timeout"
-            let etag = try #require(try await HotQueryTests.warm(h, target).header("ETag"))
+            let etag = try #require(try await HotPathTests.warm(h, target).header("ETag"))
             let hub = h.gateway.core.hub
             let poll = Self.longPoll(h, target, etag: "W/\(etag)", prefer: "respond-async, wait=100")
             #expect(await eventually { hub.attachmentCount == 1 }, "the GET never waited")
@@ -239,7 +241,7 @@ struct ConditionalGetTests {
     @Test func withoutAMatchingTagOrAReadableWaitTheAnswerComesAtOnce() async throws {
         try await GatewayHarness.run { h in
             let target = "/query/messages:list?channel=poll-now"
-            let first = try await HotQueryTests.warm(h, target)
+            let first = try await HotPathTests.warm(h, target)
             let etag = try #require(first.header("ETag"))
             let fresh = try await h.get(target, headers: ["Prefer": "wait=30"])
             #expect(fresh.status == 200)
@@ -258,7 +260,7 @@ struct ConditionalGetTests {
     @Test func waitingIsOffAtZero() async throws {
         try await GatewayHarness.run(configure: { $0.maxWaitSeconds = 0 }) { h in
             let target = "/query/messages:list?channel=poll-off"
-            let etag = try #require(try await HotQueryTests.warm(h, target).header("ETag"))
+            let etag = try #require(try await HotPathTests.warm(h, target).header("ETag"))
             let answer = try await h.get(target, headers: ["If-None-Match": etag, "Prefer": "wait=30"])
             #expect(answer.status == 304)
             #expect(answer.header("Preference-Applied") == nil)
@@ -269,7 +271,7 @@ struct ConditionalGetTests {
         let clock = TestClock<Duration>()
         try await GatewayHarness.run(clock: GatewayClock(clock)) { h in
             let target = "/query/messages:list?channel=poll-leave"
-            let etag = try #require(try await HotQueryTests.warm(h, target).header("ETag"))
+            let etag = try #require(try await HotPathTests.warm(h, target).header("ETag"))
             let hub = h.gateway.core.hub
             let connection = try RawConnection(port: h.port)
             try await blocking {
@@ -288,7 +290,7 @@ struct ConditionalGetTests {
         let clock = TestClock<Duration>()
         try await GatewayHarness.run(clock: GatewayClock(clock)) { h in
             let target = "/query/messages:list?channel=poll-shutdown"
-            let etag = try #require(try await HotQueryTests.warm(h, target).header("ETag"))
+            let etag = try #require(try await HotPathTests.warm(h, target).header("ETag"))
             let hub = h.gateway.core.hub
             let poll = Self.longPoll(h, target, etag: etag, prefer: "wait=30")
             #expect(await eventually { hub.attachmentCount == 1 }, "the GET never waited")

@@ -49,7 +49,7 @@ struct PipelineTests {
             _ = try await h.get(target, headers: browser)
             let first = try await h.get(target, headers: browser)
             #expect(first.status == 200)
-            let remembered = try #require(h.gateway.core.hotQueries.route(for: target))
+            let remembered = try #require(h.gateway.core.hotPath.targets.route(for: target))
             let second = try await h.get(target, headers: browser)
             #expect(second.status == 200)
             #expect(second.header("Access-Control-Allow-Origin") == "https://app.test")
@@ -82,7 +82,7 @@ struct PipelineTests {
             let target = "/query/messages:list?channel=pipeline-rate"
             #expect(try await h.get(target).status == 200)
             #expect(try await h.get(target).status == 200)
-            #expect(h.gateway.core.hotQueries.route(for: target) != nil)
+            #expect(h.gateway.core.hotPath.targets.route(for: target) != nil)
             #expect(try await h.get(target).status == 200)
             let limited = try await h.get(target)
             #expect(limited.status == 429)

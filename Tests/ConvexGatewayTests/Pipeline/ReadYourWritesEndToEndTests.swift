@@ -13,7 +13,7 @@ import Testing
 /// connection.
 @Suite(.timeLimit(.minutes(4)))
 struct ReadYourWritesEndToEndTests {
-    static let writer = ["Authorization": "Bearer " + HotQueryTests.jwt(subject: "ryw-writer")]
+    static let writer = ["Authorization": "Bearer " + HotPathTests.jwt(subject: "ryw-writer")]
 
     static func count(_ response: TestResponse) -> Int64? {
         guard response.status == 200 else { return nil }
@@ -32,12 +32,12 @@ struct ReadYourWritesEndToEndTests {
         try await GatewayHarness.run { h in
             let target = "/query/conformance:counter?name=ryw-one"
             // The reader's target is answered from a live subscription, on the hot path once remembered.
-            _ = try await HotQueryTests.warm(h, target)
+            _ = try await HotPathTests.warm(h, target)
             let stale = try await Self.staleReads(rounds: 1000, name: "ryw-one", through: h) { _ in
                 try await h.get(target)
             }
             #expect(stale.isEmpty, "\(stale.count) stale of 1000: \(stale.prefix(5))")
-            #expect(h.gateway.core.hotQueries.route(for: target) != nil, "the reader's target stayed hot")
+            #expect(h.gateway.core.hotPath.targets.route(for: target) != nil, "the reader's target stayed hot")
         }
     }
 
@@ -72,7 +72,7 @@ struct ReadYourWritesEndToEndTests {
             try await h.withReplica { replica in
                 let target = "/query/conformance:counter?name=ryw-two"
                 var warm = try await Self.get(replica, target)
-                for _ in 0..<50 where h.gateway.core.hotQueries.count == 0 && warm.status == 200 {
+                for _ in 0..<50 where h.gateway.core.hotPath.targets.count == 0 && warm.status == 200 {
                     warm = try await Self.get(replica, target)
                 }
                 let stale = try await Self.staleReads(rounds: 300, name: "ryw-two", through: h) { commit in

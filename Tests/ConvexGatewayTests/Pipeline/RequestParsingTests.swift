@@ -17,7 +17,24 @@ import Testing
         let path = try UdfPath(parsing: text)
         #expect(path.module == module)
         #expect(path.function == function)
-        #expect(try Route(rawPath: "/query/\(text)"[...]) == .query(path))
+        let route = try Route(rawPath: "/query/\(text)"[...])
+        #expect(route.template == Route.queryTemplate && route.function == path)
+    }
+
+    /// The route table: one row per template, each found by its own path with its own access class, and a path that
+    /// only starts like a fixed one is not it.
+    @Test func everyRowOfTheTableIsFoundByItsPath() throws {
+        #expect(Set(Route.table.map(\.template)).count == Route.table.count)
+        for row in Route.table {
+            let path = row.takesFunction ? row.path + "messages:list" : row.path
+            let route = try Route(rawPath: path[...])
+            #expect(route.template == row.template)
+            #expect(route.function == (row.takesFunction ? try UdfPath(parsing: "messages:list") : nil))
+            #expect(Route.accessClass(rawPath: path[...]) == row.access)
+        }
+        #expect(try Route(rawPath: "/query"[...]).template == "/query")
+        #expect(throws: GatewayError.self) { try Route(rawPath: "/healthzz"[...]) }
+        #expect(Route.accessClass(rawPath: "/nothing"[...]) == .keyed)
     }
 
     @Test(arguments: [

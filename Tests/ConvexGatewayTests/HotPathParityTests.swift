@@ -6,11 +6,11 @@ import Testing
 
 @testable import ConvexGateway
 
-/// The quick responder (HotQueries.swift) and full handling give the same answer, byte for byte: the same requests go
-/// to a gateway that answers remembered targets quickly and to one that handles every request in full, both on one
+/// The hot path (Pipeline/HotPath.swift) and full handling give the same answer, byte for byte: the same requests go
+/// to a gateway that answers remembered targets on the hot path and to one that handles every request in full, both on one
 /// deployment, and the answers are compared whole (status line, every header but `Date`, body).
 @Suite(.timeLimit(.minutes(2)))
-struct QuickResponderParityTests {
+struct HotPathParityTests {
     static let origin = "https://app.test"
 
     static func configure(_ configuration: inout GatewayConfiguration) {
@@ -24,10 +24,10 @@ struct QuickResponderParityTests {
             + response.body.map { String(format: "%02x", $0) }.joined()
     }
 
-    @Test func theQuickResponderAndFullHandlingAnswerAlike() async throws {
+    @Test func theHotPathAndFullHandlingAnswerAlike() async throws {
         try await GatewayHarness.run(configure: Self.configure) { quick in
             try await quick.withReplica(configure: { full in
-                full.quickResponder = false
+                full.hotPath = false
                 Self.configure(&full)
             }) { slowPort in
 
@@ -43,7 +43,7 @@ struct QuickResponderParityTests {
                     "/query/messages:list?channel=parity", "/query/messages:list?channel=parity&format=encoded",
                 ]
                 for target in targets {
-                    _ = try await HotQueryTests.warm(quick, target)
+                    _ = try await HotPathTests.warm(quick, target)
                     _ = try await Self.get(slowPort, target)
                 }
                 // One more change, seen by both gateways' upstream connections: both then hold the value at the same
@@ -84,7 +84,7 @@ struct QuickResponderParityTests {
                         compared += 1
                     }
                     // The quick gateway answered from its prepared responses: one per variant asked for.
-                    let remembered = try #require(quick.gateway.core.hotQueries.route(for: target))
+                    let remembered = try #require(quick.gateway.core.hotPath.targets.route(for: target))
                     let variants = remembered.prepared.withLock { $0 }?.variantKeys ?? []
                     #expect(variants.contains { $0.hasPrefix("gzip 200") }, "\(variants)")
                     #expect(variants.contains { $0.hasPrefix("identity 304") }, "\(variants)")

@@ -7,10 +7,10 @@ import Testing
 
 @testable import ConvexGateway
 
-/// The hot `GET` path (HotQueries.swift): a remembered target answers with a prepared response, and must give
+/// The hot `GET` path (Pipeline/HotPath.swift): a remembered target answers with a prepared response, and must give
 /// exactly what full handling would, for every caller.
 @Suite(.timeLimit(.minutes(2)))
-struct HotQueryTests {
+struct HotPathTests {
     /// An unsigned JWT, which the local deployment accepts.
     static func jwt(subject: String) -> String {
         func part(_ text: String) -> String {
@@ -27,7 +27,7 @@ struct HotQueryTests {
         var response: TestResponse?
         let remembered = await eventually {
             response = try? await h.get(target, headers: headers)
-            return h.gateway.core.hotQueries.route(for: target) != nil
+            return h.gateway.core.hotPath.targets.route(for: target) != nil
         }
         #expect(remembered, "\(target) was not remembered")
         return try #require(response)
@@ -114,20 +114,20 @@ struct HotQueryTests {
             let wrong = try await h.get(target, headers: ["X-API-Key": "hot-key-0123456788"])
             #expect(wrong.status == 401)
 
-            let remembered = try #require(h.gateway.core.hotQueries.route(for: target))
+            let remembered = try #require(h.gateway.core.hotPath.targets.route(for: target))
             let origin = try await h.get(
                 target, headers: ["X-API-Key": "hot-key-0123456789", "Origin": "https://app.test"])
             #expect(origin.status == 200)
             #expect(origin.header("Access-Control-Allow-Origin") == "https://app.test")
             // Full handling of a declined request keeps what is remembered.
-            #expect(h.gateway.core.hotQueries.route(for: target) === remembered)
+            #expect(h.gateway.core.hotPath.targets.route(for: target) === remembered)
             let foreign = try await h.get(
                 target, headers: ["X-API-Key": "hot-key-0123456789", "Origin": "https://evil.test"])
             #expect(foreign.status == 403)
         }
     }
 
-    /// A keep-alive connection keeps its last lookup (HotQueries.ConnectionMemo); it must give way when the target is
+    /// A keep-alive connection keeps its last lookup (HotPath.Targets.ConnectionMemo); it must give way when the target is
     /// remembered anew.
     @Test func aKeepAliveConnectionFollowsATargetRememberedAnew() async throws {
         // Keep-warm expiry on a test clock, moved on when the test wants the subscription gone (on the real clock, a
@@ -144,7 +144,7 @@ struct HotQueryTests {
                 return try connection.readResponse()
             }
             #expect(first.text == "[]")
-            let remembered = try #require(h.gateway.core.hotQueries.route(for: target))
+            let remembered = try #require(h.gateway.core.hotPath.targets.route(for: target))
             let hub = h.gateway.core.hub
             await clock.advance(by: .seconds(1))
             // The sweeper may not have slept again by the time the clock moved (a busy machine): sweep once more at
@@ -161,7 +161,7 @@ struct HotQueryTests {
                 #expect(response.status == 200)
                 #expect(response.text.contains("later"), "got \(response.text)")
             }
-            let renewed = try #require(h.gateway.core.hotQueries.route(for: target))
+            let renewed = try #require(h.gateway.core.hotPath.targets.route(for: target))
             #expect(renewed !== remembered)
             // The same connection's next change is seen too, once the renewed subscription has it.
             _ = try await h.post("/mutation/messages:send", json: #"{"body":"again","channel":"hot-memo"}"#)
@@ -180,7 +180,7 @@ struct HotQueryTests {
         try await GatewayHarness.run(configure: { $0.keepWarm = .milliseconds(200) }) { h in
             let target = "/query/messages:list?channel=hot-expiry"
             _ = try await Self.warm(h, target)
-            let remembered = try #require(h.gateway.core.hotQueries.route(for: target))
+            let remembered = try #require(h.gateway.core.hotPath.targets.route(for: target))
             let hub = h.gateway.core.hub
             #expect(await eventually { hub.subscriptionCount == 0 }, "the subscription never expired")
             #expect(remembered.live.revision == nil)
@@ -189,7 +189,7 @@ struct HotQueryTests {
             let again = try await h.get(target)
             #expect(again.status == 200)
             #expect(again.text.contains("later"), "got \(again.text)")
-            #expect(h.gateway.core.hotQueries.route(for: target) !== remembered)
+            #expect(h.gateway.core.hotPath.targets.route(for: target) !== remembered)
         }
     }
 
@@ -213,35 +213,35 @@ struct HotQueryTests {
     }
 
     @Test func rememberedTargetsAreBounded() throws {
-        let hot = HotQueries(metrics: GatewayMetrics(), authCookie: nil)
+        let hot = HotPath.Targets(metrics: GatewayMetrics(), authCookie: nil)
         let key = SubscriptionHub.Key(identity: "", function: try UdfPath(parsing: "m:f"), args: [:])
         var retired: [LiveResult] = []
-        for i in 0..<HotQueries.capacity {
+        for i in 0..<HotPath.Targets.capacity {
             let live = LiveResult()
             live.advance()
             if i % 2 == 0 { retired.append(live) }
             hot.remember(.init(key: key, format: .plain, live: live, specGeneration: 0), for: "/query/m:f?i=\(i)")
         }
-        #expect(hot.count == HotQueries.capacity)
+        #expect(hot.count == HotPath.Targets.capacity)
         for live in retired { live.retire() }
         let live = LiveResult()
         live.advance()
         hot.remember(.init(key: key, format: .plain, live: live, specGeneration: 0), for: "/query/m:f?next")
-        #expect(hot.count == HotQueries.capacity / 2 + 1)
+        #expect(hot.count == HotPath.Targets.capacity / 2 + 1)
         #expect(hot.route(for: "/query/m:f?i=0") == nil)
         #expect(hot.route(for: "/query/m:f?i=1") != nil)
 
         // Full of live subscriptions: everything is forgotten, then learnt again.
-        for i in 0..<HotQueries.capacity {
+        for i in 0..<HotPath.Targets.capacity {
             hot.remember(.init(key: key, format: .plain, live: live, specGeneration: 0), for: "/query/m:f?j=\(i)")
-            #expect(hot.count <= HotQueries.capacity)
+            #expect(hot.count <= HotPath.Targets.capacity)
         }
         #expect(hot.route(for: "/query/m:f?i=1") == nil)
-        #expect(hot.route(for: "/query/m:f?j=\(HotQueries.capacity - 1)") != nil)
+        #expect(hot.route(for: "/query/m:f?j=\(HotPath.Targets.capacity - 1)") != nil)
     }
 }
 
-extension HotQueries.PreparedValue {
+extension HotPath.Targets.PreparedValue {
     /// The variants prepared so far, described: coding, status and the access stage's headers.
     var variantKeys: [String] {
         variants.withLock { variants in

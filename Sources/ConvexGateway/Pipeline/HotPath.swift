@@ -1,0 +1,323 @@
+import ConvexValues
+import HTTPFields
+import MicroHTTPD
+import Synchronization
+
+/// The hot path, a stage of its own: once a `GET /query/<function>` has been answered from a live subscription, its
+/// request target (path and query exactly as sent) is remembered with the subscription it resolved to (``Targets``),
+/// and later `GET`s of the same target are answered on libmicrohttpd's thread, from the request head, with one
+/// prepared response per value — no routing, argument parsing, rendering or copying per request. MicroHTTPD calls
+/// ``answer(_:)`` first (`HTTPServerConfiguration.hotPath`); `nil` hands the request to full handling.
+///
+/// It gives the same answer full handling would give. It asks the same access stage (CORS, API key, rate limit) as
+/// full handling does, and applies only where the rest of the answer depends on the target alone
+/// (``answersByTargetAlone(method:fields:authCookie:)``), with the function spec unchanged since the target was
+/// remembered. Anything else, and any target not remembered, takes full handling.
+///
+/// `If-None-Match` and `Accept-Encoding` are answered by the same rules as full handling (ConditionalGetAndGzip/):
+/// a 304, or gzip from 1 KiB, with the compressed body made once per value. A long-poll (`Prefer: wait`) takes full
+/// handling, which can wait.
+struct HotPath: Sendable {
+    let targets: Targets
+    let access: AccessControl
+    let hub: SubscriptionHub
+    /// Makes a value's answer as full handling does.
+    let queries: Queries
+    let readYourWrites: ReadYourWrites
+    let functionSpecs: FunctionSpecStore?
+    let maxWaitSeconds: Int
+    let metrics: GatewayMetrics
+    let clock: GatewayClock
+
+    /// The prepared answer to a `GET` of a remembered target whose subscription has a current value, or `nil` for
+    /// full handling.
+    func answer(_ request: HTTPRequestHead) -> HTTPPreparedResponse? {
+        // One clock for the answer's duration and the subscription's last read: two readings per answer.
+        let started = clock.now
+        guard request.method == "GET", let target = request.target,
+            let route = targets.route(for: target, on: request)
+        else { return nil }
+        // The answer must depend on the target alone, as full handling decides when it remembers a target.
+        guard Self.answersByTargetAlone(method: request.method, fields: request, authCookie: targets.authCookie)
+        else { return nil }
+        guard route.specGeneration == (functionSpecs?.generation ?? 0), let revision = route.live.revision else {
+            targets.forget(route, for: target)
+            return nil
+        }
+        // Read-your-writes (ReadYourWrites/SnapshotFloor.swift): the answer's snapshot must be at the newest commit answered
+        // here and the caller's `Convex-Min-Timestamp` or later; while the subscription's connection is behind,
+        // full handling moves it there. (A malformed header gets full handling's 400.)
+        let minTimestamp: UInt64?
+        do {
+            minTimestamp = try SnapshotFloor.minTimestamp(request.header(SnapshotFloor.minTimestampHeader))
+        } catch {
+            return nil
+        }
+        let floor = readYourWrites.floor(minTimestamp: minTimestamp)
+        guard route.live.session.ts >= floor else { return nil }
+        // The representation fields are read in place (HTTPRequestHead): nothing is copied for the usual answer.
+        let sentIfNoneMatch = request.hasHeader("If-None-Match")
+        // A long-poll waits in full handling.
+        if sentIfNoneMatch,
+            Prefer.longPollWait(request.header("Prefer"), maxSeconds: maxWaitSeconds) != nil
+        {
+            return nil
+        }
+        // Asked last, after every check that can decline, so the rate limit counts the request once.
+        let accessHeaders: [(String, String)]
+        switch access.decide(
+            method: request.method, accessClass: .functionCall,  // a remembered target is a `GET /query/<function>`
+            remoteAddress: request.remoteAddress, fields: request)
+        {
+        case .answer(let refusal):
+            let context = ResponseContext(
+                template: Route.queryTemplate, startedAt: started, headers: [],
+                representation: RepresentationPreferences(method: "GET", header: request.header))
+            return try? HTTPPreparedResponse(
+                HTTPResponse(GatewayCore.completed(refusal, context, metrics: metrics, clock: clock)))
+        case .proceed(let headers):
+            accessHeaders = headers
+        }
+        route.live.touch(at: started)
+        let value: Targets.PreparedValue
+        if let held = route.prepared.withLock({ $0 }), held.revision == revision, held.ts >= floor {
+            value = held
+        } else {
+            // Rendered after the revision was read, so it is at least as new as that revision.
+            guard let rendered = hub.currentBody(for: route.key, format: route.format),
+                case .value = rendered.current.result, rendered.ts >= floor
+            else { return nil }
+            value = Targets.PreparedValue(
+                revision: revision, ts: rendered.ts,
+                response: queries.answer(
+                    for: rendered.current, body: rendered.body, format: route.format, ts: rendered.ts))
+            route.prepared.withLock { held in
+                if held == nil || held!.revision < revision || (held!.revision == revision && held!.ts < rendered.ts) {
+                    held = value
+                }
+            }
+        }
+        let notModified =
+            sentIfNoneMatch
+            && request.withField("If-None-Match") { field in
+                field.map { EntityTag.ifNoneMatch($0, matches: value.etag, gzip: value.gzipETag) } ?? false
+            }
+        let gzip = request.withField("Accept-Encoding", AcceptEncoding.acceptsGzip)
+        let prepared: HTTPPreparedResponse
+        if let made = value.variant(gzip: gzip, notModified: notModified, accessHeaders: accessHeaders) {
+            prepared = made
+        } else {
+            let representation = RepresentationPreferences(method: "GET", header: request.header)
+            var response = value.response.negotiated(representation) { value.gzipped }
+            response.headers += accessHeaders
+            guard let made = try? HTTPPreparedResponse(HTTPResponse(response)) else { return nil }
+            value.keep(.init(gzip: gzip, notModified: notModified, accessHeaders: accessHeaders, prepared: made))
+            prepared = made
+        }
+        (notModified ? targets.notModifiedRecorder : targets.recorder).record(clock.now - started)
+        return prepared
+    }
+
+    /// Whether the answer to a request depends on its target (path and query) alone, asked by both paths: the hot path
+    /// answers only such requests, and full handling remembers targets only for them, so the two cannot drift.
+    ///
+    /// It does when the request is a `GET` that names no caller (no `Authorization`, no auth cookie: the call is
+    /// anonymous) and does not ask for an event stream. The representation fields (`If-None-Match`,
+    /// `Accept-Encoding`) and the access stage's headers vary the answer in ways both paths apply by the same rules
+    /// (ConditionalGetAndGzip/, Access/); a long-poll (`Prefer: wait`) is left to full handling, which can wait.
+    static func answersByTargetAlone(method: String, fields: some HeaderFields, authCookie: String?) -> Bool {
+        guard method == "GET", fields.withField("Authorization", { $0 == nil }),
+            !fields.withField("Accept", Accept.acceptsEventStream)
+        else { return false }
+        guard let authCookie else { return true }
+        return fields.withField("Cookie") { field in
+            field.map { CookieHeader.value(named: authCookie, in: $0.text) == nil } ?? true
+        }
+    }
+}
+
+extension HotPath {
+    /// The remembered targets, each with the prepared answers of its current value. Full handling (``Queries``)
+    /// remembers them; the hot path answers from them.
+    final class Targets: Sendable {
+        /// What a remembered target resolved to.
+        final class Remembered: Sendable {
+            let key: SubscriptionHub.Key
+            let format: OutputFormat
+            let live: LiveResult
+            /// The function spec's generation the arguments were coerced with.
+            let specGeneration: UInt64
+            /// The answers prepared for the current value (one subscription revision).
+            let prepared = Mutex<PreparedValue?>(nil)
+
+            init(key: SubscriptionHub.Key, format: OutputFormat, live: LiveResult, specGeneration: UInt64) {
+                self.key = key
+                self.format = format
+                self.live = live
+                self.specGeneration = specGeneration
+            }
+        }
+
+        /// One value of a remembered target and the answers prepared for it: its 200 before negotiation, the gzip-coded
+        /// body (made once, on first use), and one libmicrohttpd response per variant (coding, 304 or 200, the access
+        /// stage's headers: CORS headers differ per allowed origin when origins are echoed).
+        final class PreparedValue: Sendable {
+            let revision: UInt64
+            /// The snapshot the value holds at, in its `Convex-Timestamp` (the value may hold at later ones too).
+            let ts: UInt64
+            let response: GatewayResponse
+            let etag: String
+            let gzipETag: String
+            private let gzip = Mutex<[UInt8]??>(nil)
+            /// Few per value (one per client kind and origin), so a list compared in place: no key is built per request.
+            let variants = Mutex<[Variant]>([])
+
+            struct Variant {
+                var gzip: Bool
+                var notModified: Bool
+                var accessHeaders: [(String, String)]
+                var prepared: HTTPPreparedResponse
+
+                func matches(gzip: Bool, notModified: Bool, accessHeaders: [(String, String)]) -> Bool {
+                    guard self.gzip == gzip, self.notModified == notModified,
+                        self.accessHeaders.count == accessHeaders.count
+                    else { return false }
+                    // The access stage hands out the same prepared strings each time, so each comparison is short.
+                    for index in accessHeaders.indices where self.accessHeaders[index] != accessHeaders[index] {
+                        return false
+                    }
+                    return true
+                }
+            }
+
+            /// Variants prepared per value at most; past that, answers are built per request.
+            static let maxVariants = 64
+
+            init(revision: UInt64, ts: UInt64, response: GatewayResponse) {
+                self.revision = revision
+                self.ts = ts
+                self.response = response
+                self.etag = response.header("ETag") ?? ""
+                self.gzipETag = EntityTag.gzipVariant(of: etag)
+            }
+
+            /// The gzip-coded body, compressed by the first request that needs it (others wait for it rather than
+            /// compress the same bytes again).
+            var gzipped: [UInt8]? {
+                gzip.withLock { held in
+                    if let held { return held }
+                    let coded = ContentCoding.gzip(response.body)
+                    held = .some(coded)
+                    return coded
+                }
+            }
+
+            func variant(gzip: Bool, notModified: Bool, accessHeaders: [(String, String)]) -> HTTPPreparedResponse? {
+                variants.withLock { variants in
+                    variants.first { $0.matches(gzip: gzip, notModified: notModified, accessHeaders: accessHeaders) }?
+                        .prepared
+                }
+            }
+
+            func keep(_ variant: Variant) {
+                variants.withLock { variants in
+                    if variants.count < Self.maxVariants { variants.append(variant) }
+                }
+            }
+        }
+
+        /// Targets remembered at most; when full, forgotten subscriptions are dropped, and if that frees nothing, all
+        /// targets are (they are learnt again by their next request), so distinct targets cannot grow memory.
+        static let capacity = 4096
+
+        private let routes = Mutex<[String: Remembered]>([:])
+        /// Moves on whenever a target is remembered or forgotten, so a connection's memo of its last lookup
+        /// (``ConnectionMemo``) is trusted only while nothing changed.
+        private let generation = Atomic<UInt64>(0)
+
+        /// What a keep-alive connection's previous hot request looked up (kept with the connection by MicroHTTPD): the next
+        /// request for the same target then needs no dictionary lookup (no hashing of the target).
+        final class ConnectionMemo {
+            let target: String
+            let route: Remembered
+            let generation: UInt64
+
+            init(target: String, route: Remembered, generation: UInt64) {
+                self.target = target
+                self.route = route
+                self.generation = generation
+            }
+        }
+
+        /// Answers on the hot path are counted like any other `GET /query` answer (200, or 304 to `If-None-Match`).
+        let recorder: GatewayMetrics.RequestRecorder
+        let notModifiedRecorder: GatewayMetrics.RequestRecorder
+        /// `--auth-cookie`: a request that carries it answers for its caller, so its target is never remembered or
+        /// answered here (``HotPath/answersByTargetAlone(method:fields:authCookie:)``).
+        let authCookie: String?
+
+        init(metrics: GatewayMetrics, authCookie: String?) {
+            self.authCookie = authCookie
+            recorder = metrics.requestRecorder(route: Route.queryTemplate, status: 200)
+            notModifiedRecorder = metrics.requestRecorder(route: Route.queryTemplate, status: 304)
+        }
+
+        var count: Int { routes.withLock { $0.count } }
+
+        func route(for target: String) -> Remembered? {
+            routes.withLock { $0[target] }
+        }
+
+        /// The route for `target`, from the connection's memo when it still holds, else from the remembered targets
+        /// (and then kept as the connection's memo).
+        func route(for target: String, on request: HTTPRequestHead) -> Remembered? {
+            let current = generation.load(ordering: .acquiring)
+            if let memo = request.connectionMemo as? ConnectionMemo, memo.generation == current, memo.target == target {
+                return memo.route
+            }
+            guard let route = route(for: target) else { return nil }
+            request.connectionMemo = ConnectionMemo(target: target, route: route, generation: current)
+            return route
+        }
+
+        func remember(_ route: Remembered, for target: String) {
+            routes.withLock { routes in
+                if routes.count >= Self.capacity && routes[target] == nil {
+                    routes = routes.filter { $0.value.live.revision != nil }
+                    if routes.count >= Self.capacity { routes = [:] }
+                }
+                routes[target] = route
+                generation.add(1, ordering: .releasing)
+            }
+        }
+
+        func forget(_ route: Remembered, for target: String) {
+            routes.withLock { routes in
+                if routes[target] === route {
+                    routes[target] = nil
+                    generation.add(1, ordering: .releasing)
+                }
+            }
+        }
+
+        /// Called by full handling when it answered a `GET` from a live subscription: remembers the target when the
+        /// answer depends on the target alone (an anonymous caller).
+        func remember(
+            _ request: ParsedRequest, key: SubscriptionHub.Key, live: LiveResult, specGeneration: UInt64
+        ) {
+            guard HotPath.answersByTargetAlone(method: request.method, fields: request.request, authCookie: authCookie)
+            else {
+                return
+            }
+            let target = request.request.target
+            // Requests the hot path declines come through here every time: keep what is remembered, with its prepared
+            // responses, while it still holds.
+            if let known = route(for: target), known.live === live, known.specGeneration == specGeneration {
+                return
+            }
+            remember(
+                Remembered(key: key, format: request.format, live: live, specGeneration: specGeneration),
+                for: target)
+        }
+    }
+}
