@@ -48,6 +48,7 @@
 #   env: THREADS (default: cores), RUNS=3, DURATION=10s, CONNECTIONS=64, LATENCY_REQUESTS=1000,
 #        STREAMS=10000, SMALL_STREAMS=1000, ROUNDS=5, MULTI_STREAMS=2000, DELTA_STREAMS=5000,
 #        CHURN_RATE=500, CHURN_SECONDS=20, CHURN_BURST=1500, FANOUT_C_RUNS=3, CHANGE_ROUNDS=300, WRITE_RATE=100,
+#        GATEWAY_BINARY: measure this convex-gateway binary instead of building the working tree's,
 #        PIN=1: the wrk comparisons (hot, hot-origin, hot-browser) run the servers on SERVER_CPUS (default 0) and wrk
 #        (one thread) on LOAD_CPUS (default 1), so the load generator cannot take the server's core: on a 2-core
 #        machine, unpinned, the servers and wrk share both cores and the scheduler's choices move the ratios.
@@ -105,9 +106,13 @@ gcc -O2 -Wall -o .build-release/sse-fanout Benchmarks/sse-fanout/sse_fanout.c
 # shellcheck disable=SC2046
 gcc -O2 -Wall -o .build-release/sse-server Benchmarks/sse-fanout/sse_server.c \
     $(pkg-config --cflags --libs libmicrohttpd) -lpthread
-swift build -c release --scratch-path .build-release --product convex-gateway 2>&1 | tail -1
+if [[ -n "${GATEWAY_BINARY:-}" ]]; then
+    GATEWAY=$GATEWAY_BINARY  # another build to measure (e.g. an older commit's, copied aside), as it is
+else
+    swift build -c release --scratch-path .build-release --product convex-gateway 2>&1 | tail -1
+    GATEWAY=.build-release/release/convex-gateway
+fi
 swiftc -O -o .build-release/pool-width Benchmarks/pool-width/main.swift
-GATEWAY=.build-release/release/convex-gateway
 
 GW_PID=
 C_PID=

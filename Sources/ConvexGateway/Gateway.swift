@@ -131,11 +131,18 @@ extension Gateway {
             body: request.body,
             remoteAddress: request.remoteAddress)
         switch core.handle(gatewayRequest) {
-        case .respond(let response):
+        case .now(let response):
             responder.respond(HTTPResponse(response))
-        case .deferred(let work):
+        case .later(let work):
             let task = Task {
-                switch await work() {
+                let outcome: GatewayOutcome
+                do throws(GatewayError) {
+                    outcome = try await work()
+                } catch {
+                    // `handle` completed every error into a response already; one that came anyway is still answered.
+                    outcome = .response(GatewayResponse.error(error) { $0.json(mode: .plain) })
+                }
+                switch outcome {
                 case .response(let response):
                     responder.respond(HTTPResponse(response))
                 case .stream(let start):

@@ -13,7 +13,7 @@ import Logging
 /// 4. dispatch (Pipeline/Dispatch.swift) to the stage of the route kind, each a type with its own dependencies in a
 ///    file named for what it serves: ``Queries``, ``BatchQueries``, ``Calls``, ``Streams``, ``SystemRoutes``
 ///    (Pipeline/); a `GET` of a remembered target is answered before all of this by the ``HotPath`` stage;
-/// 5. complete (Pipeline/Finish.swift): every stage returns a ``StageOutcome`` or throws a ``GatewayError``; the one
+/// 5. complete (Pipeline/Finish.swift): every stage returns a ``GatewayAnswer`` or throws a ``GatewayError``; the one
 ///    completion makes either the response, with its representation, CORS headers and metrics.
 package final class GatewayCore: Sendable {
     package let configuration: GatewayConfiguration
@@ -114,7 +114,7 @@ package final class GatewayCore: Sendable {
 
     /// Handles a request. Runs on the HTTP server's thread: it never blocks, and answers a `GET` of a live
     /// subscription's result at once.
-    package func handle(_ request: GatewayRequest) -> GatewayHandling {
+    package func handle(_ request: GatewayRequest) -> GatewayAnswer {
         // The route is parsed once: its template labels the metrics, its access class the access stage's decision
         // (a function route with a bad function path is still a function call), and its error, if any, is the
         // parse stage's to answer.
@@ -126,7 +126,7 @@ package final class GatewayCore: Sendable {
         let accessClass = matched?.accessClass ?? Route.accessClass(rawPath: request.rawPath[...])
         switch access.decide(request, accessClass: accessClass) {
         case .answer(let response):
-            return .respond(completed(response, context))
+            return .now(completed(response, context))
         case .proceed(let headers):
             context.headers = headers
         }
@@ -135,11 +135,11 @@ package final class GatewayCore: Sendable {
             parsed = try ParsedRequest(
                 request, route: route.get(), defaultFormat: configuration.defaultFormat, credentials: credentials)
         } catch {
-            return .respond(completed(errorResponse(error, format: configuration.defaultFormat), context))
+            return .now(completed(errorResponse(error, format: configuration.defaultFormat), context))
         }
         // Typed inputs (Typed/): function calls and the functions document wait for the first function spec fetch.
         if let specs = functionSpecs, specs.firstFetchPending, parsed.usesFunctionSpec {
-            let outcome = StageOutcome.later { [self, context] () async throws(GatewayError) -> GatewayOutcome in
+            let outcome = GatewayAnswer.later { [self, context] () async throws(GatewayError) -> GatewayOutcome in
                 await specs.waitForFirstFetch()
                 switch try dispatch(parsed, context) {
                 case .now(let response): return .response(response)
@@ -148,7 +148,7 @@ package final class GatewayCore: Sendable {
             }
             return complete(.success(outcome), format: parsed.format, context)
         }
-        let outcome: Result<StageOutcome, GatewayError>
+        let outcome: Result<GatewayAnswer, GatewayError>
         do throws(GatewayError) {
             outcome = .success(try dispatch(parsed, context))
         } catch {

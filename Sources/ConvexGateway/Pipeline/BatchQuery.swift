@@ -22,7 +22,7 @@ struct BatchQueries: Sendable {
     let render: @Sendable (ConvexValue, OutputFormat) -> [UInt8]
     let logger: Logger
 
-    func get(_ request: ParsedRequest, _ context: ResponseContext) throws(GatewayError) -> StageOutcome {
+    func get(_ request: ParsedRequest, _ context: ResponseContext) throws(GatewayError) -> GatewayAnswer {
         let queries = try StreamSubscriptions(
             request.query, limit: configuration.maxStreamSubscriptions, kind: .batch
         ).typed(by: arguments)

@@ -54,14 +54,14 @@ extension Route {
 
 extension GatewayCore {
     /// The dispatch stage: the request's row answers it.
-    func dispatch(_ request: ParsedRequest, _ context: ResponseContext) throws(GatewayError) -> StageOutcome {
+    func dispatch(_ request: ParsedRequest, _ context: ResponseContext) throws(GatewayError) -> GatewayAnswer {
         try request.route.row.stage(self, request, context)
     }
 
     /// `GET /query/<function>`: the live value, or a stream when the request asks for one.
     fileprivate func query(
         _ function: UdfPath, _ request: ParsedRequest, _ context: ResponseContext
-    ) throws(GatewayError) -> StageOutcome {
+    ) throws(GatewayError) -> GatewayAnswer {
         let specGeneration = functionSpecs?.generation ?? 0
         let input = ArgumentStage.Input.query(request.query)
         let args = try arguments.arguments(input, for: function)
@@ -73,7 +73,7 @@ extension GatewayCore {
 
     /// A call with the arguments of the request's body.
     fileprivate func call(_ kind: CallKind, _ function: UdfPath, _ request: ParsedRequest) throws(GatewayError)
-        -> StageOutcome
+        -> GatewayAnswer
     {
         let input = try arguments.bodyInput(request)
         let args = try arguments.arguments(input, for: function)

@@ -17,15 +17,15 @@ extension GatewayCore {
     /// event stream gets the access stage's headers and is counted as a 200 when it starts. No stage completes a
     /// response itself.
     func complete(
-        _ outcome: Result<StageOutcome, GatewayError>, format: OutputFormat, _ context: ResponseContext
-    ) -> GatewayHandling {
+        _ outcome: Result<GatewayAnswer, GatewayError>, format: OutputFormat, _ context: ResponseContext
+    ) -> GatewayAnswer {
         switch outcome {
         case .failure(let error):
-            return .respond(completed(errorResponse(error, format: format), context))
+            return .now(completed(errorResponse(error, format: format), context))
         case .success(.now(let response)):
-            return .respond(completed(response, context))
+            return .now(completed(response, context))
         case .success(.later(let answer)):
-            return .deferred { [self] in
+            return .later { [self] () async throws(GatewayError) -> GatewayOutcome in
                 let outcome: GatewayOutcome
                 do throws(GatewayError) {
                     outcome = try await answer()

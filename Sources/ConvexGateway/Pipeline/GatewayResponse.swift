@@ -24,16 +24,12 @@ package struct GatewayResponse: Sendable {
     }
 }
 
-/// What the gateway does with a request: answer now (on the server's own thread), answer later, or open a stream.
-package enum GatewayHandling: Sendable {
-    case respond(GatewayResponse)
-    case deferred(@Sendable () async -> GatewayOutcome)
-}
-
-/// What a stage (Pipeline/) answers: a response now (on the server's thread) or later, a response or an event stream.
-/// A stage throws the ``GatewayError`` to answer instead; GatewayCore.complete (Finish.swift) turns every outcome and
-/// every error into the response.
-enum StageOutcome: Sendable {
+/// The one "now or later" of the gateway: a response now (on the server's own thread), or later (in a task: a response
+/// or an event stream). What a stage (Pipeline/) answers, and what ``GatewayCore/handle(_:)`` hands the server.
+///
+/// A stage throws the ``GatewayError`` to answer instead, now or later; GatewayCore.complete (Finish.swift) turns every
+/// outcome and every error into the response, so what `handle` hands the server later does not throw.
+package enum GatewayAnswer: Sendable {
     case now(GatewayResponse)
     case later(@Sendable () async throws(GatewayError) -> GatewayOutcome)
 }

@@ -21,7 +21,7 @@ struct Queries: Sendable {
     func get(
         _ request: ParsedRequest, _ context: ResponseContext, _ function: UdfPath, _ input: ArgumentStage.Input,
         _ args: ConvexValue, specGeneration: UInt64
-    ) -> StageOutcome {
+    ) -> GatewayAnswer {
         let format = request.format
         let (identityID, upstream) = pool.upstream(for: request.identity)
         let key = SubscriptionHub.Key(identity: identityID, function: function, args: args)

@@ -16,7 +16,7 @@ struct Route: Sendable, Equatable {
         let stage: Stage
 
         /// Answers a parsed request of the route, or throws the error to answer with.
-        typealias Stage = @Sendable (GatewayCore, ParsedRequest, ResponseContext) throws(GatewayError) -> StageOutcome
+        typealias Stage = @Sendable (GatewayCore, ParsedRequest, ResponseContext) throws(GatewayError) -> GatewayAnswer
 
         /// The route's template, used as the metrics label: the path, with `{function}` for the function path.
         var template: String { takesFunction ? path + "{function}" : path }
@@ -33,7 +33,7 @@ struct Route: Sendable, Equatable {
             _ prefix: String, methods: [String], access: AccessClass = .functionCall, typed: Bool = true,
             stage:
                 @escaping @Sendable (GatewayCore, UdfPath, ParsedRequest, ResponseContext) throws(GatewayError) ->
-                StageOutcome
+                GatewayAnswer
         ) -> Row {
             Row(path: prefix, takesFunction: true, methods: methods, access: access, typed: typed) {
                 core, request, context throws(GatewayError) in

@@ -36,7 +36,7 @@ struct Streams: Sendable {
     /// Opens an event stream under the stream limit (StreamAdmission.swift): `/subscribe/<function>` (one
     /// subscription without an id, its own events) or `/subscribe?sub.<id>=…` (transition events).
     /// - Throws: 503 when the stream limit is reached.
-    func open(_ request: ParsedRequest, _ subscriptions: [StreamSubscription]) throws(GatewayError) -> StageOutcome {
+    func open(_ request: ParsedRequest, _ subscriptions: [StreamSubscription]) throws(GatewayError) -> GatewayAnswer {
         try admit { () async throws(GatewayError) -> EventStreamStart in try await start(request, subscriptions) }
     }
 

@@ -37,7 +37,7 @@ struct SystemRoutes: Sendable {
 
     /// `GET /openapi.yaml`: the configured document, or with `functions=1` the deployment's (Typed/FunctionOpenAPI.swift).
     /// - Throws: 404 when the document asked for is not available.
-    func openAPI(_ request: ParsedRequest) throws(GatewayError) -> StageOutcome {
+    func openAPI(_ request: ParsedRequest) throws(GatewayError) -> GatewayAnswer {
         if request.wantsFunctionsDocument {
             // The functions document is made from the function spec: once its first fetch is done.
             guard let specs = functionSpecs, specs.firstFetchPending else {

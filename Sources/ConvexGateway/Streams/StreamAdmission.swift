@@ -6,7 +6,7 @@ extension Streams {
     /// - Throws: ``GatewayError/streamLimitReached`` (503 `Overloaded`, `Retry-After`) when the limit is reached.
     func admit(
         _ start: @escaping @Sendable () async throws(GatewayError) -> EventStreamStart
-    ) throws(GatewayError) -> StageOutcome {
+    ) throws(GatewayError) -> GatewayAnswer {
         let openStreams = self.openStreams
         guard openStreams.admit(limit: configuration.effectiveMaxStreams) else { throw .streamLimitReached }
         return .later { () async throws(GatewayError) -> GatewayOutcome in
