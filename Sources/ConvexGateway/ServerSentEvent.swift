@@ -44,6 +44,12 @@ package struct ServerSentEvent: Sendable, Hashable {
             out.append(0x0A)
         }
         out.append(contentsOf: "data: ".utf8)
+        // The usual data (JSON the gateway wrote: line breaks escaped) is one line, copied as it is.
+        if !data.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) {
+            out.append(contentsOf: data)
+            out.append(contentsOf: "\n\n".utf8)
+            return out
+        }
         var i = 0
         while i < data.count {
             let b = data[i]

@@ -26,8 +26,6 @@ struct Streams: Sendable {
         ("Referrer-Policy", "no-referrer"),
     ]
 
-    static let streamPreamble = Array("retry: 3000\n: connected\n\n".utf8)
-
     /// The subscriptions of a multi-subscription stream URL, with their arguments typed.
     func subscriptions(_ request: ParsedRequest) throws(GatewayError) -> [StreamSubscription] {
         try StreamSubscriptions(request.query, limit: configuration.maxStreamSubscriptions).typed(by: arguments)
@@ -60,7 +58,7 @@ struct Streams: Sendable {
         let (hub, logger, openStreams) = (self.hub, self.logger, self.openStreams)
         return EventStreamStart(
             headers: Self.eventStreamHeaders,
-            preamble: Self.streamPreamble,
+            preamble: StreamWire.preamble,
             attach: { output in
                 openStreams.opened(output)
                 let sink = EventStream(

@@ -18,6 +18,10 @@ struct StreamWire {
         case end
     }
 
+    /// What every stream starts with, before its first delivery: the reconnection delay an `EventSource` waits after
+    /// losing the stream, and a comment that flushes the headers to the client at once.
+    static let preamble = Array("retry: 3000\n: connected\n\n".utf8)
+
     let framing: EventStream.Framing
     let wantsPatches: Bool
     /// Bytes queued for the client past which what is queued is replaced by every subscription's latest result.

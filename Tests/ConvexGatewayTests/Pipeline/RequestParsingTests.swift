@@ -156,6 +156,11 @@ import Testing
         #expect(
             String(decoding: event.encoded(), as: UTF8.self)
                 == "event: updateevil\nid: 7\ndata: a\ndata: b\ndata: c\ndata: ddata: x\n\n")
+        // One line, copied as it is; a NUL alone is still dropped.
+        #expect(
+            String(decoding: ServerSentEvent(data: Array(#"{"a":"b\nc"}"#.utf8)).encoded(), as: UTF8.self)
+                == "data: {\"a\":\"b\\nc\"}\n\n")
+        #expect(String(decoding: ServerSentEvent(data: [0x61, 0, 0x62]).encoded(), as: UTF8.self) == "data: ab\n\n")
     }
 
     @Test func comment() {
