@@ -28,24 +28,30 @@ package struct ServerSentEvent: Sendable, Hashable {
     }
 
     package func encoded() -> [UInt8] {
+        Self.encoded(event: event, id: id.map { Array($0.utf8) }, data: data, retry: retry)
+    }
+
+    /// The bytes of an event whose `id` is given as bytes (the stream wire writes its resume ids so, once per stream and
+    /// delivery), framed by the same rules as ``encoded()``.
+    static func encoded(event: String?, id: [UInt8]?, data: [UInt8], retry: Int? = nil) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(data.count + 48)
+        out.reserveCapacity(data.count + (id?.count ?? 0) + 48)
         if let retry {
             out.append(contentsOf: "retry: \(retry)\n".utf8)
         }
         if let event {
             out.append(contentsOf: "event: ".utf8)
-            out.append(contentsOf: Self.singleLine(event))
+            out.append(contentsOf: singleLine(Array(event.utf8)))
             out.append(0x0A)
         }
         if let id {
             out.append(contentsOf: "id: ".utf8)
-            out.append(contentsOf: Self.singleLine(id))
+            out.append(contentsOf: singleLine(id))
             out.append(0x0A)
         }
         out.append(contentsOf: "data: ".utf8)
         // The usual data (JSON the gateway wrote: line breaks escaped) is one line, copied as it is.
-        if !data.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) {
+        if !breaksLine(data) {
             out.append(contentsOf: data)
             out.append(contentsOf: "\n\n".utf8)
             return out
@@ -67,10 +73,15 @@ package struct ServerSentEvent: Sendable, Hashable {
 
     /// A comment line, ignored by clients: used for heartbeats.
     package static func comment(_ text: String) -> [UInt8] {
-        Array(":".utf8) + singleLine(text.isEmpty ? "" : " " + text) + [0x0A, 0x0A]
+        Array(":".utf8) + singleLine(Array((text.isEmpty ? "" : " " + text).utf8)) + [0x0A, 0x0A]
     }
 
-    private static func singleLine(_ text: String) -> [UInt8] {
-        text.utf8.filter { $0 != 0x0A && $0 != 0x0D && $0 != 0 }
+    /// Whether `bytes` hold a CR, an LF or a NUL: what a field's line must not.
+    private static func breaksLine(_ bytes: [UInt8]) -> Bool {
+        bytes.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 }
+    }
+
+    private static func singleLine(_ bytes: [UInt8]) -> [UInt8] {
+        breaksLine(bytes) ? bytes.filter { $0 != 0x0A && $0 != 0x0D && $0 != 0 } : bytes
     }
 }

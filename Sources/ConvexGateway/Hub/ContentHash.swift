@@ -13,7 +13,20 @@ struct ContentHash {
     }
 
     /// A hash as it appears in ETags, event ids and a change's `v` and `base`.
-    static func text(_ hash: UInt64) -> String { String(hash, radix: 16) }
+    static func text(_ hash: UInt64) -> String {
+        var bytes: [UInt8] = []
+        append(hash, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends ``text(_:)``'s bytes: what a stream's event is built of, once per stream and subscription.
+    static func append(_ hash: UInt64, to bytes: inout [UInt8]) {
+        let digits = max(1, (64 - hash.leadingZeroBitCount + 3) / 4)
+        for shift in stride(from: (digits - 1) * 4, through: 0, by: -4) {
+            let nibble = UInt8(truncatingIfNeeded: hash >> UInt64(shift)) & 0x0F
+            bytes.append(nibble < 10 ? 0x30 + nibble : 0x57 + nibble)
+        }
+    }
 
     /// The hash ``text(_:)`` wrote, `nil` for anything else.
     static func parse(_ text: Substring) -> UInt64? {

@@ -36,13 +36,19 @@ struct ResumeID: Equatable, Sendable {
     }
 
     var text: String {
-        var text = String(version)
-        text.reserveCapacity(text.utf8.count + held.count * 17)
-        text += "-"
+        var bytes: [UInt8] = []
+        append(to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends ``text``'s bytes (digits, `-`, lowercase hex and `.`: nothing an event's `id:` line must escape).
+    func append(to bytes: inout [UInt8]) {
+        bytes.reserveCapacity(bytes.count + 21 + held.count * 17)
+        bytes += String(version).utf8
+        bytes.append(UInt8(ascii: "-"))
         for (index, hash) in held.enumerated() {
-            if index > 0 { text += "." }
-            if let hash { text += ContentHash.text(hash) }
+            if index > 0 { bytes.append(UInt8(ascii: ".")) }
+            if let hash { ContentHash.append(hash, to: &bytes) }
         }
-        return text
     }
 }

@@ -134,7 +134,7 @@ struct StreamWire {
             data += #"","value":"#.utf8
             data += body
             data += #","v":""#.utf8
-            data += ContentHash.text(hash).utf8
+            ContentHash.append(hash, to: &data)
             data += #""}"#.utf8
         }
         return data
@@ -174,6 +174,8 @@ struct StreamWire {
             data += part
         }
         data += "]}".utf8
-        return ServerSentEvent(event: ServerSentEvent.Name.transition, id: resume.text, data: data).encoded()
+        var id: [UInt8] = []
+        resume.append(to: &id)
+        return ServerSentEvent.encoded(event: ServerSentEvent.Name.transition, id: id, data: data)
     }
 }

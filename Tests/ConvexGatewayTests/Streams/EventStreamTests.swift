@@ -196,6 +196,21 @@ final class RecordingOutput: EventStreamOutput {
         // A `/subscribe/<function>` event id is the resume id of a one-subscription stream.
         #expect(ResumeID(parsing: "1700000000000-abc", count: 1)?.held == [0xABC])
     }
+
+    /// The one written form of a hash, written byte by byte: lowercase hex without leading zeros, as the standard
+    /// library writes it, and read back by `parse`.
+    @Test func hashesAreWrittenAsTheStandardLibraryWritesHex() {
+        var generator = SystemRandomNumberGenerator()
+        let samples: [UInt64] =
+            [0, 1, 9, 10, 15, 16, 0xABC, 1 << 63, UInt64.max]
+            + (0..<1000).map { _ in
+                generator.next() >> UInt64.random(in: 0..<64)
+            }
+        for hash in samples {
+            #expect(ContentHash.text(hash) == String(hash, radix: 16))
+            #expect(ContentHash.parse(ContentHash.text(hash)[...]) == hash)
+        }
+    }
 }
 
 @Suite struct StreamSubscriptionsTests {
