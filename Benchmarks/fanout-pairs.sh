@@ -6,7 +6,9 @@
 # aside first. Needs Benchmarks/run-gateway.sh to have built .build-release/sse-server and sse-fanout once.
 #
 # Usage: Benchmarks/fanout-pairs.sh LABEL=GATEWAY_BINARY [LABEL=GATEWAY_BINARY ...]
-#   env: STREAMS=10000, RUNS=3, LOAD=0 (LOAD=2: two busy loops run meanwhile, as a loaded machine)
+#   env: STREAMS=10000, RUNS=3, LOAD=0 (LOAD=2: two busy loops run meanwhile, as a loaded machine),
+#        CHURN=0 (CHURN=500: 500 more streams a second open on the same query and go 1 s after their first event,
+#        from the server's start until the fan-out ends; Benchmarks/churn_only.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ulimit -n 20000
@@ -34,9 +36,22 @@ one() { # binary|c -> prints the client's summary line
         port=18090
         for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:18090/readyz" && break; sleep 0.1; done
     fi
+    local churn=""
+    if [ "${CHURN:-0}" != 0 ]; then
+        python3 Benchmarks/churn_only.py "$port" "/subscribe/conformance:counter?name=fanout" "$CHURN" 120 1 \
+            >"$log.churn" 2>&1 &
+        churn=$!
+        sleep 2 # the churn at its steady state before the fan-out's streams open
+    fi
     timeout 120 .build-release/sse-fanout "$port" "$pid" "$STREAMS" 5 "/subscribe/conformance:counter?name=fanout" \
         "/mutation/conformance:increment" '{"name":"fanout"}' 2>&1 | grep -E "^fanout|did not|closed|per_stream" |
         tr '\n' ' ' || true
+    if [ -n "$churn" ]; then
+        kill -TERM "$churn" 2>/dev/null || true
+        wait "$churn" 2>/dev/null || true
+        tr '\n' ' ' <"$log.churn"
+        rm -f "$log.churn"
+    fi
     kill "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
     rm -f "$log"
