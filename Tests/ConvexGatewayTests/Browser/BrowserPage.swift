@@ -122,9 +122,16 @@ extension BrowserPage {
         _ body: (GatewayProcess, DevToolsConnection, BrowserPage) async throws -> T
     ) async throws -> T {
         try await GatewayProcess.run(environment: environment, arguments: arguments) { gateway in
-            try await HeadlessChromium.run { browser in
-                let page = try await BrowserPage.open(browser, url: "http://127.0.0.1:\(gateway.port)/healthz")
-                return try await body(gateway, browser, page)
+            do {
+                return try await HeadlessChromium.run { browser in
+                    let page = try await BrowserPage.open(browser, url: "http://127.0.0.1:\(gateway.port)/healthz")
+                    return try await body(gateway, browser, page)
+                }
+            } catch {
+                // The gateway's side of the failure: its log goes with its process.
+                let lines = gateway.log.split(separator: "\n").suffix(80).joined(separator: "\n")
+                print("The gateway's log (port \(gateway.port)), last lines, for the failure below:\n\(lines)")
+                throw error
             }
         }
     }
