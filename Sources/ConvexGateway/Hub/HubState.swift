@@ -3,8 +3,8 @@ import ConvexValues
 /// The subscription hub's bookkeeping as a plain state machine: each event (a stream attaching or leaving, a `GET`
 /// waiting for a first result, a caller waiting for an identity's results to reach a timestamp, a wait's deadline, an
 /// upstream transition, the upstream ending, the sweeper's tick, shutdown) updates the state and returns the actions
-/// its owner, ``SubscriptionHub``, carries out. Waits are numbered by the owner, which keeps what wakes each. No I/O and no clock: time comes in as
-/// `now`, the hub clock's reading (``GatewayClock/now``).
+/// its owner, ``SubscriptionHub``, carries out. Waits are numbered by the owner, which keeps what wakes each. No I/O
+/// and no clock: time comes in as `now`, the hub clock's reading (``GatewayClock/now``).
 ///
 /// Results come one upstream transition at a time, and a stream gets the changes one transition made to its
 /// subscriptions as one delivery: a stream never holds a mix of two snapshots of the database.
