@@ -10,9 +10,10 @@ import Logging
 /// 2. parse once (Pipeline/ParsedRequest.swift): route and function path, query string, format, and the caller
 ///    identity from the `Authorization` header, a stream ticket or the auth cookie (Access/CallerCredentials.swift);
 /// 3. typed arguments (Pipeline/ArgumentStage.swift), consulting the function spec (Typed/);
-/// 4. dispatch (Pipeline/Dispatch.swift) to the stage of the route kind, each a type with its own dependencies in a
-///    file named for what it serves: ``Queries``, ``BatchQueries``, ``Calls``, ``Streams``, ``SystemRoutes``
-///    (Pipeline/); a `GET` of a remembered target is answered before all of this by the ``HotPath`` stage;
+/// 4. dispatch (Pipeline/Dispatch.swift) to the stage of the request's row in the route table, each stage a type with
+///    its own dependencies in a file named for what it serves: ``Queries``, ``BatchQueries``, ``Calls``, ``Streams``,
+///    ``SystemRoutes`` (Pipeline/); a `GET` of a remembered target is answered before all of this by the ``HotPath``
+///    stage;
 /// 5. complete (Pipeline/Finish.swift): every stage returns a ``GatewayAnswer`` or throws a ``GatewayError``; the one
 ///    completion makes either the response, with its representation, CORS headers and metrics.
 package final class GatewayCore: Sendable {
@@ -39,7 +40,7 @@ package final class GatewayCore: Sendable {
     /// The typed-arguments stage (Pipeline/ArgumentStage.swift).
     let arguments: TypedArguments
 
-    // The stages (Pipeline/), one per route kind.
+    // The stages (Pipeline/) the route table's rows call.
     let queries: Queries
     let batchQueries: BatchQueries
     let calls: Calls
