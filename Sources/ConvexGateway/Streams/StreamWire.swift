@@ -83,16 +83,14 @@ struct StreamWire {
             if wantsPatches, let patch = update.patch, patch.base == base {
                 parts.append(part(patch, of: update, member: change.member))
             } else {
-                parts.append(part(update, hash: update.hash, member: change.member))
+                parts.append(part(update, member: change.member))
             }
         }
         if pendingBytes() >= limit {
             // What is queued is dropped, patch bases among it: every subscription's latest, in full, replaces it.
             var everything: [[UInt8]] = []
             for (member, sent) in sent.enumerated() {
-                if let sent, let hash = resume.held[member] {
-                    everything.append(part(sent, hash: hash, member: member))
-                }
+                if let sent { everything.append(part(sent, member: member)) }
             }
             return [.replacePending(event(everything))]
         }
@@ -120,7 +118,7 @@ struct StreamWire {
 
     /// One subscription's full result: the whole event of a `/subscribe/<function>` stream, a transition's change
     /// otherwise.
-    private func part(_ sent: SubscriptionUpdate, hash: UInt64, member: Int) -> [UInt8] {
+    private func part(_ sent: SubscriptionUpdate, member: Int) -> [UInt8] {
         guard case .transitions(let ids) = framing else { return Self.functionEvent(sent) }
         let body = sent.body
         var data: [UInt8] = []
@@ -134,7 +132,7 @@ struct StreamWire {
             data += #"","value":"#.utf8
             data += body
             data += #","v":""#.utf8
-            ContentHash.append(hash, to: &data)
+            ContentHash.append(sent.hash, to: &data)
             data += #""}"#.utf8
         }
         return data
