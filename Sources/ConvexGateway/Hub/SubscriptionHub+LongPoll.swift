@@ -3,22 +3,12 @@ import ConvexValues
 
 /// Long-poll `GET`s: a wait for the next change, as a sink attached to the hub (``ChangeWaiter``).
 extension SubscriptionHub {
-    /// A long-poll `GET`: waits until the result of `key` differs from the one whose hash the client holds, up to
-    /// `timeout` on the hub's clock, as an attached sink (so the subscription stays warm meanwhile, and is made again
-    /// if it had expired). Detached whatever ends the wait.
-    /// - Returns: the changed result rendered in `format`, with the timestamp of the snapshot it comes from; `nil` when
-    ///   the wait ended without a change (the timeout, the subscription's end, shutdown, or the subscription limit).
-    package func nextChange(
-        of key: Key, from held: UInt64, args: ConvexValue, upstream: any ConvexUpstream, format: OutputFormat,
-        timeout: Duration
-    ) async -> (update: SubscriptionUpdate, ts: UInt64)? {
-        await nextChange(
-            of: [Member(key: key, args: args, held: held)], upstream: upstream, format: format, timeout: timeout)
-    }
-
-    /// A long-poll of many subscriptions (of one identity): waits until the result of any member differs from the one
-    /// whose hash its `held` names. As ``nextChange(of:from:args:upstream:format:timeout:)``; returns the first
-    /// changed result.
+    /// A long-poll `GET` of one subscription or many (of one identity): waits until the result of any member differs
+    /// from the one whose hash its `held` names, up to `timeout` on the hub's clock, as an attached sink (so the
+    /// subscriptions stay warm meanwhile, and are made again if they had expired). Detached whatever ends the wait.
+    /// - Returns: the first changed result rendered in `format`, with the timestamp of the snapshot it comes from;
+    ///   `nil` when the wait ended without a change (the timeout, a subscription's end, shutdown, or the subscription
+    ///   limit).
     package func nextChange(
         of members: [Member], upstream: any ConvexUpstream, format: OutputFormat, timeout: Duration
     ) async -> (update: SubscriptionUpdate, ts: UInt64)? {

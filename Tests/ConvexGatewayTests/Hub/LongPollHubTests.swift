@@ -34,7 +34,8 @@ import Testing
     func wait(_ hub: SubscriptionHub, from hash: UInt64, seconds: Int64) -> Task<SubscriptionUpdate?, Never> {
         Task { [key, upstream] in
             await hub.nextChange(
-                of: key, from: hash, args: [:], upstream: upstream, format: .plain, timeout: .seconds(seconds))?.update
+                of: [SubscriptionHub.Member(key: key, args: [:], held: hash)], upstream: upstream, format: .plain,
+                timeout: .seconds(seconds))?.update
         }
     }
 
