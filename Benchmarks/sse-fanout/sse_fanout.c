@@ -7,7 +7,8 @@
  *    are not in RSS).
  * 2. ROUNDS times: takes a CLOCK_MONOTONIC timestamp, sends one `POST <mutation-path>` with BODY on a separate
  *    keep-alive connection, then reads every stream until each has one more event, stamping each stream when its
- *    event is read. Prints p50/p99/max of (arrival - send) over all streams and rounds, and per round the time until
+ *    event is read. Prints min/p50/p99/max of (arrival - send) over all streams and rounds (min: the fixed cost of a
+ *    change before the first stream has it), and per round the time until
  *    the last stream had it.
  *
  * STREAM_PATH may instead be `@FILE`: one line per stream kind, `INITIAL AFFECTED PATH` (stream i uses line
@@ -307,9 +308,12 @@ int main(int argc, char **argv) {
     printf("affected_streams=%d spurious_events=%d\n", affected_count, spurious);
     qsort(latencies, measured, sizeof *latencies, compare);
     qsort(round_max, rounds, sizeof *round_max, compare);
-    printf("fanout streams=%d rounds=%d events=%d p50_ms=%.2f p99_ms=%.2f max_ms=%.2f median_round_last_ms=%.2f\n",
-           count, rounds, measured, percentile(latencies, measured, 50), percentile(latencies, measured, 99),
+    printf("fanout streams=%d rounds=%d events=%d min_ms=%.2f p50_ms=%.2f p99_ms=%.2f max_ms=%.2f "
+           "median_round_last_ms=%.2f\n",
+           count, rounds, measured, latencies[0], percentile(latencies, measured, 50), percentile(latencies, measured, 99),
            latencies[measured - 1], percentile(round_max, rounds, 50));
+    printf("spread p10_ms=%.2f p25_ms=%.2f p75_ms=%.2f p90_ms=%.2f\n", percentile(latencies, measured, 10),
+           percentile(latencies, measured, 25), percentile(latencies, measured, 75), percentile(latencies, measured, 90));
     for (int i = 0; i < count; i++) close(streams[i].fd);
     close(mutation);
     return 0;

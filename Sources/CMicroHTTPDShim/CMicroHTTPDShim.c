@@ -1,11 +1,13 @@
 #include "CMicroHTTPDShim.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 static void cmhd_log_trampoline(void *cls, const char *format, va_list ap) {
@@ -117,6 +119,26 @@ enum MHD_Result cmhd_response_set_flags(struct MHD_Response *response, enum MHD_
 int cmhd_connection_fd(struct MHD_Connection *connection) {
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
     return info == NULL ? -1 : info->connect_fd;
+}
+
+ssize_t cmhd_send_chunk(int fd, const uint8_t *bytes, size_t length, size_t *chunk_length) {
+    char head[24];
+    int head_length = snprintf(head, sizeof head, "%zx\r\n", length);
+    char tail[2] = {'\r', '\n'};
+    struct iovec parts[3] = {
+        {.iov_base = head, .iov_len = (size_t)head_length},
+        {.iov_base = (void *)bytes, .iov_len = length},
+        {.iov_base = tail, .iov_len = sizeof tail},
+    };
+    struct msghdr message = {.msg_iov = parts, .msg_iovlen = 3};
+    *chunk_length = (size_t)head_length + length + sizeof tail;
+    ssize_t sent = sendmsg(fd, &message, MSG_DONTWAIT | MSG_NOSIGNAL);
+    return sent < 0 ? -errno : sent;
+}
+
+ssize_t cmhd_send_some(int fd, const uint8_t *bytes, size_t length) {
+    ssize_t sent = send(fd, bytes, length, MSG_DONTWAIT | MSG_NOSIGNAL);
+    return sent < 0 ? -errno : sent;
 }
 
 int cmhd_poke(const char *host, uint16_t port) {

@@ -33,7 +33,8 @@ static void *cmhd_hangup_watcher_loop(void *argument) {
             if (events[index].data.u64 == CMHD_WAKE_TOKEN) {
                 return NULL;
             }
-            watcher->function(watcher->context, events[index].data.u64);
+            uint32_t hang_up = EPOLLRDHUP | EPOLLHUP | EPOLLERR;
+            watcher->function(watcher->context, events[index].data.u64, (events[index].events & hang_up) != 0);
         }
     }
 }
@@ -74,6 +75,15 @@ int cmhd_hangup_watcher_add(struct cmhd_hangup_watcher *watcher, int fd, uint64_
     // Edge-triggered: one report per hang-up. Data the client sends meanwhile (EPOLLIN) is not asked for.
     struct epoll_event event = {.events = EPOLLRDHUP | EPOLLET, .data.u64 = token};
     return epoll_ctl(watcher->epoll_fd, EPOLL_CTL_ADD, fd, &event);
+}
+
+int cmhd_hangup_watcher_watch_writable(struct cmhd_hangup_watcher *watcher, int fd, uint64_t token) {
+    if (token == CMHD_WAKE_TOKEN) {
+        errno = EINVAL;
+        return -1;
+    }
+    struct epoll_event event = {.events = EPOLLRDHUP | EPOLLOUT | EPOLLET, .data.u64 = token};
+    return epoll_ctl(watcher->epoll_fd, EPOLL_CTL_MOD, fd, &event);
 }
 
 void cmhd_hangup_watcher_remove(struct cmhd_hangup_watcher *watcher, int fd) {

@@ -28,13 +28,15 @@ public final class Gateway: Sendable {
         configuration: GatewayConfiguration, logger: Logger, clock: GatewayClock = .continuous,
         upstreamFactory: @escaping @Sendable (UpstreamIdentity, GatewayMetrics) -> any ConvexUpstream
     ) {
-        let core = GatewayCore(
-            configuration: configuration, logger: logger, clock: clock,
-            render: { value, format in value.json(mode: format) }, upstreamFactory: upstreamFactory)
-        self.core = core
-        self.logger = logger
         var http = HTTPServerConfiguration(host: configuration.host, port: UInt16(clamping: configuration.port))
         if configuration.threads > 0 { http.threadPoolSize = configuration.threads }
+        // A change's sends to idle streams are split between as many threads as the server's own.
+        let core = GatewayCore(
+            configuration: configuration, logger: logger, clock: clock,
+            render: { value, format in value.json(mode: format) }, fanOutThreads: http.threadPoolSize,
+            upstreamFactory: upstreamFactory)
+        self.core = core
+        self.logger = logger
         http.connectionLimit = configuration.maxConnections
         http.maxBodySize = configuration.maxBodyBytes
         http.shutdownGracePeriod = configuration.shutdownGracePeriod

@@ -52,6 +52,7 @@ package final class GatewayCore: Sendable {
         logger: Logger,
         clock: GatewayClock = .continuous,
         render: @escaping @Sendable (ConvexValue, OutputFormat) -> [UInt8],
+        fanOutThreads: Int = 1,
         upstreamFactory: @escaping @Sendable (UpstreamIdentity, GatewayMetrics) -> any ConvexUpstream
     ) {
         self.configuration = configuration
@@ -64,7 +65,7 @@ package final class GatewayCore: Sendable {
         self.openStreams = OpenStreams(metrics: metrics)
         self.hub = SubscriptionHub(
             keepWarm: configuration.keepWarm, maxSubscriptions: configuration.maxSubscriptions, metrics: metrics,
-            logger: logger, clock: clock, render: render)
+            logger: logger, clock: clock, fanOutThreads: fanOutThreads, render: render)
         let access = AccessControl(configuration: configuration.access, clock: clock)
         self.access = access
         // Wall-clock time moves with the injected clock, so tests can advance past a ticket's expiry.

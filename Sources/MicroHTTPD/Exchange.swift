@@ -26,6 +26,8 @@ final class Exchange: @unchecked Sendable {
     var isParked = false
     /// The hang-up watch on this request's socket while it is parked.
     var hangUpWatch: HangUpWatcher.Watch?
+    /// The socket, when the request is HTTP/1.1 (a streamed answer is then chunked and may be written directly).
+    var chunkedSocket: Int32 = -1
 
     init(server: HTTPServer, connection: ConnectionHandle, target: String?, hotPathTried: Bool = false) {
         self.server = server
@@ -144,6 +146,7 @@ final class Exchange: @unchecked Sendable {
             return prepared.queue(on: connection)
         }
         let request = makeRequest(url: url, method: method, version: version)
+        if request.version == "HTTP/1.1" { chunkedSocket = cmhd_connection_fd(connection.raw) }
         body = []
         server.handler(request, HTTPResponder(exchange: self))
         return handlerReturned()
@@ -270,6 +273,10 @@ final class Exchange: @unchecked Sendable {
             server.logger.error("HTTP handler started a stream with an invalid status or header")
             writer.finishForShutdown()
             return MHD_Result.NO
+        }
+        // Direct writes need the socket's writability reported, for the rest of a chunk it took only in part.
+        if chunkedSocket >= 0, let hangUpWatch, server.hangUpWatcher.watchWritable(hangUpWatch, for: writer) {
+            writer.allowDirectWrites(socket: chunkedSocket)
         }
         server.streamStarted()
         return MHD_queue_response(connection.raw, UInt32(status), mhdResponse)

@@ -1,4 +1,6 @@
 import CMicroHTTPD
+import CMicroHTTPDShim
+import Glibc
 import Synchronization
 
 /// Why a streaming response ended.
@@ -44,7 +46,7 @@ public final class HTTPStreamWriter: Sendable {
     /// - Returns: `false` if the stream was finished or closed (the bytes are dropped).
     @discardableResult
     public func write(_ bytes: [UInt8]) -> Bool {
-        perform { $0.write(bytes) }
+        perform(bytes) { $0.write(bytes) }
     }
 
     /// Queues the UTF-8 bytes of `string`.
@@ -59,7 +61,7 @@ public final class HTTPStreamWriter: Sendable {
     /// - Returns: `false` if the stream was finished or closed.
     @discardableResult
     public func write(_ bytes: [UInt8], coalescingAt limit: Int) -> Bool {
-        perform { $0.write(bytes, coalescingAt: limit) }
+        perform(bytes) { $0.write(bytes, coalescingAt: limit) }
     }
 
     /// Drops every queued write that has not started to go out, then queues `bytes`: the way to
@@ -67,12 +69,17 @@ public final class HTTPStreamWriter: Sendable {
     /// - Returns: `false` if the stream was finished or closed.
     @discardableResult
     public func replacePending(with bytes: [UInt8]) -> Bool {
-        perform { $0.replacePending(with: bytes).action }
+        perform(bytes) { $0.replacePending(with: bytes).action }
     }
 
     /// Bytes queued but not yet handed to libmicrohttpd.
     public var pendingByteCount: Int {
         state.withLock { $0.pendingByteCount }
+    }
+
+    /// Whether the connection is suspended with nothing left to send (tests wait for it).
+    var suspendedIdle: Bool {
+        state.withLock { $0.isSuspended && $0.pendingByteCount == 0 }
     }
 
     /// Whether writes are refused (after ``end()`` or once the request is over).
@@ -109,22 +116,53 @@ public final class HTTPStreamWriter: Sendable {
         }
     }
 
-    private func perform(_ body: (inout StreamBuffer) -> StreamBuffer.WriteAction) -> Bool {
+    private func perform(_ bytes: [UInt8] = [], _ body: (inout StreamBuffer) -> StreamBuffer.WriteAction) -> Bool {
         state.withLock { buffer in
-            switch body(&buffer) {
-            case .accepted:
-                return true
-            case .acceptedResume:
-                // Only here, under the stream lock and after our flag said "suspended".
-                MHD_resume_connection(connection.raw)
-                return true
-            case .rejected:
-                return false
+            var action = body(&buffer)
+            if case .sendDirectly = action {
+                var chunkLength = 0
+                let sent = bytes.withUnsafeBufferPointer { bytes in
+                    cmhd_send_chunk(buffer.directSocket, bytes.baseAddress, bytes.count, &chunkLength)
+                }
+                action = buffer.sentDirectly(bytes, sent: sent, of: chunkLength)
             }
+            return carryOut(action)
+        }
+    }
+
+    /// Carries out `action` under the stream's lock.
+    private func carryOut(_ action: StreamBuffer.WriteAction) -> Bool {
+        switch action {
+        case .accepted:
+            return true
+        case .acceptedResume:
+            // Only here, under the stream lock and after our flag said "suspended".
+            MHD_resume_connection(connection.raw)
+            return true
+        case .rejected, .sendDirectly:
+            return false
         }
     }
 
     // MARK: Called by the server
+
+    /// Lets writes go straight to the connection's socket while it is suspended (``StreamBuffer``): `socket` carries
+    /// an HTTP/1.1 chunked body and the hang-up watcher reports when it is writable (``socketWritable()``). Call
+    /// before the response is queued.
+    func allowDirectWrites(socket: Int32) {
+        state.withLock { $0.directSocket = socket }
+    }
+
+    /// The socket can take more (hang-up watcher's thread): sends the rest of a chunk it took only in part.
+    func socketWritable() {
+        state.withLock { buffer in
+            guard let remainder = buffer.remainderToSend else { return }
+            let sent = remainder.withUnsafeBufferPointer { bytes in
+                cmhd_send_some(buffer.directSocket, bytes.baseAddress, bytes.count)
+            }
+            _ = carryOut(buffer.remainderSent(sent))
+        }
+    }
 
     /// Content reader body (libmicrohttpd thread of this connection).
     func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {

@@ -20,6 +20,8 @@ final class HangUpWatcher: Sendable {
         var handle: Handle?
         var nextToken: UInt64 = 1
         var exchanges: [UInt64: Exchange] = [:]
+        /// The streams whose sockets are also watched for writability (direct writes, ``StreamBuffer``).
+        var writers: [UInt64: HTTPStreamWriter] = [:]
     }
 
     private let watched = Mutex(Watched())
@@ -40,6 +42,7 @@ final class HangUpWatcher: Sendable {
             defer {
                 watched.handle = nil
                 watched.exchanges = [:]
+                watched.writers = [:]
             }
             return watched.handle
         }
@@ -61,18 +64,42 @@ final class HangUpWatcher: Sendable {
         }
     }
 
+    /// Also tells `writer` when the watched socket can take more (``HTTPStreamWriter/socketWritable()``).
+    /// - Returns: `false` if it cannot.
+    func watchWritable(_ watch: Watch, for writer: HTTPStreamWriter) -> Bool {
+        watched.withLock { watched -> Bool in
+            guard let raw = watched.handle?.raw, watched.exchanges[watch.token] != nil else { return false }
+            watched.writers[watch.token] = writer
+            guard cmhd_hangup_watcher_watch_writable(raw, watch.fd, watch.token) == 0 else {
+                watched.writers[watch.token] = nil
+                return false
+            }
+            return true
+        }
+    }
+
     /// Stops watching (the request is over; its socket is still open).
     func unwatch(_ watch: Watch) {
         watched.withLock { watched in
             watched.exchanges[watch.token] = nil
+            watched.writers[watch.token] = nil
             if let raw = watched.handle?.raw { cmhd_hangup_watcher_remove(raw, watch.fd) }
         }
     }
 
     /// The watcher's thread: the peer behind `token` hung up.
     fileprivate func hungUp(_ token: UInt64) {
-        let exchange = watched.withLock { $0.exchanges.removeValue(forKey: token) }
+        let exchange = watched.withLock { watched -> Exchange? in
+            watched.writers[token] = nil
+            return watched.exchanges.removeValue(forKey: token)
+        }
         exchange?.peerHungUp()
+    }
+
+    /// The watcher's thread: the socket behind `token` can take more.
+    fileprivate func writable(_ token: UInt64) {
+        let writer = watched.withLock { $0.writers[token] }
+        writer?.socketWritable()
     }
 
     struct Watch: Sendable {
@@ -81,7 +108,8 @@ final class HangUpWatcher: Sendable {
     }
 }
 
-private let hangUpThunk: cmhd_hangup_function = { context, token in
+private let hangUpThunk: cmhd_hangup_function = { context, token, hungUp in
     guard let context else { return }
-    Unmanaged<HangUpWatcher>.fromOpaque(context).takeUnretainedValue().hungUp(token)
+    let watcher = Unmanaged<HangUpWatcher>.fromOpaque(context).takeUnretainedValue()
+    if hungUp != 0 { watcher.hungUp(token) } else { watcher.writable(token) }
 }

@@ -1,9 +1,19 @@
+import Glibc
+
 /// The state of one streaming response, without I/O: pending writes, the suspended flag and closing.
 ///
 /// Owned by ``HTTPStreamWriter`` under its lock; the owner performs the returned actions
-/// (`MHD_resume_connection`, `MHD_suspend_connection`) while still holding the lock, as the
+/// (`MHD_resume_connection`, `MHD_suspend_connection`, a send to the socket) while still holding the lock, as the
 /// suspend/resume pattern requires (the reader suspends under the lock, a writer resumes only
 /// when this state says the connection is suspended).
+///
+/// **Direct writes.** While the connection is suspended libmicrohttpd has sent everything it had (it asks the reader
+/// for more only once its buffer is out) and does not touch the socket. A write that finds the stream suspended with
+/// nothing queued is then sent by the writer itself, as one HTTP/1.1 chunk, without resuming the connection: one
+/// `sendmsg` instead of a resume, a wake-up of libmicrohttpd's thread, a read and a send. If the socket takes only
+/// part of the chunk, the rest (``remainder``) must follow before anything libmicrohttpd frames: the connection stays
+/// suspended, further writes queue, and the rest goes out when the socket is writable again
+/// (``remainderToSend``, ``remainderSent(_:)``); then libmicrohttpd takes over what queued meanwhile.
 struct StreamBuffer: Sendable {
     enum WriteAction: Equatable {
         /// Accepted; the connection is active and will read it.
@@ -12,6 +22,9 @@ struct StreamBuffer: Sendable {
         case acceptedResume
         /// Refused: the stream is finishing or closed.
         case rejected
+        /// Not queued: the connection is suspended with nothing pending and writes may go to its socket, so the owner
+        /// sends the bytes as one chunk itself, then reports with ``sentDirectly(_:sent:of:)``.
+        case sendDirectly
     }
 
     enum ReadAction: Equatable {
@@ -28,7 +41,10 @@ struct StreamBuffer: Sendable {
     private var messages: [[UInt8]] = []
     private var head = 0
     private var headOffset = 0
-    private(set) var pendingByteCount = 0
+    /// Bytes of `messages` not yet handed to libmicrohttpd.
+    private var queuedByteCount = 0
+    /// The part of a directly sent chunk the socket has not taken yet (see the type's comment).
+    private var remainder: [UInt8] = []
     /// Whether this state believes the connection is suspended (set by `read`, cleared by the resuming call).
     private(set) var isSuspended = false
     /// `finish()` was called: no more writes; end the response once the pending bytes are sent.
@@ -39,22 +55,69 @@ struct StreamBuffer: Sendable {
     private(set) var endedByShutdown = false
     /// The client hung up: nothing more is sent, and the next read ends the response.
     private(set) var clientGone = false
+    /// The connection's socket when writes may go to it while the connection is suspended (an HTTP/1.1 chunked
+    /// stream whose socket is watched for writability), or -1.
+    var directSocket: Int32 = -1
 
     var acceptsWrites: Bool { !isFinishing && closeReason == nil && !clientGone }
 
+    /// Bytes written but not yet sent, the rest of a directly sent chunk included.
+    var pendingByteCount: Int { queuedByteCount + remainder.count }
+
     mutating func write(_ bytes: [UInt8]) -> WriteAction {
         guard acceptsWrites else { return .rejected }
+        if !bytes.isEmpty && directSocket >= 0 && isSuspended && queuedByteCount == 0 && remainder.isEmpty {
+            return .sendDirectly
+        }
         if !bytes.isEmpty {
             messages.append(bytes)
-            pendingByteCount += bytes.count
+            queuedByteCount += bytes.count
         }
         return takeResume()
+    }
+
+    /// What came of sending `bytes` as one chunk of `chunkLength` bytes to the socket: `sent` of them, or `-errno`.
+    mutating func sentDirectly(_ bytes: [UInt8], sent: Int, of chunkLength: Int) -> WriteAction {
+        if sent == chunkLength { return .accepted }
+        if sent > 0 {
+            remainder = Array(StreamBuffer.chunk(bytes)[sent...])
+            return .accepted
+        }
+        if sent == 0 || sent == -Int(EAGAIN) || sent == -Int(EWOULDBLOCK) || sent == -Int(EINTR) {
+            // Nothing went out: queue it for libmicrohttpd, which sends it once the socket takes more.
+            messages.append(bytes)
+            queuedByteCount += bytes.count
+            return takeResume()
+        }
+        return peerHungUp()  // the socket failed: the client is gone
+    }
+
+    /// The rest of a directly sent chunk, when there is one to send now.
+    var remainderToSend: [UInt8]? {
+        remainder.isEmpty || closeReason != nil || clientGone || directSocket < 0 ? nil : remainder
+    }
+
+    /// What came of sending ``remainderToSend``: `sent` bytes of it, or `-errno`. Once it is all out, libmicrohttpd
+    /// takes over what queued meanwhile (or ends the stream).
+    mutating func remainderSent(_ sent: Int) -> WriteAction {
+        if sent >= 0 {
+            remainder.removeFirst(min(sent, remainder.count))
+            guard remainder.isEmpty else { return .accepted }
+            return queuedByteCount > 0 || isFinishing ? takeResume() : .accepted
+        }
+        if sent == -Int(EAGAIN) || sent == -Int(EWOULDBLOCK) || sent == -Int(EINTR) { return .accepted }
+        return peerHungUp()
+    }
+
+    /// `bytes` framed as one HTTP/1.1 chunk, as `cmhd_send_chunk` sends them.
+    static func chunk(_ bytes: [UInt8]) -> [UInt8] {
+        Array(String(bytes.count, radix: 16).utf8) + [13, 10] + bytes + [13, 10]
     }
 
     /// Queues `bytes`, or, when at least `limit` bytes are already pending, replaces the pending writes with them
     /// (``replacePending(with:)``): one step for a writer that coalesces a slow reader.
     mutating func write(_ bytes: [UInt8], coalescingAt limit: Int) -> WriteAction {
-        pendingByteCount >= limit ? replacePending(with: bytes).action : write(bytes)
+        queuedByteCount + remainder.count >= limit ? replacePending(with: bytes).action : write(bytes)
     }
 
     /// Drops every pending write that has not started to go out, then queues `bytes`.
@@ -66,7 +129,7 @@ struct StreamBuffer: Sendable {
         if keepFrom < messages.count {
             for index in keepFrom..<messages.count { dropped += messages[index].count }
             messages.removeSubrange(keepFrom...)
-            pendingByteCount -= dropped
+            queuedByteCount -= dropped
         }
         return (write(bytes), dropped)
     }
@@ -88,14 +151,15 @@ struct StreamBuffer: Sendable {
         messages = []
         head = 0
         headOffset = 0
-        pendingByteCount = 0
+        queuedByteCount = 0
+        remainder = []
         return takeResume()
     }
 
     /// Called by libmicrohttpd's content reader on the connection's thread.
     mutating func read(into buffer: UnsafeMutableRawBufferPointer) -> ReadAction {
         if clientGone { return .abort }
-        if pendingByteCount == 0 {
+        if queuedByteCount == 0 {
             if isFinishing || closeReason != nil { return .endOfStream }
             isSuspended = true
             return .suspend
@@ -116,7 +180,7 @@ struct StreamBuffer: Sendable {
                 headOffset = 0
             }
         }
-        pendingByteCount -= written
+        queuedByteCount -= written
         compact()
         return .bytes(written)
     }
@@ -129,12 +193,14 @@ struct StreamBuffer: Sendable {
         messages = []
         head = 0
         headOffset = 0
-        pendingByteCount = 0
+        queuedByteCount = 0
+        remainder = []
         return true
     }
 
     private mutating func takeResume() -> WriteAction {
-        if isSuspended {
+        // Not while the rest of a chunk waits: libmicrohttpd's next bytes would land inside it.
+        if isSuspended && remainder.isEmpty {
             isSuspended = false
             return .acceptedResume
         }

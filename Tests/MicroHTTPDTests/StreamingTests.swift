@@ -25,6 +25,20 @@ final class WriterCollector: Sendable {
 
 @Suite("Streaming responses", .serialized, .timeLimit(.minutes(1)))
 struct StreamingTests {
+    /// Opens `GET /events` over HTTP/1.1 and reads its head and first chunk: the connection and the stream's writer.
+    private func openStream(on server: HTTPServer, _ collector: WriterCollector) async throws -> (
+        RawConnection, HTTPStreamWriter
+    ) {
+        let port = try #require(server.port)
+        let connection = try RawConnection(port: port)
+        _ = try await blocking {
+            try connection.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+            _ = try connection.readHead()
+            return try connection.readChunk()
+        }
+        return (connection, try #require(collector.writers.value.first))
+    }
+
     @Test("events arrive one at a time, then the terminating chunk")
     func incrementalDelivery() async throws {
         let collector = WriterCollector()
@@ -67,14 +81,7 @@ struct StreamingTests {
         let collector = WriterCollector()
         try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: collector.handler) {
             server in
-            let port = try #require(server.port)
-            let connection = try RawConnection(port: port)
-            _ = try await blocking {
-                try connection.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
-                _ = try connection.readHead()
-                return try connection.readChunk()
-            }
-            let writer = try #require(collector.writers.value.first)
+            let (connection, writer) = try await openStream(on: server, collector)
             // Settled: at least the call that delivered the first event and the one that suspended, and no call
             // between two polls.
             var previous = -1
@@ -91,6 +98,48 @@ struct StreamingTests {
             #expect(writer.readerCalls.load(ordering: .relaxed) == settled)
             writer.write("data: wake\n\n")
             #expect(try await blocking { try connection.readChunk() } == Array("data: wake\n\n".utf8))
+        }
+    }
+
+    @Test("a write to an idle HTTP/1.1 stream goes to its socket without waking libmicrohttpd's thread")
+    func idleStreamIsWrittenDirectly() async throws {
+        let collector = WriterCollector()
+        try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: collector.handler) {
+            server in
+            let (connection, writer) = try await openStream(on: server, collector)
+            #expect(await eventually { writer.suspendedIdle })
+            let calls = writer.readerCalls.load(ordering: .relaxed)
+            for index in 1...3 {
+                #expect(writer.write("data: \(index)\n\n"))
+                #expect(try await blocking { try connection.readChunk() } == Array("data: \(index)\n\n".utf8))
+            }
+            #expect(writer.readerCalls.load(ordering: .relaxed) == calls, "no content-reader call: sent directly")
+            writer.end()
+            #expect(try await blocking { try connection.readChunk() } == nil)
+            #expect(await writer.closed() == .finished)
+        }
+    }
+
+    @Test("an HTTP/1.0 stream (no chunks) is always written by libmicrohttpd")
+    func http10StreamIsNotWrittenDirectly() async throws {
+        let collector = WriterCollector()
+        try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: collector.handler) {
+            server in
+            let port = try #require(server.port)
+            let connection = try RawConnection(port: port)
+            let head = try await blocking {
+                try connection.send("GET /events HTTP/1.0\r\n\r\n")
+                return try connection.readHead()
+            }
+            #expect(head.header("Transfer-Encoding") == nil)
+            #expect(try await blocking { try connection.readBytes(13) } == Array(": connected\n\n".utf8))
+            let writer = try #require(collector.writers.value.first)
+            #expect(await eventually { writer.suspendedIdle })
+            #expect(writer.write("data: 1\n\n"))
+            // The body is close-delimited: the bytes come as written, with no chunk framing around them.
+            #expect(try await blocking { try connection.readBytes(9) } == Array("data: 1\n\n".utf8))
+            writer.end()
+            #expect(await writer.closed() == .finished)
         }
     }
 
@@ -132,14 +181,7 @@ struct StreamingTests {
         let collector = WriterCollector()
         try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: collector.handler) {
             server in
-            let port = try #require(server.port)
-            let connection = try RawConnection(port: port)
-            _ = try await blocking {
-                try connection.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
-                _ = try connection.readHead()
-                return try connection.readChunk()
-            }
-            let writer = try #require(collector.writers.value.first)
+            let (connection, writer) = try await openStream(on: server, collector)
             let writers = 8
             let messages = 300
             let message = Array("data: 0123456789\n\n".utf8)
@@ -236,6 +278,77 @@ struct StreamingTests {
 
 @Suite("Stream buffer state machine", .timeLimit(.minutes(1)))
 struct StreamBufferTests {
+    /// A suspended stream whose socket may be written (an HTTP/1.1 chunked stream).
+    private func idleDirectBuffer() -> StreamBuffer {
+        var buffer = StreamBuffer()
+        buffer.directSocket = 7
+        var storage = [UInt8](repeating: 0, count: 8)
+        _ = storage.withUnsafeMutableBytes { buffer.read(into: $0) }
+        return buffer
+    }
+
+    @Test func anIdleChunkedStreamIsWrittenDirectlyAndStaysSuspended() {
+        var buffer = idleDirectBuffer()
+        let event: [UInt8] = Array("data: 1\n\n".utf8)
+        #expect(buffer.write(event) == .sendDirectly)
+        let chunk = StreamBuffer.chunk(event)
+        #expect(chunk == Array("9\r\ndata: 1\n\n\r\n".utf8))
+        #expect(buffer.sentDirectly(event, sent: chunk.count, of: chunk.count) == .accepted)
+        #expect(buffer.isSuspended, "libmicrohttpd was not woken")
+        #expect(buffer.pendingByteCount == 0)
+        #expect(buffer.write(event) == .sendDirectly, "the next write goes the same way")
+    }
+
+    @Test func aStreamWithoutADirectSocketIsResumedAsBefore() {
+        var buffer = StreamBuffer()
+        var storage = [UInt8](repeating: 0, count: 8)
+        _ = storage.withUnsafeMutableBytes { buffer.read(into: $0) }
+        #expect(buffer.write([1]) == .acceptedResume)
+    }
+
+    @Test func theRestOfAChunkGoesOutBeforeAnythingLibmicrohttpdFrames() {
+        var buffer = idleDirectBuffer()
+        let event: [UInt8] = [1, 2, 3, 4, 5, 6, 7, 8]
+        let chunk = StreamBuffer.chunk(event)
+        // The socket took three bytes: the rest waits for it, and the connection stays suspended.
+        #expect(buffer.sentDirectly(event, sent: 3, of: chunk.count) == .accepted)
+        #expect(buffer.remainderToSend == Array(chunk[3...]))
+        #expect(buffer.pendingByteCount == chunk.count - 3)
+        #expect(buffer.write([9]) == .accepted, "queued behind the rest, not resumed")
+        #expect(buffer.finish() == .accepted, "not resumed either: its last chunk would land inside the rest")
+        #expect(buffer.remainderSent(2) == .accepted)
+        #expect(buffer.remainderToSend == Array(chunk[5...]))
+        #expect(buffer.remainderSent(-Int(EAGAIN)) == .accepted)
+        #expect(buffer.remainderSent(chunk.count - 5) == .acceptedResume, "all out: libmicrohttpd takes over")
+        #expect(buffer.remainderToSend == nil)
+        var storage = [UInt8](repeating: 0, count: 8)
+        #expect(storage.withUnsafeMutableBytes { buffer.read(into: $0) } == .bytes(1))
+        #expect(storage[0] == 9)
+        #expect(storage.withUnsafeMutableBytes { buffer.read(into: $0) } == .endOfStream)
+    }
+
+    @Test func aChunkTheSocketRefusesIsQueuedForLibmicrohttpd() {
+        var buffer = idleDirectBuffer()
+        #expect(buffer.sentDirectly([1, 2], sent: -Int(EAGAIN), of: 7) == .acceptedResume)
+        #expect(buffer.write([3]) == .accepted, "no direct write while bytes are queued")
+        var storage = [UInt8](repeating: 0, count: 8)
+        #expect(storage.withUnsafeMutableBytes { buffer.read(into: $0) } == .bytes(3))
+        #expect(Array(storage[0..<3]) == [1, 2, 3])
+    }
+
+    @Test func aFailedSendOrAHangUpEndsTheStreamAndDropsTheRest() {
+        var failed = idleDirectBuffer()
+        #expect(failed.sentDirectly([1], sent: -Int(EPIPE), of: 6) == .acceptedResume)
+        var storage = [UInt8](repeating: 0, count: 8)
+        #expect(storage.withUnsafeMutableBytes { failed.read(into: $0) } == .abort)
+
+        var hungUp = idleDirectBuffer()
+        #expect(hungUp.sentDirectly([1, 2, 3], sent: 2, of: 8) == .accepted)
+        #expect(hungUp.peerHungUp() == .acceptedResume, "a client that left is resumed even with a rest waiting")
+        #expect(hungUp.remainderToSend == nil)
+        #expect(storage.withUnsafeMutableBytes { hungUp.read(into: $0) } == .abort)
+    }
+
     @Test func suspendsWhenEmptyAndResumesOnWrite() {
         var buffer = StreamBuffer()
         var storage = [UInt8](repeating: 0, count: 16)

@@ -64,6 +64,14 @@ enum MHD_Result cmhd_response_set_flags(struct MHD_Response *response, enum MHD_
 /// `MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD)->connect_fd`, or -1.
 int cmhd_connection_fd(struct MHD_Connection *connection);
 
+/// Sends `length` bytes (at least one) to the socket `fd` as one HTTP/1.1 chunk, `<hex length>\r\n<bytes>\r\n`, in one
+/// `sendmsg` that does not block. Returns the number of the chunk's bytes the kernel took (`*chunk_length` is all of
+/// them), or `-errno`.
+ssize_t cmhd_send_chunk(int fd, const uint8_t *bytes, size_t length, size_t *chunk_length);
+
+/// Sends `length` bytes to the socket `fd` without blocking: the number the kernel took, or `-errno`.
+ssize_t cmhd_send_some(int fd, const uint8_t *bytes, size_t length);
+
 /// Connects to `host`:`port` (the loopback address for a wildcard host) and closes at once, blocking at most 1 s:
 /// a new connection on a listening socket wakes every libmicrohttpd worker that watches it. 0, or -1 with errno.
 int cmhd_poke(const char *host, uint16_t port);
@@ -83,8 +91,9 @@ void cmhd_accept_watchdog_stop(struct cmhd_accept_watchdog *watchdog);
 
 // MARK: Hang-up watcher
 
-/// Told, on the watcher's thread, the token of a watched socket whose peer hung up (or that failed).
-typedef void (*cmhd_hangup_function)(void *context, uint64_t token);
+/// Told, on the watcher's thread, the token of a watched socket whose peer hung up or that failed (`hung_up` 1), or,
+/// for a socket also watched for writability, that it can take more (`hung_up` 0).
+typedef void (*cmhd_hangup_function)(void *context, uint64_t token, int hung_up);
 
 /// One epoll set and one thread that report when the peer of a watched socket closes its side
 /// (`EPOLLRDHUP`, `EPOLLHUP`, `EPOLLERR`). libmicrohttpd does not watch suspended connections; this does.
@@ -97,6 +106,10 @@ struct cmhd_hangup_watcher *cmhd_hangup_watcher_start(cmhd_hangup_function funct
 /// Watches `fd` under `token` (not 0) until `cmhd_hangup_watcher_remove`. A peer that already hung up
 /// is reported at once. Returns 0, or -1 with errno set.
 int cmhd_hangup_watcher_add(struct cmhd_hangup_watcher *watcher, int fd, uint64_t token);
+
+/// Also reports, from now on, when the watched `fd` becomes writable (edge-triggered: after a send that found it
+/// full), once at once if it is. Returns 0, or -1 with errno set.
+int cmhd_hangup_watcher_watch_writable(struct cmhd_hangup_watcher *watcher, int fd, uint64_t token);
 
 /// Stops watching `fd` (still open). A report already taken from the set may still arrive: the owner
 /// matches tokens, not descriptors.

@@ -95,6 +95,8 @@ package final class SubscriptionHub: Sendable {
     let metrics: GatewayMetrics
     let logger: Logger
     let render: @Sendable (ConvexValue, OutputFormat) -> [UInt8]
+    /// How many threads a change's deliveries to many streams are split between (``deliver(_:_:)``).
+    let fanOutThreads: Int
 
     package init(
         keepWarm: Duration,
@@ -102,6 +104,7 @@ package final class SubscriptionHub: Sendable {
         metrics: GatewayMetrics,
         logger: Logger,
         clock: GatewayClock = .continuous,
+        fanOutThreads: Int = 1,
         render: @escaping @Sendable (ConvexValue, OutputFormat) -> [UInt8]
     ) {
         state = Mutex(Locked(hub: HubState(keepWarm: keepWarm, maxSubscriptions: maxSubscriptions)))
@@ -109,6 +112,7 @@ package final class SubscriptionHub: Sendable {
         self.metrics = metrics
         self.logger = logger
         self.render = render
+        self.fanOutThreads = max(1, fanOutThreads)
     }
 
     package var subscriptionCount: Int { state.withLock { $0.hub.entries.count } }
@@ -272,19 +276,7 @@ package final class SubscriptionHub: Sendable {
             case .deliver(let delivery, let sink):
                 sink.deliver(transition(delivery, format: sink.format, patches: sink.wantsPatches, &rendering))
             case .fanOut(let fanOut):
-                // One transition per output mode and patch choice (a handful), shared by every stream.
-                var made: [(format: OutputFormat, patches: Bool, transition: StreamTransition)] = []
-                for sink in fanOut.sinks {
-                    let format = sink.format
-                    let patches = sink.wantsPatches
-                    if let index = made.firstIndex(where: { $0.format == format && $0.patches == patches }) {
-                        sink.deliver(made[index].transition)
-                        continue
-                    }
-                    let transition = transition(fanOut.delivery, format: format, patches: patches, &rendering)
-                    made.append((format, patches, transition))
-                    sink.deliver(transition)
-                }
+                deliver(fanOut, &rendering)
             case .end(let sinks):
                 for sink in sinks { sink.end() }
             }
