@@ -122,16 +122,25 @@ int cmhd_connection_fd(struct MHD_Connection *connection) {
 }
 
 ssize_t cmhd_send_chunk(int fd, const uint8_t *bytes, size_t length, size_t *chunk_length) {
+    static const char digits[] = "0123456789abcdef";
     char head[24];
-    int head_length = snprintf(head, sizeof head, "%zx\r\n", length);
+    size_t head_length = 0;
+    for (int shift = 60; shift >= 0; shift -= 4) {
+        unsigned digit = (unsigned)(length >> shift) & 0xf;
+        if (digit != 0 || head_length > 0 || shift == 0) {
+            head[head_length++] = digits[digit];
+        }
+    }
+    head[head_length++] = '\r';
+    head[head_length++] = '\n';
     char tail[2] = {'\r', '\n'};
     struct iovec parts[3] = {
-        {.iov_base = head, .iov_len = (size_t)head_length},
+        {.iov_base = head, .iov_len = head_length},
         {.iov_base = (void *)bytes, .iov_len = length},
         {.iov_base = tail, .iov_len = sizeof tail},
     };
     struct msghdr message = {.msg_iov = parts, .msg_iovlen = 3};
-    *chunk_length = (size_t)head_length + length + sizeof tail;
+    *chunk_length = head_length + length + sizeof tail;
     ssize_t sent = sendmsg(fd, &message, MSG_DONTWAIT | MSG_NOSIGNAL);
     return sent < 0 ? -errno : sent;
 }

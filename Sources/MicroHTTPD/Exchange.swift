@@ -26,8 +26,8 @@ final class Exchange: @unchecked Sendable {
     var isParked = false
     /// The hang-up watch on this request's socket while it is parked.
     var hangUpWatch: HangUpWatcher.Watch?
-    /// The socket, when the request is HTTP/1.1 (a streamed answer is then chunked and may be written directly).
-    var chunkedSocket: Int32 = -1
+    /// Whether the request is HTTP/1.1: a streamed answer is then chunked, and may be written directly.
+    var chunkedStream = false
 
     init(server: HTTPServer, connection: ConnectionHandle, target: String?, hotPathTried: Bool = false) {
         self.server = server
@@ -146,7 +146,7 @@ final class Exchange: @unchecked Sendable {
             return prepared.queue(on: connection)
         }
         let request = makeRequest(url: url, method: method, version: version)
-        if request.version == "HTTP/1.1" { chunkedSocket = cmhd_connection_fd(connection.raw) }
+        chunkedStream = request.version == "HTTP/1.1"
         body = []
         server.handler(request, HTTPResponder(exchange: self))
         return handlerReturned()
@@ -275,8 +275,8 @@ final class Exchange: @unchecked Sendable {
             return MHD_Result.NO
         }
         // Direct writes need the socket's writability reported, for the rest of a chunk it took only in part.
-        if chunkedSocket >= 0, let hangUpWatch, server.hangUpWatcher.watchWritable(hangUpWatch, for: writer) {
-            writer.allowDirectWrites(socket: chunkedSocket)
+        if chunkedStream, let hangUpWatch, server.hangUpWatcher.watchWritable(hangUpWatch, for: writer) {
+            writer.allowDirectWrites(socket: hangUpWatch.fd)
         }
         server.streamStarted()
         return MHD_queue_response(connection.raw, UInt32(status), mhdResponse)

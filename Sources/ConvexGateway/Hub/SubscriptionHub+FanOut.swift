@@ -1,5 +1,6 @@
 import ConvexValues
 import Dispatch
+import Synchronization
 
 extension SubscriptionHub {
     /// Streams below this many get a fan-out on the delivering thread alone.
@@ -10,30 +11,60 @@ extension SubscriptionHub {
     /// One transition per output mode and patch choice (a handful) is shared by every stream. A delivery to an idle
     /// stream is a send to its socket made by the delivering thread (MicroHTTPD's direct writes), so the streams are
     /// split between ``fanOutThreads`` threads: each slice sends to every `slices`-th stream, the delivering thread
-    /// taking one (`concurrentPerform` runs every slice itself that no other thread has taken up).
+    /// taking one (`concurrentPerform` runs every slice itself that no other thread has taken up). The transition of
+    /// the first stream's mode is made before the sends start; a stream in another mode is set aside by its slice and
+    /// served after them, once its mode's transition is made (rendering is not shared between threads).
     func deliver(_ fanOut: HubState.FanOut, _ rendering: inout Rendering) {
         let sinks = fanOut.sinks
-        var made: [(format: OutputFormat, patches: Bool, transition: StreamTransition)] = []
-        var choices: [Int] = []
-        choices.reserveCapacity(sinks.count)
-        for sink in sinks {
-            let format = sink.format
-            let patches = sink.wantsPatches
-            if let index = made.firstIndex(where: { $0.format == format && $0.patches == patches }) {
-                choices.append(index)
-            } else {
-                let transition = transition(fanOut.delivery, format: format, patches: patches, &rendering)
-                choices.append(made.count)
-                made.append((format, patches, transition))
-            }
-        }
-        let transitions = made.map(\.transition)
-        let chosen = choices
+        guard let first = sinks.first else { return }
+        let mode = Mode(format: first.format, patches: first.wantsPatches)
+        let shared = transition(fanOut.delivery, format: mode.format, patches: mode.patches, &rendering)
         let slices = min(fanOutThreads, max(1, sinks.count / Self.streamsPerFanOutSlice))
+        let setAside = Mutex<[Int]>([])
         DispatchQueue.concurrentPerform(iterations: slices) { slice in
+            var others: [Int] = []
             for index in stride(from: slice, to: sinks.count, by: slices) {
-                sinks[index].deliver(transitions[chosen[index]])
+                let sink = sinks[index]
+                if sink.format == mode.format && sink.wantsPatches == mode.patches {
+                    sink.deliver(shared)
+                } else {
+                    others.append(index)
+                }
+            }
+            if !others.isEmpty { setAside.withLock { $0 += others } }
+        }
+        var made: [Mode: StreamTransition] = [:]
+        for index in setAside.withLock({ $0 }).sorted() {
+            let sink = sinks[index]
+            let other = Mode(format: sink.format, patches: sink.wantsPatches)
+            if made[other] == nil {
+                made[other] = transition(fanOut.delivery, format: other.format, patches: other.patches, &rendering)
+            }
+            sink.deliver(made[other]!)
+        }
+    }
+
+    /// Delivers each stream its own delivery (streams of several subscriptions), split between the threads as a
+    /// fan-out is. Each slice renders with its own ``Rendering`` (a result's body is rendered once either way: the
+    /// hub keeps it), and a stream's deliveries all go to one slice, so they stay in order.
+    func deliver(_ deliveries: [(sink: any EventSink, delivery: HubState.Delivery)]) {
+        let slices = min(fanOutThreads, max(1, deliveries.count / Self.streamsPerFanOutSlice))
+        DispatchQueue.concurrentPerform(iterations: slices) { slice in
+            var rendering = Rendering()
+            for (sink, delivery) in deliveries where Self.slice(of: sink, among: slices) == slice {
+                sink.deliver(transition(delivery, format: sink.format, patches: sink.wantsPatches, &rendering))
             }
         }
+    }
+
+    /// The slice a stream's deliveries go to: always the same one for one stream.
+    private static func slice(of sink: any EventSink, among slices: Int) -> Int {
+        slices == 1 ? 0 : Int((UInt(bitPattern: ObjectIdentifier(sink).hashValue) >> 4) % UInt(slices))
+    }
+
+    /// How a stream renders a change: its output mode and whether it reads patches.
+    private struct Mode: Hashable {
+        var format: OutputFormat
+        var patches: Bool
     }
 }

@@ -23,6 +23,9 @@ extension SubscriptionHub {
     ) -> StreamTransition {
         let changes = delivery.changes.map { change -> StreamTransition.Change in
             let renderedKey = RenderedKey(key: change.key, current: change.current.id, format: format)
+            if !patches, let rendered = rendering.updates[renderedKey] {
+                return StreamTransition.Change(member: change.member, update: rendered)
+            }
             var update =
                 rendering.updates[renderedKey] ?? update(for: change.key, current: change.current, format: format)
             if patches, let previous = change.previous, rendering.patched.insert(renderedKey).inserted {

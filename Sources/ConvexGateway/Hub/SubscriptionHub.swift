@@ -265,22 +265,31 @@ package final class SubscriptionHub: Sendable {
     func perform(_ actions: [HubState.Action]) {
         // Rendered once per result and output mode; a patch once per change and mode, only if a stream reads patches.
         var rendering = Rendering()
+        // Streams' own deliveries go out together, before the next action of another kind (deliver(_:)).
+        var deliveries: [(sink: any EventSink, delivery: HubState.Delivery)] = []
         for action in actions {
+            if case .deliver(let delivery, let sink) = action {
+                deliveries.append((sink, delivery))
+                continue
+            }
+            if !deliveries.isEmpty {
+                deliver(deliveries)
+                deliveries = []
+            }
             switch action {
-            case .subscribe, .unsubscribe:
-                break  // carried out under the lock
+            case .subscribe, .unsubscribe, .deliver:
+                break  // carried out under the lock; deliveries above
             case .resume(let waits, let current):
                 for case .firstResult(let wake) in self.wakes(waits) { wake.end(with: current) }
             case .reached(let waits, let reached):
                 for case .timestamp(let wake) in self.wakes(waits) { wake.end(with: reached) }
-            case .deliver(let delivery, let sink):
-                sink.deliver(transition(delivery, format: sink.format, patches: sink.wantsPatches, &rendering))
             case .fanOut(let fanOut):
                 deliver(fanOut, &rendering)
             case .end(let sinks):
                 for sink in sinks { sink.end() }
             }
         }
+        if !deliveries.isEmpty { deliver(deliveries) }
     }
 
     /// The wakes of the waits numbered `waits`, removed.

@@ -56,9 +56,11 @@ struct StreamWire {
         // A stream's first delivery is rendered outside the hub's lock, so a transition right after it may arrive
         // first: a result older than the one sent is dropped, never sent after it. (A transition whose changes are all
         // newer, the usual case, is used as it is: no copy per stream.)
-        let sequences = self.sequences
-        let isNewer = { (change: StreamTransition.Change) in change.update.current.sequence > sequences[change.member] }
-        let changes = transition.changes.allSatisfy(isNewer) ? transition.changes : transition.changes.filter(isNewer)
+        // (`sequences` is read in place, not copied: a copy alive here would make the update below copy the array.)
+        var changes = transition.changes
+        if !changes.allSatisfy({ $0.update.current.sequence > sequences[$0.member] }) {
+            changes = changes.filter { $0.update.current.sequence > sequences[$0.member] }
+        }
         guard !changes.isEmpty else { return [] }
         for change in changes { self.sequences[change.member] = change.update.current.sequence }
         if case .function = framing, !wantsPatches, let update = changes.last?.update, !update.endsStream {
