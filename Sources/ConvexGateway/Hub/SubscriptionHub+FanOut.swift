@@ -5,13 +5,15 @@ import Synchronization
 extension SubscriptionHub {
     /// Streams below this many get a fan-out on the delivering thread alone.
     static let streamsPerFanOutSlice = 256
+    /// How many streams of a fan-out a thread takes at a time.
+    static let streamsPerRun = 32
 
     /// Delivers one change to every stream whose only subscription it is (``HubState/FanOut``).
     ///
     /// One transition per output mode and patch choice (a handful) is shared by every stream. A delivery to an idle
     /// stream is a send to its socket made by the delivering thread (MicroHTTPD's direct writes), so the streams are
-    /// split between ``fanOutThreads`` threads: each slice sends to every `slices`-th stream, the delivering thread
-    /// taking one (`concurrentPerform` runs every slice itself that no other thread has taken up). The transition of
+    /// split between ``fanOutThreads`` threads, which take runs of streams in turn until none is left, the delivering
+    /// thread among them (`concurrentPerform` runs every slice itself that no other thread has taken up). The transition of
     /// the first stream's mode is made before the sends start; a stream in another mode is set aside by its slice and
     /// served after them, once its mode's transition is made (rendering is not shared between threads).
     func deliver(_ fanOut: HubState.FanOut, _ rendering: inout Rendering) {
@@ -21,14 +23,20 @@ extension SubscriptionHub {
         let shared = transition(fanOut.delivery, format: mode.format, patches: mode.patches, &rendering)
         let slices = min(fanOutThreads, max(1, sinks.count / Self.streamsPerFanOutSlice))
         let setAside = Mutex<[Int]>([])
-        DispatchQueue.concurrentPerform(iterations: slices) { slice in
+        // Runs of streams are taken in turn, so a thread that is held up leaves its share to the others.
+        let taken = Atomic<Int>(0)
+        DispatchQueue.concurrentPerform(iterations: slices) { _ in
             var others: [Int] = []
-            for index in stride(from: slice, to: sinks.count, by: slices) {
-                let sink = sinks[index]
-                if sink.format == mode.format && sink.wantsPatches == mode.patches {
-                    sink.deliver(shared)
-                } else {
-                    others.append(index)
+            while true {
+                let start = taken.add(Self.streamsPerRun, ordering: .relaxed).oldValue
+                guard start < sinks.count else { break }
+                for index in start..<min(start + Self.streamsPerRun, sinks.count) {
+                    let sink = sinks[index]
+                    if sink.format == mode.format && sink.wantsPatches == mode.patches {
+                        sink.deliver(shared)
+                    } else {
+                        others.append(index)
+                    }
                 }
             }
             if !others.isEmpty { setAside.withLock { $0 += others } }
