@@ -121,18 +121,23 @@ int cmhd_connection_fd(struct MHD_Connection *connection) {
     return info == NULL ? -1 : info->connect_fd;
 }
 
-ssize_t cmhd_send_chunk(int fd, const uint8_t *bytes, size_t length, size_t *chunk_length) {
+size_t cmhd_chunk_head(size_t length, uint8_t head[CMHD_CHUNK_HEAD_CAPACITY]) {
     static const char digits[] = "0123456789abcdef";
-    char head[24];
     size_t head_length = 0;
     for (int shift = 60; shift >= 0; shift -= 4) {
         unsigned digit = (unsigned)(length >> shift) & 0xf;
         if (digit != 0 || head_length > 0 || shift == 0) {
-            head[head_length++] = digits[digit];
+            head[head_length++] = (uint8_t)digits[digit];
         }
     }
     head[head_length++] = '\r';
     head[head_length++] = '\n';
+    return head_length;
+}
+
+ssize_t cmhd_send_chunk(int fd, const uint8_t *bytes, size_t length, size_t *chunk_length) {
+    uint8_t head[CMHD_CHUNK_HEAD_CAPACITY];
+    size_t head_length = cmhd_chunk_head(length, head);
     char tail[2] = {'\r', '\n'};
     struct iovec parts[3] = {
         {.iov_base = head, .iov_len = head_length},

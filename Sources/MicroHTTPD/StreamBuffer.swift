@@ -1,3 +1,4 @@
+import CMicroHTTPDShim
 import Glibc
 
 /// The state of one streaming response, without I/O: pending writes, the suspended flag and closing.
@@ -69,11 +70,21 @@ struct StreamBuffer: Sendable {
         if !bytes.isEmpty && directSocket >= 0 && isSuspended && queuedByteCount == 0 && remainder.isEmpty {
             return .sendDirectly
         }
+        return queue(bytes)
+    }
+
+    /// Queues `bytes` for libmicrohttpd's reader, resuming the connection if it is suspended.
+    private mutating func queue(_ bytes: [UInt8]) -> WriteAction {
         if !bytes.isEmpty {
             messages.append(bytes)
             queuedByteCount += bytes.count
         }
         return takeResume()
+    }
+
+    /// Whether a send's result (`-errno`) means only that the socket took nothing now.
+    private static func tookNothingForNow(_ sent: Int) -> Bool {
+        sent == -Int(EAGAIN) || sent == -Int(EWOULDBLOCK) || sent == -Int(EINTR)
     }
 
     /// What came of sending `bytes` as one chunk of `chunkLength` bytes to the socket: `sent` of them, or `-errno`.
@@ -83,11 +94,8 @@ struct StreamBuffer: Sendable {
             remainder = Array(StreamBuffer.chunk(bytes)[sent...])
             return .accepted
         }
-        if sent == 0 || sent == -Int(EAGAIN) || sent == -Int(EWOULDBLOCK) || sent == -Int(EINTR) {
-            // Nothing went out: queue it for libmicrohttpd, which sends it once the socket takes more.
-            messages.append(bytes)
-            queuedByteCount += bytes.count
-            return takeResume()
+        if sent == 0 || Self.tookNothingForNow(sent) {
+            return queue(bytes)  // nothing went out: libmicrohttpd sends it once the socket takes more
         }
         return peerHungUp()  // the socket failed: the client is gone
     }
@@ -105,19 +113,20 @@ struct StreamBuffer: Sendable {
             guard remainder.isEmpty else { return .accepted }
             return queuedByteCount > 0 || isFinishing ? takeResume() : .accepted
         }
-        if sent == -Int(EAGAIN) || sent == -Int(EWOULDBLOCK) || sent == -Int(EINTR) { return .accepted }
-        return peerHungUp()
+        return Self.tookNothingForNow(sent) ? .accepted : peerHungUp()
     }
 
-    /// `bytes` framed as one HTTP/1.1 chunk, as `cmhd_send_chunk` sends them.
+    /// `bytes` framed as one HTTP/1.1 chunk, as `cmhd_send_chunk` sends them (the same head, `cmhd_chunk_head`).
     static func chunk(_ bytes: [UInt8]) -> [UInt8] {
-        Array(String(bytes.count, radix: 16).utf8) + [13, 10] + bytes + [13, 10]
+        var head = [UInt8](repeating: 0, count: Int(CMHD_CHUNK_HEAD_CAPACITY))
+        let headLength = head.withUnsafeMutableBufferPointer { cmhd_chunk_head(bytes.count, $0.baseAddress) }
+        return head[..<headLength] + bytes + [13, 10]
     }
 
     /// Queues `bytes`, or, when at least `limit` bytes are already pending, replaces the pending writes with them
     /// (``replacePending(with:)``): one step for a writer that coalesces a slow reader.
     mutating func write(_ bytes: [UInt8], coalescingAt limit: Int) -> WriteAction {
-        queuedByteCount + remainder.count >= limit ? replacePending(with: bytes).action : write(bytes)
+        pendingByteCount >= limit ? replacePending(with: bytes).action : write(bytes)
     }
 
     /// Drops every pending write that has not started to go out, then queues `bytes`.

@@ -64,6 +64,13 @@ enum MHD_Result cmhd_response_set_flags(struct MHD_Response *response, enum MHD_
 /// `MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD)->connect_fd`, or -1.
 int cmhd_connection_fd(struct MHD_Connection *connection);
 
+/// Room for a chunk's head: 16 hex digits and CRLF.
+#define CMHD_CHUNK_HEAD_CAPACITY 24
+
+/// Writes the head of an HTTP/1.1 chunk of `length` bytes, `<hex length>\r\n` (lowercase, no leading zeros), into
+/// `head`; returns its length.
+size_t cmhd_chunk_head(size_t length, uint8_t head[CMHD_CHUNK_HEAD_CAPACITY]);
+
 /// Sends `length` bytes (at least one) to the socket `fd` as one HTTP/1.1 chunk, `<hex length>\r\n<bytes>\r\n`, in one
 /// `sendmsg` that does not block. Returns the number of the chunk's bytes the kernel took (`*chunk_length` is all of
 /// them), or `-errno`.
