@@ -19,23 +19,15 @@ cleanup() { for pid in "${LOADERS[@]}"; do kill "$pid" 2>/dev/null || true; done
 trap cleanup EXIT
 for _ in $(seq 1 "${LOAD:-0}"); do (while :; do :; done) & LOADERS+=($!); done
 
+. Benchmarks/fanout-server.sh
 figure() { sed -n 's/.*'"$1"'=\([0-9.]*\).*/\1/p' <<<"$2"; }
 
 one() { # binary|c -> prints the client's summary line
     local pid port log
     log=$(mktemp)
-    if [ "$1" = c ]; then
-        .build-release/sse-server 18092 2 >"$log" 2>&1 &
-        pid=$!
-        port=18092
-        for _ in $(seq 100); do grep -q listening "$log" && break; sleep 0.1; done
-    else
-        "$1" --port 18090 --local-port 18091 --threads 2 --heartbeat-seconds 3600 \
-            --max-connections $((STREAMS + 2000)) --log-level notice >"$log" 2>&1 &
-        pid=$!
-        port=18090
-        for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:18090/readyz" && break; sleep 0.1; done
-    fi
+    start_fanout_server "$1" "$STREAMS" "$log"
+    pid=$server_pid
+    port=$server_port
     local churn=""
     if [ "${CHURN:-0}" != 0 ]; then
         python3 Benchmarks/churn_only.py "$port" "/subscribe/conformance:counter?name=fanout" "$CHURN" 120 1 \

@@ -17,18 +17,10 @@ rounds=${2:-10}
 streams=${3:-10000}
 log=$(mktemp)
 out=$(mktemp)
-if [ "$server" = c ]; then
-    .build-release/sse-server 18092 2 >"$log" 2>&1 &
-    pid=$!
-    port=18092
-    for _ in $(seq 100); do grep -q listening "$log" && break; sleep 0.1; done
-else
-    "$server" --port 18090 --local-port 18091 --threads 2 --heartbeat-seconds 3600 \
-        --max-connections $((streams + 2000)) --log-level notice >"$log" 2>&1 &
-    pid=$!
-    port=18090
-    for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:18090/readyz" && break; sleep 0.1; done
-fi
+. Benchmarks/fanout-server.sh
+start_fanout_server "$server" "$streams" "$log"
+pid=$server_pid
+port=$server_port
 cleanup() { kill "$pid" 2>/dev/null || true; rm -f "$log" "$out"; }
 trap cleanup EXIT
 timeout 120 .build-release/sse-fanout "$port" "$pid" "$streams" "$rounds" \
