@@ -71,6 +71,34 @@ package struct ServerSentEvent: Sendable, Hashable {
         return out
     }
 
+    /// The bytes of an event whose `id` and `data` are written in place, each by its closure, into the one buffer the
+    /// event is (the stream wire's transitions, once per stream and delivery: no copy of either), framed by the same
+    /// rules as ``encoded()``: should either hold a line break after all, the event is framed again from copies.
+    static func encoded(
+        event: String, capacity: Int, id writeID: (inout [UInt8]) -> Void, data writeData: (inout [UInt8]) -> Void
+    ) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(capacity + event.utf8.count + 24)
+        out += "event: ".utf8
+        out += event.utf8
+        out += "\nid: ".utf8
+        let idStart = out.count
+        writeID(&out)
+        let idEnd = out.count
+        out += "\ndata: ".utf8
+        let dataStart = out.count
+        writeData(&out)
+        let dataEnd = out.count
+        out += "\n\n".utf8
+        let id = out[idStart..<idEnd]
+        let data = out[dataStart..<dataEnd]
+        let breaks = event.utf8.contains(where: isLineBreak) || id.contains(where: isLineBreak)
+        if breaks || data.contains(where: isLineBreak) {
+            return encoded(event: event, id: Array(id), data: Array(data))
+        }
+        return out
+    }
+
     /// A comment line, ignored by clients: used for heartbeats.
     package static func comment(_ text: String) -> [UInt8] {
         Array(":".utf8) + singleLine(Array((text.isEmpty ? "" : " " + text).utf8)) + [0x0A, 0x0A]
@@ -78,7 +106,11 @@ package struct ServerSentEvent: Sendable, Hashable {
 
     /// Whether `bytes` hold a CR, an LF or a NUL: what a field's line must not.
     private static func breaksLine(_ bytes: [UInt8]) -> Bool {
-        bytes.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 }
+        bytes.contains(where: isLineBreak)
+    }
+
+    private static func isLineBreak(_ byte: UInt8) -> Bool {
+        byte == 0x0D || byte == 0x0A || byte == 0
     }
 
     private static func singleLine(_ bytes: [UInt8]) -> [UInt8] {

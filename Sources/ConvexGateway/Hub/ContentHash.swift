@@ -21,11 +21,7 @@ struct ContentHash {
 
     /// Appends ``text(_:)``'s bytes: what a stream's event is built of, once per stream and subscription.
     static func append(_ hash: UInt64, to bytes: inout [UInt8]) {
-        let digits = max(1, (64 - hash.leadingZeroBitCount + 3) / 4)
-        for shift in stride(from: (digits - 1) * 4, through: 0, by: -4) {
-            let nibble = UInt8(truncatingIfNeeded: hash >> UInt64(shift)) & 0x0F
-            bytes.append(nibble < 10 ? 0x30 + nibble : 0x57 + nibble)
-        }
+        bytes.appendHex(hash)
     }
 
     /// The hash ``text(_:)`` wrote, `nil` for anything else.

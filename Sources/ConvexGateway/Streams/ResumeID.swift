@@ -44,7 +44,7 @@ struct ResumeID: Equatable, Sendable {
     /// Appends ``text``'s bytes (digits, `-`, lowercase hex and `.`: nothing an event's `id:` line must escape).
     func append(to bytes: inout [UInt8]) {
         bytes.reserveCapacity(bytes.count + 21 + held.count * 17)
-        bytes += String(version).utf8
+        bytes.appendDecimal(version)
         bytes.append(UInt8(ascii: "-"))
         for (index, hash) in held.enumerated() {
             if index > 0 { bytes.append(UInt8(ascii: ".")) }

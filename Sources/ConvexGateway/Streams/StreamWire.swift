@@ -75,24 +75,21 @@ struct StreamWire {
             ]
         }
         ts = transition.ts
-        var parts: [[UInt8]] = []
+        var parts: [Part] = []
+        parts.reserveCapacity(changes.count)
         for change in changes {
             let update = change.update
             let base = resume.held[change.member]
             resume.held[change.member] = update.hash
             resume.version = max(resume.version, update.current.sequence)
             sent[change.member] = update
-            if wantsPatches, let patch = update.patch, patch.base == base {
-                parts.append(part(patch, of: update, member: change.member))
-            } else {
-                parts.append(part(update, member: change.member))
-            }
+            let patch = wantsPatches ? update.patch.flatMap { $0.base == base ? $0 : nil } : nil
+            parts.append(Part(update: update, member: change.member, patch: patch))
         }
         if pendingBytes() >= limit {
             // What is queued is dropped, patch bases among it: every subscription's latest, in full, replaces it.
-            var everything: [[UInt8]] = []
-            for (member, sent) in sent.enumerated() {
-                if let sent { everything.append(part(sent, member: member)) }
+            let everything = sent.enumerated().compactMap { member, sent in
+                sent.map { Part(update: $0, member: member, patch: nil) }
             }
             return [.replacePending(event(everything))]
         }
@@ -118,64 +115,69 @@ struct StreamWire {
         }
     }
 
-    /// One subscription's full result: the whole event of a `/subscribe/<function>` stream, a transition's change
-    /// otherwise.
-    private func part(_ sent: SubscriptionUpdate, member: Int) -> [UInt8] {
-        guard case .transitions(let ids) = framing else { return Self.functionEvent(sent) }
-        let body = sent.body
-        var data: [UInt8] = []
-        data.reserveCapacity(body.count + ids[member].utf8.count + 48)
+    /// What a delivery sends of one subscription: its result in full, or with `patch` its change as a JSON Patch.
+    private struct Part {
+        var update: SubscriptionUpdate
+        var member: Int
+        var patch: ValueDelta.Patch?
+    }
+
+    /// Appends a part to `data`: the whole event of a `/subscribe/<function>` stream, a transition's change otherwise.
+    private func append(_ part: Part, to data: inout [UInt8]) {
+        let (sent, member, patch) = (part.update, part.member, part.patch)
+        guard case .transitions(let ids) = framing else {
+            guard let patch else {
+                data += Self.functionEvent(sent)
+                return
+            }
+            data += patch.frame.bytes {
+                ServerSentEvent(
+                    event: ServerSentEvent.Name.patch, id: sent.current.id,
+                    data: [UInt8(ascii: "{")] + patch.fields + [UInt8(ascii: "}")]
+                ).encoded()
+            }
+            return
+        }
         data += #"{"sub":""#.utf8
         data += ids[member].utf8  // ids are [A-Za-z0-9_-]: no escaping needed
-        if sent.isFailure {
+        if let patch {
             data += #"","#.utf8
-            data += body.dropFirst()  // {"error":{…}} becomes {"sub":"…","error":{…}}
+            data += patch.fields
+            data += "}".utf8
+        } else if sent.isFailure {
+            data += #"","#.utf8
+            data += sent.body.dropFirst()  // {"error":{…}} becomes {"sub":"…","error":{…}}
         } else {
             data += #"","value":"#.utf8
-            data += body
+            data += sent.body
             data += #","v":""#.utf8
             ContentHash.append(sent.hash, to: &data)
             data += #""}"#.utf8
         }
-        return data
     }
 
-    /// One subscription's change as a JSON Patch: an `event: patch` with the new value's id (framed once per change
-    /// and shared), or a transition's change.
-    private func part(_ patch: ValueDelta.Patch, of update: SubscriptionUpdate, member: Int) -> [UInt8] {
-        guard case .transitions(let ids) = framing else {
-            return patch.frame.bytes {
-                ServerSentEvent(
-                    event: ServerSentEvent.Name.patch, id: update.current.id,
-                    data: [UInt8(ascii: "{")] + patch.fields + [UInt8(ascii: "}")]
-                ).encoded()
+    /// The bytes of one transition: the `/subscribe/<function>` events as they are, or one `event: transition`
+    /// written in one buffer.
+    private func event(_ parts: [Part]) -> [UInt8] {
+        guard case .transitions = framing else {
+            var events: [UInt8] = []
+            for part in parts { append(part, to: &events) }
+            return events
+        }
+        let size = parts.reduce(64 + resume.held.count * 17) { size, part in
+            size + (part.patch?.fields.count ?? part.update.body.count) + 48
+        }
+        return ServerSentEvent.encoded(event: ServerSentEvent.Name.transition, capacity: size) { id in
+            resume.append(to: &id)
+        } data: { data in
+            data += #"{"ts":""#.utf8
+            data.appendDecimal(ts)
+            data += #"","changes":["#.utf8
+            for (index, part) in parts.enumerated() {
+                if index > 0 { data.append(UInt8(ascii: ",")) }
+                append(part, to: &data)
             }
+            data += "]}".utf8
         }
-        var data: [UInt8] = []
-        data.reserveCapacity(patch.fields.count + ids[member].utf8.count + 12)
-        data += #"{"sub":""#.utf8
-        data += ids[member].utf8
-        data += #"","#.utf8
-        data += patch.fields
-        data += "}".utf8
-        return data
-    }
-
-    /// The bytes of one transition: the `/subscribe/<function>` events as they are, or one `event: transition`.
-    private func event(_ parts: [[UInt8]]) -> [UInt8] {
-        guard case .transitions = framing else { return parts.flatMap { $0 } }
-        var data: [UInt8] = []
-        data.reserveCapacity(parts.reduce(32) { $0 + $1.count + 1 })
-        data += #"{"ts":""#.utf8
-        data += String(ts).utf8
-        data += #"","changes":["#.utf8
-        for (index, part) in parts.enumerated() {
-            if index > 0 { data.append(UInt8(ascii: ",")) }
-            data += part
-        }
-        data += "]}".utf8
-        var id: [UInt8] = []
-        resume.append(to: &id)
-        return ServerSentEvent.encoded(event: ServerSentEvent.Name.transition, id: id, data: data)
     }
 }

@@ -105,6 +105,33 @@ final class RecordingOutput: EventStreamOutput {
         #expect(!output.isFinished)
     }
 
+    /// A transition's timestamp is written with all its digits, whatever their number, and a body that breaks a line
+    /// (no JSON the gateway writes does) still makes one well-framed event.
+    @Test func transitionsAreFramedWhateverTheirTimestampAndBody() throws {
+        let output = RecordingOutput()
+        let stream = stream(["a"], output)
+        let timestamps: [UInt64] = [0, 9, 10, 1_700_000_000_000_000_000, UInt64.max]
+        for (index, ts) in timestamps.enumerated() {
+            stream.deliver(transition(ts, (0, update(.int64(Int64(index)), hash: UInt64(index + 1)))))
+        }
+        let broken = SubscriptionUpdate(
+            current: .init(id: "99-63", sequence: 99, hash: 99, result: .value("x")),
+            body: Array("\"line\none\"".utf8))
+        stream.deliver(transition(1, (0, broken)))
+
+        let events = output.events
+        #expect(events.count == timestamps.count + 1)
+        for (event, ts) in zip(events, timestamps) {
+            let data = try json(event.data)
+            guard case .object(let fields) = data else { throw CancellationError() }
+            #expect(fields["ts"] == .string(String(ts)))
+        }
+        // Each line of the data is a `data:` line of the same event, which a client joins with a line break.
+        #expect(events.last?.event == "transition")
+        #expect(events.last?.data == #"{"ts":"1","changes":[{"sub":"a","value":"line"# + "\n" + #"one","v":"63"}]}"#)
+        #expect(events.last?.id == "99-63")
+    }
+
     @Test func aLastEventIDTellsTheHubWhatTheClientHolds() throws {
         let before = RecordingOutput()
         let first = stream(["a", "b", "c"], before)
@@ -197,8 +224,8 @@ final class RecordingOutput: EventStreamOutput {
         #expect(ResumeID(parsing: "1700000000000-abc", count: 1)?.held == [0xABC])
     }
 
-    /// The one written form of a hash, written byte by byte: lowercase hex without leading zeros, as the standard
-    /// library writes it, and read back by `parse`.
+    /// The one written form of a hash, alone and after other bytes: lowercase hex without leading zeros, as the
+    /// standard library writes it, and read back by `parse`.
     @Test func hashesAreWrittenAsTheStandardLibraryWritesHex() {
         var generator = SystemRandomNumberGenerator()
         let samples: [UInt64] =
@@ -209,6 +236,9 @@ final class RecordingOutput: EventStreamOutput {
         for hash in samples {
             #expect(ContentHash.text(hash) == String(hash, radix: 16))
             #expect(ContentHash.parse(ContentHash.text(hash)[...]) == hash)
+            var after = Array("7.".utf8)
+            ContentHash.append(hash, to: &after)
+            #expect(after == Array("7.\(String(hash, radix: 16))".utf8))
         }
     }
 }
