@@ -35,15 +35,41 @@ struct HubState {
     struct Delivery {
         struct Change {
             var member: Int
-            var key: Key
-            var current: CurrentResult
+            /// One entry's new result, shared by every stream the transition brings it to.
+            var result: NewResult
+
+            var key: Key { result.key }
+            var current: CurrentResult { result.current }
             /// The result it replaces (what a JSON Patch is made against).
-            var previous: CurrentResult?
+            var previous: CurrentResult? { result.previous }
+
+            init(member: Int, result: NewResult) {
+                self.member = member
+                self.result = result
+            }
+
+            init(member: Int, key: Key, current: CurrentResult, previous: CurrentResult?) {
+                self.init(member: member, result: NewResult(key: key, current: current, previous: previous))
+            }
         }
 
         /// The Convex timestamp of the snapshot the results come from.
         var ts: UInt64
         var changes: [Change]
+    }
+
+    /// An entry's new result as one transition (or a stream's start) brings it: one object however many streams it
+    /// reaches, so a stream's share of it is one reference.
+    final class NewResult: Sendable {
+        let key: Key
+        let current: CurrentResult
+        let previous: CurrentResult?
+
+        init(key: Key, current: CurrentResult, previous: CurrentResult?) {
+            self.key = key
+            self.current = current
+            self.previous = previous
+        }
     }
 
     /// One change for every stream whose only subscription it is: they all get the same one-change delivery (member
@@ -230,8 +256,10 @@ struct HubState {
         _ changes: [Change], ts: UInt64, wallMilliseconds: UInt64, now: Duration
     ) -> [Action] {
         var actions: [Action] = []
-        var deliveries: [ObjectIdentifier: (sink: any EventSink, delivery: Delivery)] = [:]
-        var order: [ObjectIdentifier] = []
+        // Streams of several subscriptions: each stream's delivery, in the order the streams first come, and where
+        // each stream's is.
+        var deliveries: [(sink: any EventSink, delivery: Delivery)] = []
+        var deliveryOf: [ObjectIdentifier: Int] = [:]
         var fanOuts: [Action] = []
         for change in changes {
             let key = change.key
@@ -254,6 +282,7 @@ struct HubState {
             entry.bodies = [:]
             entry.frames = [:]
             entry.live.advance()
+            let result = NewResult(key: key, current: current, previous: previous)
             var alone: [any EventSink] = []
             alone.reserveCapacity(entry.attachments.count)
             for (id, attachment) in entry.attachments {
@@ -265,16 +294,17 @@ struct HubState {
                     alone.append(attachment.sink)
                     continue
                 }
-                let stream = id.sink
-                if deliveries[stream] == nil {
-                    deliveries[stream] = (attachment.sink, Delivery(ts: ts, changes: []))
-                    order.append(stream)
+                let change = Delivery.Change(member: attachment.member, result: result)
+                if deliveryOf.isEmpty { deliveryOf.reserveCapacity(entry.attachments.count) }
+                let index = Self.index(in: &deliveryOf[id.sink], next: deliveries.count)
+                if index == deliveries.count {
+                    deliveries.append((attachment.sink, Delivery(ts: ts, changes: [change])))
+                } else {
+                    deliveries[index].delivery.changes.append(change)
                 }
-                deliveries[stream]!.delivery.changes.append(
-                    Delivery.Change(member: attachment.member, key: key, current: current, previous: previous))
             }
             if !alone.isEmpty {
-                let only = Delivery.Change(member: 0, key: key, current: current, previous: previous)
+                let only = Delivery.Change(member: 0, result: result)
                 fanOuts.append(.fanOut(FanOut(delivery: Delivery(ts: ts, changes: [only]), sinks: alone)))
             }
             entries[key] = entry
@@ -282,12 +312,19 @@ struct HubState {
             if !waiters.isEmpty { actions.append(.resume(waiters: Array(waiters), with: (current, ts))) }
         }
         actions += fanOuts
-        for stream in order {
-            var (sink, delivery) = deliveries[stream]!
-            delivery.changes.sort { $0.member < $1.member }
+        actions.reserveCapacity(actions.count + deliveries.count)
+        for (sink, var delivery) in deliveries {
+            if delivery.changes.count > 1 { delivery.changes.sort { $0.member < $1.member } }
             actions.append(.deliver(delivery, to: sink))
         }
         return actions
+    }
+
+    /// The index a dictionary slot holds, or `next`, which it then holds: one lookup for both.
+    private static func index(in slot: inout Int?, next: Int) -> Int {
+        if let index = slot { return index }
+        slot = next
+        return next
     }
 
     /// The upstream subscription ended without being cancelled (its connection closed): streams end so that their

@@ -9,6 +9,17 @@ extension SubscriptionHub {
         fileprivate var updates: [RenderedKey: SubscriptionUpdate] = [:]
         /// The results whose patch was made (or found not worth making).
         fileprivate var patched: Set<RenderedKey> = []
+        /// The update made or found last, which the next stream most often wants too: found by its new result's
+        /// identity, without hashing the result's key.
+        fileprivate var lastResult: HubState.NewResult?
+        fileprivate var lastFormat: OutputFormat?
+        fileprivate var lastUpdate: SubscriptionUpdate?
+
+        fileprivate mutating func remember(
+            _ update: SubscriptionUpdate, of result: HubState.NewResult, format: OutputFormat
+        ) {
+            (lastResult, lastFormat, lastUpdate) = (result, format, update)
+        }
     }
 
     fileprivate struct RenderedKey: Hashable {
@@ -22,8 +33,14 @@ extension SubscriptionHub {
         _ delivery: HubState.Delivery, format: OutputFormat, patches: Bool, _ rendering: inout Rendering
     ) -> StreamTransition {
         let changes = delivery.changes.map { change -> StreamTransition.Change in
+            if !patches, rendering.lastResult === change.result, rendering.lastFormat == format,
+                let update = rendering.lastUpdate
+            {
+                return StreamTransition.Change(member: change.member, update: update)
+            }
             let renderedKey = RenderedKey(key: change.key, current: change.current.id, format: format)
             if !patches, let rendered = rendering.updates[renderedKey] {
+                rendering.remember(rendered, of: change.result, format: format)
                 return StreamTransition.Change(member: change.member, update: rendered)
             }
             var update =
@@ -34,6 +51,7 @@ extension SubscriptionHub {
                 }
             }
             rendering.updates[renderedKey] = update
+            rendering.remember(update, of: change.result, format: format)
             return StreamTransition.Change(member: change.member, update: update)
         }
         return StreamTransition(ts: delivery.ts, changes: changes)
