@@ -3,7 +3,7 @@ import Dispatch
 import Synchronization
 
 extension SubscriptionHub {
-    /// Streams below this many get a fan-out on the delivering thread alone.
+    /// Streams below this many are delivered to by the delivering thread alone.
     static let streamsPerFanOutSlice = 256
     /// How many streams of a fan-out a thread takes at a time.
     static let streamsPerRun = 32
@@ -12,25 +12,19 @@ extension SubscriptionHub {
     ///
     /// One transition per output mode and patch choice (a handful) is shared by every stream. A delivery to an idle
     /// stream is a send to its socket made by the delivering thread (MicroHTTPD's direct writes), so the streams are
-    /// split between ``fanOutThreads`` threads, which take runs of streams in turn until none is left, the delivering
-    /// thread among them (`concurrentPerform` runs every slice itself that no other thread has taken up). The transition of
-    /// the first stream's mode is made before the sends start; a stream in another mode is set aside by its slice and
-    /// served after them, once its mode's transition is made (rendering is not shared between threads).
+    /// split between threads (``splitBetweenThreads(_:_:)``). The transition of the first stream's mode is made before
+    /// the sends start; a stream in another mode is set aside by its thread and served after them, once its mode's
+    /// transition is made (rendering is not shared between threads).
     func deliver(_ fanOut: HubState.FanOut, _ rendering: inout Rendering) {
         let sinks = fanOut.sinks
         guard let first = sinks.first else { return }
         let mode = Mode(format: first.format, patches: first.wantsPatches)
         let shared = transition(fanOut.delivery, format: mode.format, patches: mode.patches, &rendering)
-        let slices = min(fanOutThreads, max(1, sinks.count / Self.streamsPerFanOutSlice))
         let setAside = Mutex<[Int]>([])
-        // Runs of streams are taken in turn, so a thread that is held up leaves its share to the others.
-        let taken = Atomic<Int>(0)
-        DispatchQueue.concurrentPerform(iterations: slices) { _ in
+        splitBetweenThreads(sinks.count) { nextRun in
             var others: [Int] = []
-            while true {
-                let start = taken.add(Self.streamsPerRun, ordering: .relaxed).oldValue
-                guard start < sinks.count else { break }
-                for index in start..<min(start + Self.streamsPerRun, sinks.count) {
+            while let run = nextRun() {
+                for index in run {
                     let sink = sinks[index]
                     if sink.format == mode.format && sink.wantsPatches == mode.patches {
                         sink.deliver(shared)
@@ -52,22 +46,37 @@ extension SubscriptionHub {
         }
     }
 
-    /// Delivers each stream its own delivery (streams of several subscriptions), split between the threads as a
-    /// fan-out is. Each slice renders with its own ``Rendering`` (a result's body is rendered once either way: the
-    /// hub keeps it), and a stream's deliveries all go to one slice, so they stay in order.
+    /// Delivers each stream its own delivery (streams of several subscriptions; one delivery per stream, as one
+    /// transition makes them), split between the threads as a fan-out is. Each thread renders with its own
+    /// ``Rendering`` (a result's body is rendered once either way: the hub keeps it).
     func deliver(_ deliveries: [(sink: any EventSink, delivery: HubState.Delivery)]) {
-        let slices = min(fanOutThreads, max(1, deliveries.count / Self.streamsPerFanOutSlice))
-        DispatchQueue.concurrentPerform(iterations: slices) { slice in
+        assert(
+            Set(deliveries.map { ObjectIdentifier($0.sink) }).count == deliveries.count,
+            "a stream's deliveries would race each other")
+        splitBetweenThreads(deliveries.count) { nextRun in
             var rendering = Rendering()
-            for (sink, delivery) in deliveries where Self.slice(of: sink, among: slices) == slice {
-                sink.deliver(transition(delivery, format: sink.format, patches: sink.wantsPatches, &rendering))
+            while let run = nextRun() {
+                for index in run {
+                    let (sink, delivery) = deliveries[index]
+                    sink.deliver(transition(delivery, format: sink.format, patches: sink.wantsPatches, &rendering))
+                }
             }
         }
     }
 
-    /// The slice a stream's deliveries go to: always the same one for one stream.
-    private static func slice(of sink: any EventSink, among slices: Int) -> Int {
-        slices == 1 ? 0 : Int((UInt(bitPattern: ObjectIdentifier(sink).hashValue) >> 4) % UInt(slices))
+    /// Splits `count` streams between up to ``fanOutThreads`` threads, the delivering thread among them
+    /// (`concurrentPerform` runs itself every part that no other thread has taken up): each calls `thread` once, with
+    /// `nextRun`, which hands out the next run of streams until none is left. Runs are taken in turn, so a thread that
+    /// is held up leaves its share to the others.
+    private func splitBetweenThreads(_ count: Int, _ thread: @Sendable (_ nextRun: () -> Range<Int>?) -> Void) {
+        let threads = min(fanOutThreads, max(1, count / Self.streamsPerFanOutSlice))
+        let taken = Atomic<Int>(0)
+        DispatchQueue.concurrentPerform(iterations: threads) { _ in
+            thread {
+                let start = taken.add(Self.streamsPerRun, ordering: .relaxed).oldValue
+                return start < count ? start..<min(start + Self.streamsPerRun, count) : nil
+            }
+        }
     }
 
     /// How a stream renders a change: its output mode and whether it reads patches.
