@@ -198,6 +198,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s PORT GATEWAY_PID STREAMS ROUNDS STREAM_PATH MUTATION_PATH BODY\n", argv[0]);
         return 2;
     }
+    /* Each line as it happens, also into a pipe or a file: a tool watching the output (a profiler's window) sees the
+       summary before the streams close. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     port = (unsigned short)atoi(argv[1]);
     int pid = atoi(argv[2]), count = atoi(argv[3]), rounds = atoi(argv[4]);
     const char *stream_path = argv[5], *mutation_path = argv[6], *body = argv[7];
