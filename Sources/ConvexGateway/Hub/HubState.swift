@@ -116,8 +116,9 @@ struct HubState {
         case resume(waiters: [UInt64], with: (current: CurrentResult, ts: UInt64)?)
         /// Wake callers waiting for a timestamp: whether their identity's results reached it.
         case reached(waiters: [UInt64], Bool)
-        /// Send a stream the changes of one transition, at once.
-        case deliver(Delivery, to: any EventSink)
+        /// Send each stream (streams of several subscriptions, each once) the changes of one transition to its
+        /// subscriptions, at once.
+        case deliver([(sink: any EventSink, delivery: Delivery)])
         /// Send each of `sinks` the same delivery of one change (streams of that one subscription).
         case fanOut(FanOut)
         /// End streams (the upstream ended, or the hub shut down).
@@ -312,10 +313,11 @@ struct HubState {
             if !waiters.isEmpty { actions.append(.resume(waiters: Array(waiters), with: (current, ts))) }
         }
         actions += fanOuts
-        actions.reserveCapacity(actions.count + deliveries.count)
-        for (sink, var delivery) in deliveries {
-            if delivery.changes.count > 1 { delivery.changes.sort { $0.member < $1.member } }
-            actions.append(.deliver(delivery, to: sink))
+        if !deliveries.isEmpty {
+            for index in deliveries.indices where deliveries[index].delivery.changes.count > 1 {
+                deliveries[index].delivery.changes.sort { $0.member < $1.member }
+            }
+            actions.append(.deliver(deliveries))
         }
         return actions
     }

@@ -179,7 +179,7 @@ package final class SubscriptionHub: Sendable {
             startUpstream(actions, &locked, upstream: upstream)
             return initial
         }
-        if let initial { perform([.deliver(initial, to: sink)]) }
+        if let initial { perform([.deliver([(sink, initial)])]) }
     }
 
     /// Detaches a stream; `members` are the keys of its subscriptions, in the order they were attached.
@@ -265,20 +265,12 @@ package final class SubscriptionHub: Sendable {
     func perform(_ actions: [HubState.Action]) {
         // Rendered once per result and output mode; a patch once per change and mode, only if a stream reads patches.
         var rendering = Rendering()
-        // Streams' own deliveries go out together, before the next action of another kind (deliver(_:)).
-        var deliveries: [(sink: any EventSink, delivery: HubState.Delivery)] = []
         for action in actions {
-            if case .deliver(let delivery, let sink) = action {
-                deliveries.append((sink, delivery))
-                continue
-            }
-            if !deliveries.isEmpty {
-                deliver(deliveries)
-                deliveries = []
-            }
             switch action {
-            case .subscribe, .unsubscribe, .deliver:
-                break  // carried out under the lock; deliveries above
+            case .subscribe, .unsubscribe:
+                break  // carried out under the lock
+            case .deliver(let deliveries):
+                deliver(deliveries)
             case .resume(let waits, let current):
                 for case .firstResult(let wake) in self.wakes(waits) { wake.end(with: current) }
             case .reached(let waits, let reached):
@@ -289,7 +281,6 @@ package final class SubscriptionHub: Sendable {
                 for sink in sinks { sink.end() }
             }
         }
-        if !deliveries.isEmpty { deliver(deliveries) }
     }
 
     /// The wakes of the waits numbered `waits`, removed.

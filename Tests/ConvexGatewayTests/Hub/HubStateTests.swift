@@ -21,7 +21,7 @@ import Testing
     func perStream(_ actions: [HubState.Action]) -> [(delivery: HubState.Delivery, sink: any EventSink)] {
         actions.flatMap { action -> [(delivery: HubState.Delivery, sink: any EventSink)] in
             switch action {
-            case .deliver(let delivery, let sink): [(delivery, sink)]
+            case .deliver(let deliveries): deliveries.map { ($0.delivery, $0.sink) }
             case .fanOut(let fanOut): fanOut.sinks.map { (fanOut.delivery, $0) }
             default: []
             }
@@ -306,7 +306,8 @@ import Testing
                 change(teams, 2, .failure(.functionFailed(message: "boom")), hash: 2),
                 change(key, 3, .value("C"), hash: 3),
             ], wallMilliseconds: 1, now: .zero)
-        guard case .deliver(let delivery, _)? = actions.first(where: { if case .deliver = $0 { true } else { false } })
+        guard case .deliver(let batch)? = actions.first(where: { if case .deliver = $0 { true } else { false } }),
+            let delivery = batch.first?.delivery
         else {
             Issue.record("no delivery")
             return
