@@ -35,6 +35,12 @@ final class FunctionEngine: Sendable {
     private let queryCache = Mutex<(ts: ConvexTimestamp, entries: [CacheKey: FunctionOutcome])>((.zero, [:]))
     static let maxCachedQueries = 10_000
 
+    /// Function paths parsed before, valid ones only: a subscription's path comes with every evaluation of it, and a
+    /// commit re-evaluates every subscription that read what it wrote. At most `maxParsedPaths` (paths come from
+    /// clients).
+    private let parsedPaths = Mutex<[String: UdfPath]>([:])
+    static let maxParsedPaths = 4096
+
     static let maxArgsSize = 16 << 20
     static let maxResultSize = 16 << 20
 
@@ -54,7 +60,7 @@ final class FunctionEngine: Sendable {
     {
         let udfPath: UdfPath
         do {
-            udfPath = try UdfPath(parsing: path)
+            udfPath = try parse(path)
         } catch {
             return .failure(FunctionCallError(kind: .notFound, message: error.description, errorData: nil))
         }
@@ -77,6 +83,17 @@ final class FunctionEngine: Sendable {
                     errorData: nil))
         }
         return .success(function)
+    }
+
+    /// `path` parsed (``UdfPath/init(parsing:)``), once while it is remembered.
+    private func parse(_ path: String) throws(UdfPathError) -> UdfPath {
+        if let parsed = parsedPaths.withLock({ $0[path] }) { return parsed }
+        let parsed = try UdfPath(parsing: path)
+        parsedPaths.withLock { paths in
+            if paths.count >= Self.maxParsedPaths { paths.removeAll(keepingCapacity: true) }
+            paths[path] = parsed
+        }
+        return parsed
     }
 
     private func validate(_ function: RegisteredFunction, args: [String: ConvexValue], snapshot: StoreSnapshot)
@@ -156,7 +173,7 @@ final class FunctionEngine: Sendable {
         path: String, args: [String: ConvexValue], caller: CallerIdentity, snapshot: StoreSnapshot,
         journal: QueryJournal = QueryJournal()
     ) -> FunctionOutcome {
-        let key = CacheKey(path: UdfPath.canonicalize(path) ?? path, args: args, caller: caller, journal: journal)
+        let key = CacheKey(path: (try? parse(path))?.canonical ?? path, args: args, caller: caller, journal: journal)
         if let hit = queryCache.withLock({ $0.ts == snapshot.ts ? $0.entries[key] : nil }) { return hit }
         let outcome = runQuery(path: path, args: args, caller: caller, snapshot: snapshot, journal: journal)
         queryCache.withLock { cache in
