@@ -284,6 +284,7 @@ struct HubState {
             entry.frames = [:]
             entry.live.advance()
             let result = NewResult(key: key, current: current, previous: previous)
+            var only: [Delivery.Change]?
             var alone: [any EventSink] = []
             alone.reserveCapacity(entry.attachments.count)
             for (id, attachment) in entry.attachments {
@@ -299,14 +300,16 @@ struct HubState {
                 if deliveryOf.isEmpty { deliveryOf.reserveCapacity(entry.attachments.count) }
                 let index = Self.index(in: &deliveryOf[id.sink], next: deliveries.count)
                 if index == deliveries.count {
-                    deliveries.append((attachment.sink, Delivery(ts: ts, changes: [change])))
+                    // Streams with the change in the same place share its list (copied if one gets another change).
+                    if only?.first?.member != change.member { only = [change] }
+                    deliveries.append((attachment.sink, Delivery(ts: ts, changes: only!)))
                 } else {
                     deliveries[index].delivery.changes.append(change)
                 }
             }
             if !alone.isEmpty {
-                let only = Delivery.Change(member: 0, result: result)
-                fanOuts.append(.fanOut(FanOut(delivery: Delivery(ts: ts, changes: [only]), sinks: alone)))
+                let change = Delivery.Change(member: 0, result: result)
+                fanOuts.append(.fanOut(FanOut(delivery: Delivery(ts: ts, changes: [change]), sinks: alone)))
             }
             entries[key] = entry
             markIdleIfUnread(key, now: now)

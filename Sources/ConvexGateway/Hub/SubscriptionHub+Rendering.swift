@@ -9,17 +9,24 @@ extension SubscriptionHub {
         fileprivate var updates: [RenderedKey: SubscriptionUpdate] = [:]
         /// The results whose patch was made (or found not worth making).
         fileprivate var patched: Set<RenderedKey> = []
-        /// The update made or found last, which the next stream most often wants too: found by its new result's
-        /// identity, without hashing the result's key.
-        fileprivate var lastResult: HubState.NewResult?
-        fileprivate var lastFormat: OutputFormat?
-        fileprivate var lastUpdate: SubscriptionUpdate?
+        /// The update made or found last, which the next stream most often wants too.
+        fileprivate var last: Last?
 
         fileprivate mutating func remember(
             _ update: SubscriptionUpdate, of result: HubState.NewResult, format: OutputFormat
         ) {
-            (lastResult, lastFormat, lastUpdate) = (result, format, update)
+            last = Last(result: result, format: format, update: update)
         }
+    }
+
+    /// The update made or found last, found again by its new result's identity without hashing the result's key; and
+    /// the one-change transition made of it (without patches), which every next stream with that change in the same
+    /// place shares.
+    fileprivate struct Last {
+        let result: HubState.NewResult
+        let format: OutputFormat
+        let update: SubscriptionUpdate
+        var single: StreamTransition?
     }
 
     fileprivate struct RenderedKey: Hashable {
@@ -32,9 +39,16 @@ extension SubscriptionHub {
     func transition(
         _ delivery: HubState.Delivery, format: OutputFormat, patches: Bool, _ rendering: inout Rendering
     ) -> StreamTransition {
+        let one = delivery.changes.count == 1 && !patches
+        if one, rendering.last?.result === delivery.changes[0].result, rendering.last?.format == format,
+            let single = rendering.last?.single, single.ts == delivery.ts,
+            single.changes[0].member == delivery.changes[0].member
+        {
+            return single
+        }
         let changes = delivery.changes.map { change -> StreamTransition.Change in
-            if !patches, rendering.lastResult === change.result, rendering.lastFormat == format,
-                let update = rendering.lastUpdate
+            if !patches, rendering.last?.result === change.result, rendering.last?.format == format,
+                let update = rendering.last?.update
             {
                 return StreamTransition.Change(member: change.member, update: update)
             }
@@ -54,7 +68,9 @@ extension SubscriptionHub {
             rendering.remember(update, of: change.result, format: format)
             return StreamTransition.Change(member: change.member, update: update)
         }
-        return StreamTransition(ts: delivery.ts, changes: changes)
+        let transition = StreamTransition(ts: delivery.ts, changes: changes)
+        if one { rendering.last?.single = transition }
+        return transition
     }
 
     /// `current` rendered in `format`: the value rendered once while it is current (a failure's error body each
