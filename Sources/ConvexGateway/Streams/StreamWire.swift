@@ -28,10 +28,9 @@ struct StreamWire {
     let limit: Int
     /// What the client holds of each subscription: the next event's id, and the base a patch must apply to.
     private(set) var resume: ResumeID
-    /// The results this connection sent or queued, by subscription (`nil` until the first).
+    /// The results this connection sent or queued, by subscription (`nil` until the first): what a later result must
+    /// be newer than (by sequence).
     private var sent: [SubscriptionUpdate?]
-    /// The sequence of each subscription's result last sent (0: none).
-    private var sequences: [UInt64]
     private var ts: UInt64 = 0
     private(set) var ended = false
 
@@ -46,7 +45,6 @@ struct StreamWire {
             resumeFrom.flatMap { ResumeID(parsing: $0, count: count) }
             ?? ResumeID(version: 0, held: Array(repeating: nil, count: count))
         sent = Array(repeating: nil, count: count)
-        sequences = Array(repeating: 0, count: count)
     }
 
     /// The writes one delivery of the hub makes. `pendingBytes` reads how many bytes wait for the client (read only
@@ -56,13 +54,13 @@ struct StreamWire {
         // A stream's first delivery is rendered outside the hub's lock, so a transition right after it may arrive
         // first: a result older than the one sent is dropped, never sent after it. (A transition whose changes are all
         // newer, the usual case, is used as it is: no copy per stream.)
-        // (`sequences` is read in place, not copied: a copy alive here would make the update below copy the array.)
+        // (`sent` is read in place, not copied: a copy alive here would make the update below copy the array.)
         var changes = transition.changes
-        if !changes.allSatisfy({ $0.update.current.sequence > sequences[$0.member] }) {
-            changes = changes.filter { $0.update.current.sequence > sequences[$0.member] }
+        if !changes.allSatisfy({ $0.update.current.sequence > sent[$0.member]?.current.sequence ?? 0 }) {
+            changes = changes.filter { $0.update.current.sequence > sent[$0.member]?.current.sequence ?? 0 }
         }
         guard !changes.isEmpty else { return [] }
-        for change in changes { self.sequences[change.member] = change.update.current.sequence }
+        for change in changes { sent[change.member] = change.update }
         if case .function = framing, !wantsPatches, let update = changes.last?.update, !update.endsStream {
             // Full values of one subscription: the event every stream of the subscription shares.
             return [.writeCoalescing(Self.functionEvent(update), limit: limit)]
@@ -75,25 +73,24 @@ struct StreamWire {
             ]
         }
         ts = transition.ts
-        var parts: [Part] = []
-        parts.reserveCapacity(changes.count)
+        // Per change, the patch to send instead of its value (none when the stream reads values).
+        var patches: [ValueDelta.Patch?] = []
+        if wantsPatches { patches.reserveCapacity(changes.count) }
         for change in changes {
             let update = change.update
             let base = resume.held[change.member]
             resume.held[change.member] = update.hash
             resume.version = max(resume.version, update.current.sequence)
-            sent[change.member] = update
-            let patch = wantsPatches ? update.patch.flatMap { $0.base == base ? $0 : nil } : nil
-            parts.append(Part(update: update, member: change.member, patch: patch))
+            if wantsPatches { patches.append(update.patch.flatMap { $0.base == base ? $0 : nil }) }
         }
         if pendingBytes() >= limit {
             // What is queued is dropped, patch bases among it: every subscription's latest, in full, replaces it.
             let everything = sent.enumerated().compactMap { member, sent in
-                sent.map { Part(update: $0, member: member, patch: nil) }
+                sent.map { StreamTransition.Change(member: member, update: $0) }
             }
-            return [.replacePending(event(everything))]
+            return [.replacePending(event(everything, patches: []))]
         }
-        return [.write(event(parts))]
+        return [.write(event(changes, patches: patches))]
     }
 
     /// The stream ends (a subscription's upstream ended, or the gateway is shutting down): `[.end]` the first time.
@@ -115,16 +112,10 @@ struct StreamWire {
         }
     }
 
-    /// What a delivery sends of one subscription: its result in full, or with `patch` its change as a JSON Patch.
-    private struct Part {
-        var update: SubscriptionUpdate
-        var member: Int
-        var patch: ValueDelta.Patch?
-    }
-
-    /// Appends a part to `data`: the whole event of a `/subscribe/<function>` stream, a transition's change otherwise.
-    private func append(_ part: Part, to data: inout [UInt8]) {
-        let (sent, member, patch) = (part.update, part.member, part.patch)
+    /// Appends what a delivery sends of one subscription, its result in full or with `patch` its change as a JSON
+    /// Patch, to `data`: the whole event of a `/subscribe/<function>` stream, a transition's change otherwise.
+    private func append(_ change: StreamTransition.Change, patch: ValueDelta.Patch?, to data: inout [UInt8]) {
+        let (sent, member) = (change.update, change.member)
         guard case .transitions(let ids) = framing else {
             guard let patch else {
                 data += Self.functionEvent(sent)
@@ -156,16 +147,18 @@ struct StreamWire {
         }
     }
 
-    /// The bytes of one transition: the `/subscribe/<function>` events as they are, or one `event: transition`
-    /// written in one buffer.
-    private func event(_ parts: [Part]) -> [UInt8] {
+    /// The bytes of one transition (`patches`: per change, the patch to send instead of its value; empty for none):
+    /// the `/subscribe/<function>` events as they are, or one `event: transition` written in one buffer.
+    private func event(_ changes: [StreamTransition.Change], patches: [ValueDelta.Patch?]) -> [UInt8] {
+        func patch(_ index: Int) -> ValueDelta.Patch? { patches.isEmpty ? nil : patches[index] }
         guard case .transitions = framing else {
             var events: [UInt8] = []
-            for part in parts { append(part, to: &events) }
+            for (index, change) in changes.enumerated() { append(change, patch: patch(index), to: &events) }
             return events
         }
-        let size = parts.reduce(64 + resume.held.count * 17) { size, part in
-            size + (part.patch?.fields.count ?? part.update.body.count) + 48
+        var size = 64 + resume.held.count * 17
+        for (index, change) in changes.enumerated() {
+            size += (patch(index)?.fields.count ?? change.update.body.count) + 48
         }
         return ServerSentEvent.encoded(event: ServerSentEvent.Name.transition, capacity: size) { id in
             resume.append(to: &id)
@@ -173,9 +166,9 @@ struct StreamWire {
             data += #"{"ts":""#.utf8
             data.appendDecimal(ts)
             data += #"","changes":["#.utf8
-            for (index, part) in parts.enumerated() {
+            for (index, change) in changes.enumerated() {
                 if index > 0 { data.append(UInt8(ascii: ",")) }
-                append(part, to: &data)
+                append(change, patch: patch(index), to: &data)
             }
             data += "]}".utf8
         }
