@@ -19,9 +19,12 @@ extension Validator {
 
     /// `nil` when `value` matches; otherwise the first mismatch.
     func check(_ value: ConvexValue, path: String, store: StoreSnapshot?) -> ValidationFailure? {
-        let noMatch = ValidationFailure(
-            message: "Value does not match validator.\n"
-                + (path.isEmpty ? "" : "Path: \(path)\n") + "Value: \(value.displayText)\nValidator: \(self)")
+        // Made only for a value that does not match: a check runs for every argument of every call.
+        func noMatch() -> ValidationFailure {
+            ValidationFailure(
+                message: "Value does not match validator.\n"
+                    + (path.isEmpty ? "" : "Path: \(path)\n") + "Value: \(value.displayText)\nValidator: \(self)")
+        }
         switch (self, value) {
         case (.any, _): return nil
         case (.string, .string), (.float64, .float64), (.int64, .int64), (.boolean, .boolean), (.bytes, .bytes),
@@ -34,7 +37,7 @@ extension Validator {
                         "Found ID \"\(id)\" from table `\(actual)`, which does not match the table name in validator `\(self)`."
                         + (path.isEmpty ? "" : "\nPath: \(path)"))
             }
-            if id.isEmpty { return noMatch }
+            if id.isEmpty { return noMatch() }
             return nil
         case (.array(let element), .array(let items)):
             for (i, item) in items.enumerated() {
@@ -69,17 +72,17 @@ extension Validator {
             return inner.check(value, path: path, store: store)
         case (.union(let members), _):
             for member in members where member.check(value, path: path, store: store) == nil { return nil }
-            return noMatch
+            return noMatch()
         case (.literal(let expected), _):
-            return value == expected ? nil : noMatch
+            return value == expected ? nil : noMatch()
         case (.record(let keys, let values), .object(let object)):
             for key in object.keys.sorted() {
-                if keys.check(.string(key), path: path, store: store) != nil { return noMatch }
+                if keys.check(.string(key), path: path, store: store) != nil { return noMatch() }
                 if let failure = values.check(object[key]!, path: "\(path).\(key)", store: store) { return failure }
             }
             return nil
         default:
-            return noMatch
+            return noMatch()
         }
     }
 }
