@@ -116,8 +116,8 @@ struct HubState {
         case resume(waiters: [UInt64], with: (current: CurrentResult, ts: UInt64)?)
         /// Wake callers waiting for a timestamp: whether their identity's results reached it.
         case reached(waiters: [UInt64], Bool)
-        /// Send each stream (streams of several subscriptions, each once) the changes of one transition to its
-        /// subscriptions, at once.
+        /// Send each stream its delivery, at once: the changes of one transition to the subscriptions of streams of
+        /// several subscriptions, or a stream's first results as it attaches. Each stream is in the list once.
         case deliver([(sink: any EventSink, delivery: Delivery)])
         /// Send each of `sinks` the same delivery of one change (streams of that one subscription).
         case fanOut(FanOut)
