@@ -69,8 +69,8 @@ final class EventStream: EventSink {
 
     /// Makes the wire's writes under the lock and performs them after leaving it, in the order they were made: a
     /// thread that finds another performing writes queues its own for that thread, which performs them next.
-    private func perform(_ step: (inout StreamWire) -> [StreamWire.Write]) {
-        var writes = state.withLock { locked -> [StreamWire.Write] in
+    private func perform(_ step: (inout StreamWire) -> StreamWire.Writes) {
+        var writes = state.withLock { locked -> StreamWire.Writes in
             let writes = step(&locked.wire)
             guard !writes.isEmpty else { return [] }
             guard !locked.writing else {
@@ -92,7 +92,7 @@ final class EventStream: EventSink {
             writes = state.withLock { locked in
                 defer { locked.queued = [] }
                 if locked.queued.isEmpty { locked.writing = false }
-                return locked.queued
+                return StreamWire.Writes(locked.queued)
             }
         }
     }
