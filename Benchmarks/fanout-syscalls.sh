@@ -7,6 +7,9 @@
 # (written to fanout.perf.data; read it with `perf report -i fanout.perf.data`). Needs perf, and
 # Benchmarks/run-gateway.sh to have built .build-release/sse-server and sse-fanout once.
 #
+# EXTRA_EVENTS adds perf events to the count, e.g. allocations: `perf probe -x /lib/x86_64-linux-gnu/libc.so.6 --add
+# malloc` once, then EXTRA_EVENTS=probe_libc:malloc.
+#
 # Usage: Benchmarks/fanout-syscalls.sh c|GATEWAY_BINARY [ROUNDS=10] [STREAMS=10000]
 #   (task-clock is in ms: per event sent, ms per event)
 set -euo pipefail
@@ -35,6 +38,7 @@ else
     for call in sendto sendmsg write writev read recvfrom epoll_wait epoll_ctl futex close accept4; do
         events+=",syscalls:sys_enter_$call"
     done
+    events+=${EXTRA_EVENTS:+,$EXTRA_EVENTS}
     perf stat -x, -e "$events" -p "$pid" -- sleep "$window" 2>&1 | awk -F, '
         $1 + 0 > 0 { name[++n] = $3; count[n] = $1 }
         $3 ~ /sys_enter_send(to|msg)$/ { sends += $1 }
