@@ -95,7 +95,7 @@ final class FilteredQuerySet: UpstreamQuerySet {
         // Under the lock, so that a refusal yielded meanwhile keeps the order of timestamps.
         lastTimestamp.withLock { last in
             last = transition.ts
-            continuation.yield(transition)
+            _ = continuation.yield(transition)
         }
     }
 
@@ -103,7 +103,7 @@ final class FilteredQuerySet: UpstreamQuerySet {
         guard filter.permits(function) else {
             let failure = UpstreamResult.failure(.unknownFunction(message: FunctionFilter.notFoundMessage(function)))
             lastTimestamp.withLock { last in
-                continuation.yield(UpstreamTransition(ts: last, changes: [.init(token: token, result: failure)]))
+                _ = continuation.yield(UpstreamTransition(ts: last, changes: [.init(token: token, result: failure)]))
             }
             return
         }
