@@ -178,7 +178,9 @@ final class FunctionEngine: Sendable {
         let outcome = runQuery(path: path, args: args, caller: caller, snapshot: snapshot, journal: journal)
         queryCache.withLock { cache in
             if cache.ts < snapshot.ts || cache.entries.count >= Self.maxCachedQueries {
-                cache = (snapshot.ts, [:])
+                // Keeping the table's size: the next snapshot's queries are mostly the same ones, re-run.
+                cache.ts = snapshot.ts
+                cache.entries.removeAll(keepingCapacity: true)
             }
             if cache.ts == snapshot.ts { cache.entries[key] = outcome }
         }
