@@ -32,6 +32,9 @@ package struct StreamTransition: Sendable {
     package var ts: UInt64
     /// In the order of the stream's members.
     package var changes: [Change]
+    /// Where the streams that share this transition find the event another of them made, when the hub shares it
+    /// (``SharedTransitionEvents``).
+    package var shared: SharedTransitionEvents? = nil
 }
 
 /// A subscription's new current result, rendered once in one output mode and shared by every sink in that mode. The

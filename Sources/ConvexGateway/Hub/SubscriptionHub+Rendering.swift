@@ -21,7 +21,7 @@ extension SubscriptionHub {
 
     /// The update made or found last, found again by its new result's identity without hashing the result's key; and
     /// the one-change transition made of it (without patches), which every next stream with that change in the same
-    /// place shares.
+    /// place shares, and with it the events made of it (``SharedTransitionEvents``).
     fileprivate struct Last {
         let result: HubState.NewResult
         let format: OutputFormat
@@ -68,8 +68,9 @@ extension SubscriptionHub {
             rendering.remember(update, of: change.result, format: format)
             return StreamTransition.Change(member: change.member, update: update)
         }
-        let transition = StreamTransition(ts: delivery.ts, changes: changes)
-        if one { rendering.last?.single = transition }
+        guard one else { return StreamTransition(ts: delivery.ts, changes: changes) }
+        let transition = StreamTransition(ts: delivery.ts, changes: changes, shared: SharedTransitionEvents())
+        rendering.last?.single = transition
         return transition
     }
 

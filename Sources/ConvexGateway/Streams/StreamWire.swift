@@ -57,6 +57,8 @@ struct StreamWire {
     private var sent: [SubscriptionUpdate?]
     private var ts: UInt64 = 0
     private(set) var ended = false
+    /// The hash of the subscription ids of a transitions stream (how ``SharedTransitionEvents`` finds its event).
+    private let idsHash: Int
 
     /// - Parameters:
     ///   - count: the number of subscriptions (1 for `.function`).
@@ -69,6 +71,7 @@ struct StreamWire {
             resumeFrom.flatMap { ResumeID(parsing: $0, count: count) }
             ?? ResumeID(version: 0, held: Array(repeating: nil, count: count))
         sent = Array(repeating: nil, count: count)
+        if case .transitions(let ids) = framing { idsHash = ids.hashValue } else { idsHash = 0 }
     }
 
     /// The writes one delivery of the hub makes. `pendingBytes` reads how many bytes wait for the client (read only
@@ -113,6 +116,13 @@ struct StreamWire {
                 sent.map { StreamTransition.Change(member: member, update: $0) }
             }
             return Writes(.replacePending(event(everything, patches: [])))
+        }
+        if let shared = transition.shared, !wantsPatches, changes.count == transition.changes.count,
+            case .transitions(let ids) = framing
+        {
+            // Every stream with these ids that holds what this one now holds gets these bytes: made once.
+            return Writes(
+                .write(shared.bytes(ids: ids, idsHash: idsHash, resume: resume) { event(changes, patches: []) }))
         }
         return Writes(.write(event(changes, patches: patches)))
     }

@@ -59,6 +59,50 @@ import Testing
         #expect(text(behind[0]).contains("id: 3-1.3"))
     }
 
+    /// Streams with the same subscription ids that hold the same results once they have a shared transition get the
+    /// same event, made once; any difference (another id, another result held, patches) gets the stream its own, and
+    /// every event is the one the stream would make alone.
+    @Test func streamsThatEndUpHoldingTheSameGetOneSharedTransitionEvent() throws {
+        func wire(_ ids: [String], patches: Bool = false) -> StreamWire {
+            StreamWire(
+                framing: .transitions(ids: ids), count: ids.count, limit: 1 << 20, patches: patches, resumeFrom: nil)
+        }
+        func bytes(_ writes: StreamWire.Writes) throws -> [UInt8] {
+            guard writes.count == 1, case .write(let bytes) = writes[0] else {
+                throw ExpectedOneWrite(writes: writes)
+            }
+            return bytes
+        }
+        struct ExpectedOneWrite: Error { let writes: StreamWire.Writes }
+
+        let change = make.transition(5, (0, make.update("new", hash: 5, sequence: 5)))
+        let shared = SharedTransitionEvents()
+        var sharedChange = change
+        sharedChange.shared = shared
+        // (ids, the result of the second subscription held before, patches)
+        let streams: [([String], UInt64, Bool)] = [
+            (["a", "b"], 2, false), (["a", "b"], 2, false), (["a", "c"], 2, false), (["a", "b"], 3, false),
+            (["a", "b"], 2, true), (["a", "b"], 2, false),
+        ]
+        var made: [[UInt8]] = []
+        for (ids, held, patches) in streams {
+            var alone = wire(ids, patches: patches)
+            var sharing = wire(ids, patches: patches)
+            let before = make.transition(1, (1, make.update("b", hash: held, sequence: held)))
+            _ = alone.deliver(before, pendingBytes: { 0 })
+            _ = sharing.deliver(before, pendingBytes: { 0 })
+            let expected = try bytes(alone.deliver(change, pendingBytes: { 0 }))
+            let got = try bytes(sharing.deliver(sharedChange, pendingBytes: { 0 }))
+            #expect(String(decoding: got, as: UTF8.self) == String(decoding: expected, as: UTF8.self))
+            made.append(got)
+        }
+        #expect(shared.count == 3, "one event per distinct shape of a stream that reads values")
+        func storage(_ bytes: [UInt8]) -> UnsafePointer<UInt8>? { bytes.withUnsafeBufferPointer { $0.baseAddress } }
+        #expect(storage(made[0]) == storage(made[1]) && storage(made[0]) == storage(made[5]), "made once, shared")
+        #expect(storage(made[0]) != storage(made[3]))
+        #expect(String(decoding: made[3], as: UTF8.self).contains("id: 5-5.3\n"))
+    }
+
     /// A delivery that arrives while the stream performs an earlier one's writes (here: from inside a write) is
     /// written after it, in order; the writes happen outside the stream's lock, or this would deadlock.
     @Test func aDeliveryDuringAWriteIsWrittenAfterIt() throws {
