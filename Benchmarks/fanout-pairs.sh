@@ -8,7 +8,9 @@
 # Usage: Benchmarks/fanout-pairs.sh LABEL=GATEWAY_BINARY [LABEL=GATEWAY_BINARY ...]
 #   env: STREAMS=10000, RUNS=3, LOAD=0 (LOAD=2: two busy loops run meanwhile, as a loaded machine),
 #        CHURN=0 (CHURN=500: 500 more streams a second open on the same query and go 1 s after their first event,
-#        from the server's start until the fan-out ends; Benchmarks/churn_only.py)
+#        from the server's start until the fan-out ends; Benchmarks/churn_only.py),
+#        ROUNDS=5 (changes per run), FLOOR_LAST=0 (FLOOR_LAST=1: each pair runs the gateway first and the floor after it,
+#        and the ratio is to the floor run just after)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ulimit -n 20000
@@ -35,7 +37,7 @@ one() { # binary|c -> prints the client's summary line
         churn=$!
         sleep 2 # the churn at its steady state before the fan-out's streams open
     fi
-    timeout 120 .build-release/sse-fanout "$port" "$pid" "$STREAMS" 5 "/subscribe/conformance:counter?name=fanout" \
+    timeout 120 .build-release/sse-fanout "$port" "$pid" "$STREAMS" "${ROUNDS:-5}" "/subscribe/conformance:counter?name=fanout" \
         "/mutation/conformance:increment" '{"name":"fanout"}' 2>&1 | grep -E "^fanout|did not|closed|per_stream" |
         tr '\n' ' ' || true
     if [ -n "$churn" ]; then
@@ -50,12 +52,18 @@ one() { # binary|c -> prints the client's summary line
 }
 
 for run in $(seq 1 "${RUNS:-3}"); do
-    floor=$(one c)
-    echo "run $run floor: $floor"
+    if [ "${FLOOR_LAST:-0}" != 1 ]; then
+        floor=$(one c)
+        echo "run $run floor: $floor"
+    fi
     for pair in "$@"; do
         label=${pair%%=*}
         line=$(one "${pair#*=}")
         echo "run $run $label: $line"
+        if [ "${FLOOR_LAST:-0}" = 1 ]; then
+            floor=$(one c)
+            echo "run $run floor: $floor"
+        fi
         f50=$(figure p50_ms "$floor") f99=$(figure p99_ms "$floor")
         g50=$(figure p50_ms "$line") g99=$(figure p99_ms "$line")
         if [ -n "$f50" ] && [ -n "$g50" ]; then
