@@ -15,10 +15,18 @@ package final class SharedTransitionEvents: Sendable {
         let bytes: [UInt8]
     }
 
-    /// Shapes kept at most; past them, streams of a new shape make their own events.
-    static let capacity = 1024
+    private struct Table {
+        var entries: [UInt64: Made] = [:]
+        var bytes = 0
+    }
 
-    private let made = Mutex<[UInt64: Made]>([:])
+    /// Shapes kept at most, and their events' bytes at most: past either, streams of a new shape make their own
+    /// events. (A transition lives until its delivery is over, and with it what it keeps: streams that share little,
+    /// each holding other results, must not make it keep one large event per stream.)
+    static let capacity = 1024
+    static let byteBudget = 4 << 20
+
+    private let made = Mutex(Table())
 
     package init() {}
 
@@ -27,7 +35,7 @@ package final class SharedTransitionEvents: Sendable {
     func bytes(ids: [String], idsHash: Int, resume: ResumeID, _ make: () -> [UInt8]) -> [UInt8] {
         let key = Self.fingerprint(idsHash: idsHash, resume: resume)
         let found = made.withLock { made -> [UInt8]? in
-            guard let entry = made[key], entry.resume == resume, entry.ids == ids else { return nil }
+            guard let entry = made.entries[key], entry.resume == resume, entry.ids == ids else { return nil }
             return entry.bytes
         }
         if let found { return found }
@@ -37,13 +45,17 @@ package final class SharedTransitionEvents: Sendable {
         let entry = Made(
             ids: ids, resume: ResumeID(version: resume.version, held: resume.held.map { $0 }), bytes: bytes)
         made.withLock { made in
-            if made.count < Self.capacity, made[key] == nil { made[key] = entry }
+            guard made.entries.count < Self.capacity, made.bytes + bytes.count <= Self.byteBudget,
+                made.entries[key] == nil
+            else { return }
+            made.entries[key] = entry
+            made.bytes += bytes.count
         }
         return bytes
     }
 
-    /// How many shapes were made (tests).
-    var count: Int { made.withLock { $0.count } }
+    /// How many shapes are kept (tests).
+    var count: Int { made.withLock { $0.entries.count } }
 
     private static func fingerprint(idsHash: Int, resume: ResumeID) -> UInt64 {
         let multiplier: UInt64 = 0x9E37_79B9_7F4A_7C15

@@ -103,6 +103,23 @@ import Testing
         #expect(String(decoding: made[3], as: UTF8.self).contains("id: 5-5.3\n"))
     }
 
+    /// A shared transition keeps at most its byte budget of events (it lives until its delivery is over): streams of
+    /// a new shape past it make their own, and what it kept is still found.
+    @Test func sharedTransitionEventsKeepAtMostTheirByteBudget() {
+        let shared = SharedTransitionEvents()
+        let large = [UInt8](repeating: UInt8(ascii: "a"), count: SharedTransitionEvents.byteBudget / 2 + 1)
+        for version: UInt64 in 1...3 {
+            let resume = ResumeID(version: version, held: [7])
+            let made = shared.bytes(ids: ["a"], idsHash: ["a"].hashValue, resume: resume) { large }
+            #expect(made.count == large.count)
+        }
+        #expect(shared.count == 1, "a second event of half the budget would pass it")
+        let again = shared.bytes(ids: ["a"], idsHash: ["a"].hashValue, resume: ResumeID(version: 1, held: [7])) {
+            fatalError("made again")
+        }
+        #expect(again.count == large.count)
+    }
+
     /// A delivery that arrives while the stream performs an earlier one's writes (here: from inside a write) is
     /// written after it, in order; the writes happen outside the stream's lock, or this would deadlock.
     @Test func aDeliveryDuringAWriteIsWrittenAfterIt() throws {
