@@ -11,7 +11,8 @@ extension ClientCore {
     /// Waits until the client's view is at `target` or later, asking the deployment for its latest snapshot while it
     /// is not (again after 50 ms, doubling up to 1 s, while the deployment has not reached `target`), for at most
     /// `timeout` on the configuration's clock. Returns the view's timestamp then, which is below `target` when the time
-    /// ran out.
+    /// ran out, or at once when the view cannot move: the client is closed, or the deployment refused its credentials
+    /// (it then waits for new ones).
     func waitForView(atLeast target: ConvexTimestamp, timeout: Duration) async -> ConvexTimestamp {
         let clock = configuration.clock
         let deadline = clock.now + timeout
@@ -19,7 +20,7 @@ extension ClientCore {
         while true {
             let reached = OneShot<Void>()
             let (view, id, deferred) = state.withLock { l -> (ConvexTimestamp?, UInt64, Deferred?) in
-                if l.viewTimestamp >= target { return (l.viewTimestamp, 0, nil) }
+                if l.viewTimestamp >= target || Self.viewIsStuck(l.published) { return (l.viewTimestamp, 0, nil) }
                 let id = l.nextID
                 l.nextID += 1
                 l.viewWaiters[id] = ViewWaiter(target: target, reached: reached)
@@ -38,13 +39,27 @@ extension ClientCore {
                 reached.complete(())
             }
             timer.cancel()
-            let now = state.withLock { l in
+            let (now, stuck) = state.withLock { l in
                 l.viewWaiters[id] = nil
-                return l.viewTimestamp
+                return (l.viewTimestamp, Self.viewIsStuck(l.published))
             }
-            if now >= target || clock.now >= deadline || Task.isCancelled { return now }
+            if now >= target || stuck || clock.now >= deadline || Task.isCancelled { return now }
             retry = min(retry * 2, .seconds(1))
         }
+    }
+
+    /// Whether the view cannot move in `state`: closed, or waiting for new credentials after a refusal.
+    static func viewIsStuck(_ state: ConnectionState) -> Bool {
+        switch state {
+        case .closed, .authenticationFailed: true
+        default: false
+        }
+    }
+
+    /// Wakes every view waiter (under the lock, once the view cannot move: ``viewIsStuck(_:)``).
+    func wakeAllViewWaitersLocked(_ l: inout Locked) {
+        for waiter in l.viewWaiters.values { waiter.reached.complete(()) }
+        l.viewWaiters.removeAll()
     }
 
     /// Wakes the waiters whose target the view reached (under the lock, after a Transition was applied).

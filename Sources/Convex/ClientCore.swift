@@ -169,6 +169,7 @@ final class ClientCore: Sendable {
             deferred.settled.append(contentsOf: l.connectedWaiters.values)
             l.connectedWaiters.removeAll()
         }
+        if Self.viewIsStuck(current) { wakeAllViewWaitersLocked(&l) }
     }
 
     private func withState(_ body: (inout Locked) -> SyncState.Effects) -> Void {

@@ -24,6 +24,19 @@ public protocol ConvexUpstream: Sendable {
     func close() async
 }
 
+extension ConvexUpstream {
+    /// The deployment's refusal of this connection's credentials, if it refused them: why a wait for the view fell
+    /// short when it did (a refused connection waits for new credentials, and its view does not move).
+    func credentialsRefusal() async -> UpstreamFailure? {
+        do throws(UpstreamFailure) {
+            try await waitUntilConnected(timeout: .zero)
+        } catch {
+            if case .unauthenticated = error { return error }
+        }
+        return nil
+    }
+}
+
 /// Live queries of one upstream connection, read one upstream transition at a time: the results of every member
 /// that one Convex Transition changed arrive together, in one ``UpstreamTransition``.
 ///

@@ -29,6 +29,8 @@ struct Calls: Sendable {
                 do throws(UpstreamFailure) {
                     try await upstream.waitUntilConnected(timeout: connectTimeout)
                     if floor > 0, await upstream.waitForView(atLeast: floor, timeout: timeout) < floor {
+                        // A refused connection's view does not move: the refusal is the answer then.
+                        if let refusal = await upstream.credentialsRefusal() { throw refusal }
                         return .success(nil)
                     }
                     return .success(try await upstream.call(kind, function.canonical, args: args, timeout: timeout))

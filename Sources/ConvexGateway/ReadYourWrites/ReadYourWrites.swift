@@ -29,7 +29,8 @@ struct ReadYourWrites: Sendable {
     }
 
     /// Waits for the upstream connection, then makes the hub's results of `identity` hold at `floor` or later.
-    /// - Throws: 503 when the deployment is unreachable, 504 when it does not reach `floor` within the upstream timeout.
+    /// - Throws: 503 when the deployment is unreachable, 401 when it refused the identity's credentials, 504 when it
+    ///   does not reach `floor` within the upstream timeout.
     func ready(at floor: UInt64, identity: String, upstream: any ConvexUpstream) async throws(GatewayError) {
         do throws(UpstreamFailure) {
             try await upstream.waitUntilConnected(timeout: configuration.connectTimeout)
@@ -39,6 +40,8 @@ struct ReadYourWrites: Sendable {
         guard floor > 0, hub.sessionTimestamp(of: identity) < floor else { return }
         let timeout = configuration.upstreamTimeout
         if await hub.reach(floor, identity: identity, upstream: upstream, timeout: timeout) { return }
+        // A connection whose credentials the deployment refused never reaches the floor: the refusal is the answer.
+        if let refusal = await upstream.credentialsRefusal() { throw refusal.gatewayError(logging: logger) }
         throw .timestampNotReached(floor, seconds: timeout.seconds)
     }
 }

@@ -41,6 +41,31 @@ struct ReadYourWritesEndToEndTests {
         }
     }
 
+    /// Once the gateway answered a write, reads wait for their connection's view to reach its commit; a caller whose
+    /// token the deployment refuses gets its 401 all the same, not a 504 once the wait runs out (a refused connection
+    /// waits for new credentials, so its view never moves). Each expired token is a new identity, so a new connection
+    /// whose refusal comes while the read already waits.
+    @Test func aRefusedTokenAfterAWriteIsAnsweredUnauthenticatedNotTimedOut() async throws {
+        try await GatewayHarness.run(configure: { $0.upstreamTimeout = .seconds(5) }) { h in
+            let wrote = try await h.post(
+                "/mutation/conformance:increment", json: #"{"name":"ryw-refused"}"#,
+                headers: ["Content-Type": "application/json"].merging(Self.writer) { $1 })
+            #expect(wrote.status == 200, "\(wrote.text)")
+            for (index, seconds) in [-60.0, -120.0, -180.0].enumerated() {
+                let expired = [
+                    "Authorization": "Bearer "
+                        + TokenExpiryTests.jwt(subject: "ryw-refused-\(index)", expiresIn: seconds)
+                ]
+                let get = try await h.get("/query/conformance:counter?name=ryw-refused", headers: expired)
+                #expect(get.status == 401, "GET: \(get.status) \(get.text)")
+                let post = try await h.post(
+                    "/query/conformance:counter", json: #"{"name":"ryw-refused"}"#,
+                    headers: ["Content-Type": "application/json"].merging(expired) { $1 })
+                #expect(post.status == 401, "POST: \(post.status) \(post.text)")
+            }
+        }
+    }
+
     /// `rounds` times: a signed-in `POST /mutation/conformance:increment` of counter `name` through `h`, then `read`
     /// (given the write's commit timestamp). Returns the rounds whose read showed an older count or snapshot.
     static func staleReads(
