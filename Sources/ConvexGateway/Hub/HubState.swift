@@ -22,7 +22,8 @@ struct HubState {
         /// first result is not sent if it is that one.
         var held: UInt64?
         /// Whether this is its stream's only subscription (a `/subscribe/<function>` stream, or a set of one): such
-        /// streams get a change as part of one ``FanOut``.
+        /// streams get a change as part of one ``FanOut``. One is kept here only while it has a `held` hash; then it
+        /// joins its entry's ``Entry/fanOut``.
         var alone: Bool
     }
 
@@ -76,7 +77,9 @@ struct HubState {
     /// 0), so a change that reaches 10,000 such streams is one action with one delivery, not 10,000 of each.
     struct FanOut {
         var delivery: Delivery
-        var sinks: [any EventSink]
+        /// The entry's ``FanOutSinks/slots`` as they were (a copy that shares their storage): the streams in the order
+        /// they attached, `nil` where one left.
+        var sinks: [(any EventSink)?]
     }
 
     /// One upstream result of one entry, as a transition brings it.
@@ -93,7 +96,11 @@ struct HubState {
         let args: ConvexValue
         var current: CurrentResult?
         var sequence: UInt64 = 0
+        /// The subscriptions of streams of several subscriptions, and those of single-subscription streams that
+        /// still wait for a result other than the one they hold (`held`).
         var attachments: [AttachmentID: Attachment] = [:]
+        /// The single-subscription streams that take every change, in the order they attached.
+        var fanOut = FanOutSinks()
         var waiters: Set<UInt64> = []
         /// When the last reader left; `nil` while streams or waiting `GET`s read it.
         var idleSince: Duration?
@@ -104,7 +111,7 @@ struct HubState {
         /// The shared event bytes of `current`'s updates, by output mode (framed by the first stream that sends one).
         var frames: [OutputFormat: FramedOnce] = [:]
 
-        var hasReaders: Bool { !attachments.isEmpty || !waiters.isEmpty }
+        var hasReaders: Bool { !attachments.isEmpty || !fanOut.isEmpty || !waiters.isEmpty }
     }
 
     enum Action {
@@ -166,8 +173,13 @@ struct HubState {
         for (index, member) in members.enumerated() {
             actions += ensureEntry(member.key, args: member.args, now: now)
             let current = entries[member.key]!.current
-            entries[member.key]!.attachments[AttachmentID(sink: stream, member: index)] = Attachment(
-                sink: sink, member: index, held: current == nil ? member.held : nil, alone: members.count == 1)
+            let held = current == nil ? member.held : nil
+            if members.count == 1 && held == nil {
+                entries[member.key]!.fanOut.append(sink)
+            } else {
+                entries[member.key]!.attachments[AttachmentID(sink: stream, member: index)] = Attachment(
+                    sink: sink, member: index, held: held, alone: members.count == 1)
+            }
             entries[member.key]!.idleSince = nil
             if let current, current.hash != member.held {
                 initial.append(
@@ -182,7 +194,10 @@ struct HubState {
     mutating func detach(_ sink: ObjectIdentifier, members: [Key], now: Duration) -> Bool {
         var wasAttached = false
         for (index, key) in members.enumerated() {
-            guard entries[key]?.attachments.removeValue(forKey: AttachmentID(sink: sink, member: index)) != nil else {
+            guard
+                entries[key]?.attachments.removeValue(forKey: AttachmentID(sink: sink, member: index)) != nil
+                    || (members.count == 1 && entries[key]?.fanOut.remove(sink) == true)
+            else {
                 continue
             }
             wasAttached = true
@@ -285,16 +300,22 @@ struct HubState {
             entry.live.advance()
             let result = NewResult(key: key, current: current, previous: previous)
             var only: [Delivery.Change]?
-            var alone: [any EventSink] = []
-            alone.reserveCapacity(entry.attachments.count)
+            // Single-subscription streams that held a hash join the fan-out now: after this change if it is the
+            // result they hold, with it otherwise.
+            var joinAfter: [any EventSink] = []
             for (id, attachment) in entry.attachments {
                 if let held = attachment.held {
                     entry.attachments[id]?.held = nil
+                    if attachment.alone {
+                        entry.attachments[id] = nil
+                        if held == change.hash {
+                            joinAfter.append(attachment.sink)
+                        } else {
+                            entry.fanOut.append(attachment.sink)
+                        }
+                        continue
+                    }
                     if held == change.hash { continue }
-                }
-                if attachment.alone {
-                    alone.append(attachment.sink)
-                    continue
                 }
                 let change = Delivery.Change(member: attachment.member, result: result)
                 if deliveryOf.isEmpty { deliveryOf.reserveCapacity(entry.attachments.count) }
@@ -307,10 +328,12 @@ struct HubState {
                     deliveries[index].delivery.changes.append(change)
                 }
             }
-            if !alone.isEmpty {
+            if !entry.fanOut.isEmpty {
                 let change = Delivery.Change(member: 0, result: result)
-                fanOuts.append(.fanOut(FanOut(delivery: Delivery(ts: ts, changes: [change]), sinks: alone)))
+                fanOuts.append(
+                    .fanOut(FanOut(delivery: Delivery(ts: ts, changes: [change]), sinks: entry.fanOut.slots)))
             }
+            for sink in joinAfter { entry.fanOut.append(sink) }
             entries[key] = entry
             markIdleIfUnread(key, now: now)
             if !waiters.isEmpty { actions.append(.resume(waiters: Array(waiters), with: (current, ts))) }
@@ -452,7 +475,9 @@ struct HubState {
         var actions: [Action] = []
         if !entry.waiters.isEmpty { actions.append(.resume(waiters: Array(entry.waiters), with: nil)) }
         var seen: Set<ObjectIdentifier> = []
-        let sinks = entry.attachments.values.map(\.sink).filter { seen.insert(ObjectIdentifier($0)).inserted }
+        let sinks = (entry.fanOut.sinks + entry.attachments.values.map(\.sink)).filter {
+            seen.insert(ObjectIdentifier($0)).inserted
+        }
         if !sinks.isEmpty { actions.append(.end(sinks)) }
         return actions
     }

@@ -8,7 +8,8 @@ extension SubscriptionHub {
     /// How many streams of a fan-out a thread takes at a time.
     static let streamsPerRun = 32
 
-    /// Delivers one change to every stream whose only subscription it is (``HubState/FanOut``).
+    /// Delivers one change to every stream whose only subscription it is (``HubState/FanOut``), in the order they
+    /// attached (``FanOutSinks``).
     ///
     /// One transition per output mode and patch choice (a handful) is shared by every stream. A delivery to an idle
     /// stream is a send to its socket made by the delivering thread (MicroHTTPD's direct writes), so the streams are
@@ -17,7 +18,7 @@ extension SubscriptionHub {
     /// transition is made (rendering is not shared between threads).
     func deliver(_ fanOut: HubState.FanOut, _ rendering: inout Rendering) {
         let sinks = fanOut.sinks
-        guard let first = sinks.first else { return }
+        guard let first = sinks.lazy.compactMap({ $0 }).first else { return }
         let mode = Mode(format: first.format, patches: first.wantsPatches)
         let shared = transition(fanOut.delivery, format: mode.format, patches: mode.patches, &rendering)
         let setAside = Mutex<[Int]>([])
@@ -25,7 +26,7 @@ extension SubscriptionHub {
             var others: [Int] = []
             while let run = nextRun() {
                 for index in run {
-                    let sink = sinks[index]
+                    guard let sink = sinks[index] else { continue }
                     if sink.format == mode.format && sink.wantsPatches == mode.patches {
                         sink.deliver(shared)
                     } else {
@@ -37,7 +38,7 @@ extension SubscriptionHub {
         }
         var made: [Mode: StreamTransition] = [:]
         for index in setAside.withLock({ $0 }).sorted() {
-            let sink = sinks[index]
+            guard let sink = sinks[index] else { continue }
             let other = Mode(format: sink.format, patches: sink.wantsPatches)
             if made[other] == nil {
                 made[other] = transition(fanOut.delivery, format: other.format, patches: other.patches, &rendering)

@@ -189,7 +189,9 @@ package final class SubscriptionHub: Sendable {
 
     /// Sinks attached now, over every subscription (streams and long-polls).
     var attachmentCount: Int {
-        state.withLock { locked in locked.hub.entries.values.reduce(0) { $0 + $1.attachments.count } }
+        state.withLock { locked in
+            locked.hub.entries.values.reduce(0) { $0 + $1.attachments.count + $1.fanOut.count }
+        }
     }
 
     /// The current results of `keys` (all of one identity), rendered in `format`, all read at once: one snapshot, at

@@ -22,7 +22,7 @@ import Testing
         actions.flatMap { action -> [(delivery: HubState.Delivery, sink: any EventSink)] in
             switch action {
             case .deliver(let deliveries): deliveries.map { ($0.delivery, $0.sink) }
-            case .fanOut(let fanOut): fanOut.sinks.map { (fanOut.delivery, $0) }
+            case .fanOut(let fanOut): fanOut.sinks.compactMap { $0 }.map { (fanOut.delivery, $0) }
             default: []
             }
         }
@@ -234,10 +234,57 @@ import Testing
             now: .zero)
         let fanOuts = actions.compactMap { if case .fanOut(let fanOut) = $0 { fanOut } else { nil } }
         #expect(fanOuts.count == 1)
-        #expect(Set(fanOuts.first?.sinks.map(ObjectIdentifier.init) ?? []) == Set(alone.map(ObjectIdentifier.init)))
+        #expect(fanOuts.first?.sinks.map { $0.map(ObjectIdentifier.init) } == alone.map(ObjectIdentifier.init))
         #expect(fanOuts.first?.delivery.changes.map(\.member) == [0])
         #expect(deliveries(actions).count == 101)
         #expect(deliveries(actions).first { $0.sink == ObjectIdentifier(both) }?.changes == ["1:5-21"])
+    }
+
+    /// A change goes to single-subscription streams in the order they attached (the order their connections were
+    /// accepted), also after some left and others came.
+    @Test func aChangeFansOutInTheOrderStreamsAttached() throws {
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        var streams = (0..<150).map { _ in RecordingSink() }
+        for sink in streams { _ = try hub.attach(sink, to: key, args: [:], held: nil, now: .zero) }
+        for (index, sink) in streams.enumerated() where index % 3 != 1 {
+            let left = hub.detach(ObjectIdentifier(sink), from: key, now: .zero)
+            let leftAgain = hub.detach(ObjectIdentifier(sink), from: key, now: .zero)
+            #expect(left && !leftAgain)
+        }
+        streams = streams.enumerated().filter { $0.offset % 3 == 1 }.map(\.element)
+        let later = (0..<3).map { _ in RecordingSink() }
+        for sink in later { _ = try hub.attach(sink, to: key, args: [:], held: nil, now: .zero) }
+        let actions = hub.receive(.value(1.0), hash: 1, key: key, generation: 1, wallMilliseconds: 1, now: .zero)
+        #expect(perStream(actions).map { ObjectIdentifier($0.sink) } == (streams + later).map(ObjectIdentifier.init))
+
+        // When every stream has left, the subscription is idle (it counts from then for keep-warm).
+        let allLeft = (streams + later).allSatisfy { hub.detach(ObjectIdentifier($0), from: key, now: .seconds(1)) }
+        #expect(allLeft)
+        #expect(hub.entries[key]?.idleSince == .seconds(1))
+    }
+
+    /// A single-subscription stream that resumed before the first result (with the hash of the result it holds) joins
+    /// the fan-out with its first result: after it when the result is the one it holds, with it otherwise.
+    @Test func aResumedStreamJoinsTheFanOutWithItsFirstResult() throws {
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        let holdsFirst = RecordingSink(), fresh = RecordingSink(), holdsOther = RecordingSink()
+        _ = try hub.attach(holdsFirst, to: key, args: [:], held: 5, now: .zero)
+        _ = try hub.attach(fresh, to: key, args: [:], held: nil, now: .zero)
+        _ = try hub.attach(holdsOther, to: key, args: [:], held: 9, now: .zero)
+        let first = hub.receive(.value("a"), hash: 5, key: key, generation: 1, wallMilliseconds: 1, now: .zero)
+        #expect(
+            Set(perStream(first).map { ObjectIdentifier($0.sink) }) == [
+                ObjectIdentifier(fresh), ObjectIdentifier(holdsOther),
+            ])
+        let second = hub.receive(.value("b"), hash: 6, key: key, generation: 1, wallMilliseconds: 2, now: .zero)
+        #expect(
+            perStream(second).map { ObjectIdentifier($0.sink) }
+                == [fresh, holdsOther, holdsFirst].map(ObjectIdentifier.init))
+        #expect(hub.entries[key]?.attachments.isEmpty == true)
+        let allLeft = [holdsFirst, fresh, holdsOther].allSatisfy {
+            hub.detach(ObjectIdentifier($0), from: key, now: .zero)
+        }
+        #expect(allLeft)
     }
 
     @Test func theChangesOfOneTransitionReachEachStreamAsOneDelivery() throws {
