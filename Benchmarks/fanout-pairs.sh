@@ -5,7 +5,11 @@
 # before it. To compare two commits, build each (`swift build -c release --product convex-gateway`) and copy the binary
 # aside first. Needs Benchmarks/run-gateway.sh to have built .build-release/sse-server and sse-fanout once.
 #
-# Usage: Benchmarks/fanout-pairs.sh LABEL=GATEWAY_BINARY [LABEL=GATEWAY_BINARY ...]
+# A label given `c` instead of a binary runs the floor again: a control (the floor against itself), which shows how far
+# one pair's ratio moves with the machine alone. The end prints, per label, the medians of its ratios and how many of
+# its pairs have both at or below 1.0.
+#
+# Usage: Benchmarks/fanout-pairs.sh LABEL=GATEWAY_BINARY|c [LABEL=GATEWAY_BINARY|c ...]
 #   env: STREAMS=10000, RUNS=3, LOAD=0 (LOAD=2: two busy loops run meanwhile, as a loaded machine),
 #        CHURN=0 (CHURN=500: 500 more streams a second open on the same query and go 1 s after their first event,
 #        from the server's start until the fan-out ends; Benchmarks/churn_only.py),
@@ -17,7 +21,11 @@ ulimit -n 20000
 STREAMS=${STREAMS:-10000}
 [ "$#" -ge 1 ] || { echo "usage: $0 LABEL=GATEWAY_BINARY ..." >&2; exit 2; }
 LOADERS=()
-cleanup() { for pid in "${LOADERS[@]}"; do kill "$pid" 2>/dev/null || true; done; }
+ratios=$(mktemp)
+cleanup() {
+    for pid in "${LOADERS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    rm -f "$ratios"
+}
 trap cleanup EXIT
 for _ in $(seq 1 "${LOAD:-0}"); do (while :; do :; done) & LOADERS+=($!); done
 
@@ -68,7 +76,15 @@ for run in $(seq 1 "${RUNS:-3}"); do
         g50=$(figure p50_ms "$line") g99=$(figure p99_ms "$line")
         if [ -n "$f50" ] && [ -n "$g50" ]; then
             awk -v a="$g50" -v b="$f50" -v c="$g99" -v d="$f99" -v l="$label" -v r="$run" \
-                'BEGIN { printf "run %s %s / floor: p50 %.2f, p99 %.2f\n", r, l, a / b, c / d }'
+                'BEGIN { printf "run %s %s / floor: p50 %.2f, p99 %.2f\n", r, l, a / b, c / d }' | tee -a "$ratios"
         fi
     done
 done
+echo "per label: median p50 and p99 ratio to the floor, and the pairs with both at or below 1.0"
+awk '{ sub(",", "", $7); n[$3]++; p50[$3, n[$3]] = $7; p99[$3, n[$3]] = $9; if ($7 <= 1 && $9 <= 1) met[$3]++ }
+    function median(a, l, k,    i, j, t, v) {
+        for (i = 1; i <= k; i++) v[i] = a[l, i]
+        for (i = 2; i <= k; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+        return k % 2 ? v[(k + 1) / 2] : (v[k / 2] + v[k / 2 + 1]) / 2
+    }
+    END { for (l in n) printf "%s: p50 %.2f, p99 %.2f; %d of %d pairs at or below 1.0\n", l, median(p50, l, n[l]), median(p99, l, n[l]), met[l], n[l] }' "$ratios"

@@ -13,7 +13,8 @@
 #   5. multi-subscription streams (multi): MULTI_STREAMS streams of 10 subscriptions each over 121 distinct queries,
 #      every stream holding the one query the mutation changes, vs as many single-subscription streams on that query,
 #      each on a fresh gateway in the same run: time until every affected stream has the event, memory per stream,
-#      and a check that no stream gets an event for a query that did not change.
+#      and a check that no stream gets an event for a query that did not change. With MULTI_CONTROL=1 the
+#      single-subscription run is made again after the multi one (a control: single against single).
 #   6. hot GET with a browser's headers (hot-browser): Origin under CORS and Accept-Encoding: gzip, of a ~20 KB value
 #      (messages:list of a channel filled first), vs the C hello-world serving the same gzip-coded bytes with the same
 #      headers, asked the same request; then the same with the value's If-None-Match, a 304 from both (the C one
@@ -419,6 +420,10 @@ multi() {
         "@$OUT/multi-paths.txt" "/mutation/conformance:increment" '{"name":"fanout"}'
     machine
     stop GW_PID
+    if [ "${MULTI_CONTROL:-0}" = 1 ]; then
+        echo "-- control: single-subscription streams again"
+        fanout_one "$MULTI_STREAMS"
+    fi
 }
 
 delta() {
