@@ -4,7 +4,8 @@
 # has opened its streams, for 0.3 s per round but one (each round waits 0.3 s before its change, so the window ends
 # before the client closes its streams). Each count is also given per event sent (`sendto` + `sendmsg`: one per
 # stream per change). With PERF_RECORD=1, a `perf record -g` profile of the same window instead
-# (written to fanout.perf.data; read it with `perf report -i fanout.perf.data`). Needs perf, and
+# (written to fanout.perf.data; read it with `perf report -i fanout.perf.data`); PERF_CALLGRAPH=0 records without call
+# graphs, at 4999 Hz (lighter: the flat profile of where the CPU goes, per symbol). Needs perf, and
 # Benchmarks/run-gateway.sh to have built .build-release/sse-server and sse-fanout once.
 #
 # EXTRA_EVENTS adds perf events to the count, e.g. allocations: `perf probe -x /lib/x86_64-linux-gnu/libc.so.6 --add
@@ -32,7 +33,11 @@ client=$!
 for _ in $(seq 600); do grep -q "^streams=" "$out" && break; sleep 0.05; done
 window=$(awk -v r="$rounds" 'BEGIN { print (r - 1) * 0.3 }')
 if [ "${PERF_RECORD:-0}" = 1 ]; then
-    perf record -q -F 2999 -g -o fanout.perf.data -p "$pid" -- sleep "$window" >/dev/null 2>&1
+    if [ "${PERF_CALLGRAPH:-1}" = 0 ]; then
+        perf record -q -F 4999 -o fanout.perf.data -p "$pid" -- sleep "$window" >/dev/null 2>&1
+    else
+        perf record -q -F 2999 -g -o fanout.perf.data -p "$pid" -- sleep "$window" >/dev/null 2>&1
+    fi
 else
     events=task-clock,context-switches
     for call in sendto sendmsg write writev read recvfrom epoll_wait epoll_ctl futex close accept4; do
