@@ -7,7 +7,9 @@
 /// change a walk of the entry's attachments under the hub's lock.
 ///
 /// A stream that leaves leaves a hole, so the others keep their order and leaving costs no shifting; the holes are
-/// squeezed out once they are half the slots. Copying the list (what a ``HubState/FanOut`` does) shares its storage.
+/// squeezed out once they are half the slots. A ``HubState/FanOut`` takes the slots as they are, sharing their storage,
+/// so the first stream to come or go while a change is still being sent makes the list copy its slots (once per
+/// change, under the hub's lock: ~400 KB and a retain per stream at 10,000 streams).
 struct FanOutSinks {
     /// In attach order; `nil` where a stream left.
     private(set) var slots: [(any EventSink)?] = []
