@@ -56,16 +56,12 @@ extension ClientCore {
         }
     }
 
-    /// Wakes every view waiter (under the lock, once the view cannot move: ``viewIsStuck(_:)``).
-    func wakeAllViewWaitersLocked(_ l: inout Locked) {
-        for waiter in l.viewWaiters.values { waiter.reached.complete(()) }
-        l.viewWaiters.removeAll()
-    }
-
-    /// Wakes the waiters whose target the view reached (under the lock, after a Transition was applied).
+    /// Wakes the waiters whose wait is over (under the lock, after a Transition was applied or the connection's state
+    /// changed): the view reached their target, or it cannot move (``viewIsStuck(_:)``).
     func wakeViewWaitersLocked(_ l: inout Locked) {
         guard !l.viewWaiters.isEmpty else { return }
-        for (id, waiter) in l.viewWaiters where waiter.target <= l.viewTimestamp {
+        let stuck = Self.viewIsStuck(l.published)
+        for (id, waiter) in l.viewWaiters where stuck || waiter.target <= l.viewTimestamp {
             l.viewWaiters[id] = nil
             waiter.reached.complete(())
         }

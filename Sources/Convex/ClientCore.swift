@@ -169,7 +169,7 @@ final class ClientCore: Sendable {
             deferred.settled.append(contentsOf: l.connectedWaiters.values)
             l.connectedWaiters.removeAll()
         }
-        if Self.viewIsStuck(current) { wakeAllViewWaitersLocked(&l) }
+        wakeViewWaitersLocked(&l)
     }
 
     private func withState(_ body: (inout Locked) -> SyncState.Effects) -> Void {

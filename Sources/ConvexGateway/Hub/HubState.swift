@@ -305,7 +305,6 @@ struct HubState {
             var joinAfter: [any EventSink] = []
             for (id, attachment) in entry.attachments {
                 if let held = attachment.held {
-                    entry.attachments[id]?.held = nil
                     if attachment.alone {
                         entry.attachments[id] = nil
                         if held == change.hash {
@@ -315,6 +314,7 @@ struct HubState {
                         }
                         continue
                     }
+                    entry.attachments[id]?.held = nil
                     if held == change.hash { continue }
                 }
                 let change = Delivery.Change(member: attachment.member, result: result)
