@@ -47,6 +47,15 @@ let package = Package(
             exclude: ["Python"]
         ),
 
+        // MARK: Time
+        // The one injected notion of time (`ElapsedClock`): elapsed time, sleeps and the wall clock, for the client,
+        // the embedded deployment and the gateway alike; a test clock moves all of them at once.
+        .target(name: "TimeSource"),
+        .testTarget(
+            name: "TimeSourceTests",
+            dependencies: ["TimeSource", .product(name: "Clocks", package: "swift-clocks")]
+        ),
+
         // MARK: Sync protocol and client
         .target(name: "ConvexSyncProtocol", dependencies: ["ConvexValues"]),
         // The byte-level rules of the header fields the gateway reads on its hot path (entity tags, Accept,
@@ -77,6 +86,7 @@ let package = Package(
         .target(
             name: "Convex",
             dependencies: [
+                "TimeSource",
                 "ConvexValues",
                 "ConvexSyncProtocol",
                 "HTTPFetch",
@@ -108,6 +118,7 @@ let package = Package(
         .target(
             name: "ConvexLocal",
             dependencies: [
+                "TimeSource",
                 "ConvexValues",
                 "ConvexSyncProtocol",
                 "HTTPFetch",
@@ -145,6 +156,8 @@ let package = Package(
             name: "ConvexLocalTests",
             dependencies: [
                 "ConvexLocal",
+                "TimeSource",
+                .product(name: "Clocks", package: "swift-clocks"),
                 "ConvexValues",
                 "ConvexSyncProtocol",
                 "TestSupport",

@@ -7,6 +7,9 @@
 #include <sys/types.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#if !__has_include(<microhttpd.h>)
+#error "libmicrohttpd's headers are missing: scripts/gateway and scripts/test install them (Debian: apt-get install libmicrohttpd-dev zlib1g-dev pkg-config)"
+#endif
 #include <microhttpd.h>
 
 #endif

@@ -2,6 +2,7 @@ import ConvexSyncProtocol
 import ConvexValues
 import Logging
 import NIOPosix
+import TimeSource
 
 extension ClientCore {
     private enum LoopStep {
@@ -29,7 +30,7 @@ extension ClientCore {
             case .stop:
                 return
             case .waitForCredentials:
-                await wakeSignal.wait(timeout: nil)
+                await wakeSignal.wait(timeout: nil, on: configuration.clock)
                 continue
             case .connect(let provider, let forceRefresh):
                 if let provider {
@@ -52,7 +53,7 @@ extension ClientCore {
                     logger.debug(
                         "Convex connection lost; reconnecting",
                         metadata: ["reason": "\(reason)", "delay": "\(delay)"])
-                    await wakeSignal.wait(timeout: delay)
+                    await wakeSignal.wait(timeout: delay, on: configuration.clock)
                 }
             }
         }

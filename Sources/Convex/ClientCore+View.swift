@@ -1,4 +1,5 @@
 import ConvexSyncProtocol
+import TimeSource
 
 /// Moving the client's view forward on request: ``ConvexClient/waitForView(atLeast:timeout:)``.
 extension ClientCore {

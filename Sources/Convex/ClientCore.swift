@@ -3,6 +3,7 @@ import ConvexValues
 import Foundation
 import Logging
 import Synchronization
+import TimeSource
 
 /// A token provider: called before every connect with `forceRefresh` true after the deployment rejected the last
 /// token. Returns a JWT, or `nil` for no identity.
@@ -123,7 +124,7 @@ final class ClientCore: Sendable {
         deferred.wake = effects.wakeConnectionLoop
         if effects.tokenConfirmed,
             let plan = l.sync.planTokenRefresh(
-                now: Date().timeIntervalSince1970, leeway: configuration.tokenRefreshLeeway)
+                now: configuration.clock.wallSeconds, leeway: configuration.tokenRefreshLeeway)
         {
             l.refreshTimer?.cancel()
             l.refreshTimer = Task { [self] in

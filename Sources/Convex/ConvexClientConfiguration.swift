@@ -1,3 +1,5 @@
+import TimeSource
+
 /// Settings of a ``ConvexClient``. Every field has a default suited to a Convex deployment.
 ///
 /// | Field | Default | Meaning |

@@ -1,4 +1,5 @@
 import Synchronization
+import TimeSource
 
 /// A value set once, awaited by one task; later completions are ignored.
 final class OneShot<Value: Sendable>: Sendable {
@@ -57,12 +58,12 @@ final class WakeSignal: Sendable {
         waiter?.resume()
     }
 
-    /// Returns when signalled (now or earlier, since the last wait), after `timeout`, or on cancellation.
-    func wait(timeout: Duration?) async {
+    /// Returns when signalled (now or earlier, since the last wait), after `timeout` on `clock`, or on cancellation.
+    func wait(timeout: Duration?, on clock: ElapsedClock) async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.waitForSignal() }
             if let timeout {
-                group.addTask { try? await Task.sleep(for: timeout) }
+                group.addTask { try? await clock.sleep(for: timeout) }
             }
             await group.next()
             group.cancelAll()

@@ -68,13 +68,11 @@ package final class GatewayCore: Sendable {
             logger: logger, clock: clock, fanOutThreads: fanOutThreads, render: render)
         let access = AccessControl(configuration: configuration.access, clock: clock)
         self.access = access
-        // Wall-clock time moves with the injected clock, so tests can advance past a ticket's expiry.
-        let wallClockOrigin = Int64(Date().timeIntervalSince1970 * 1000) - clock.now.milliseconds
         self.credentials = CallerCredentials(
             cookieName: configuration.access.authCookie,
             tickets: StreamTickets(
                 key: configuration.access.ticketKey ?? .random(), maxLifetime: configuration.access.ticketMaxLifetime),
-            now: { wallClockOrigin + clock.now.milliseconds })
+            now: { clock.wallMilliseconds })
         self.pool = UpstreamPool(idleTimeout: configuration.identityIdleTimeout, logger: logger, clock: clock) {
             identity in
             access.filter(upstreamFactory(identity, metrics))

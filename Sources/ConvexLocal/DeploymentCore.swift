@@ -3,6 +3,7 @@ import ConvexValues
 import Foundation
 import Logging
 import Synchronization
+import TimeSource
 
 /// The state of a deployment that outlives its listening server: store, functions, live sync connections,
 /// the mutation-dedupe cache and the test switches. A restart of the server keeps it.
@@ -23,11 +24,15 @@ final class DeploymentCore: Sendable {
 
     let heartbeatInterval: Duration
     let jsonPingAfter: Duration
+    /// Heartbeats, pings and the wall clock of JWT claims (`exp`, `nbf`) and identity expiry.
+    let clock: ElapsedClock
 
     init(
         registry: FunctionRegistry, adminKey: String?, verifier: TokenVerifier = TokenVerifier(), logger: Logger,
-        heartbeatInterval: Duration = .seconds(5), jsonPingAfter: Duration = .seconds(15)
+        heartbeatInterval: Duration = .seconds(5), jsonPingAfter: Duration = .seconds(15),
+        clock: ElapsedClock = .continuous
     ) {
+        self.clock = clock
         self.verifier = verifier
         self.heartbeatInterval = heartbeatInterval
         self.jsonPingAfter = jsonPingAfter
@@ -95,11 +100,6 @@ final class DeploymentCore: Sendable {
         guard let adminKey, key == adminKey else { throw .badAdminKey }
         return .admin(actingAs: nil)
     }
-}
-
-/// The wall clock in seconds since 1970, the time base of JWT claims.
-func wallClockSeconds() -> Double {
-    Date().timeIntervalSince1970
 }
 
 final class ConnectionSet: Sendable {

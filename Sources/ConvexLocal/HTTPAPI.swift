@@ -5,6 +5,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import TimeSource
 
 /// A non-function error of the HTTP API: `{"code", "message"}` with the status of reference §3.3.
 struct HTTPAPIError: Error, Sendable {
@@ -109,7 +110,7 @@ struct HTTPAPI: Sendable {
             authorization = "Convex \(key)"
         }
         do {
-            return try await core.caller(authorization: authorization, now: wallClockSeconds())
+            return try await core.caller(authorization: authorization, now: core.clock.wallSeconds)
         } catch {
             throw HTTPAPIError(
                 status: error.isBadRequest ? .badRequest : .unauthorized, code: error.code, message: error.message)

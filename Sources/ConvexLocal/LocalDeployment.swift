@@ -8,6 +8,7 @@ import Logging
 import NIOCore
 import ServiceLifecycle
 import Synchronization
+import TimeSource
 
 /// An embedded Convex-compatible deployment on one port: the sync protocol at `GET /api/sync` and
 /// `/api/<version>/sync`, the HTTP functions API under `/api`, an in-memory document store and functions
@@ -40,12 +41,16 @@ public final class LocalDeployment: Sendable {
         /// The identity providers user tokens must come from (`convex-local --auth-config`). `nil` (the default):
         /// development mode, any well-formed JWT is accepted unsigned, but its `exp` and `nbf` are still enforced.
         public var authConfig: AuthConfig?
+        /// The clock of heartbeats, pings and the wall clock tokens' `exp` and `nbf` are checked against. Default: the
+        /// real clocks; a test passes `ElapsedClock(TestClock())` and advances it past a token's expiry.
+        public var clock: ElapsedClock
 
         public init(
             host: String = "127.0.0.1", port: Int = 3210, adminKey: String? = nil, demoFunctions: Bool = true,
             heartbeatInterval: Duration = .seconds(5), jsonPingAfter: Duration = .seconds(15),
-            authConfig: AuthConfig? = nil
+            authConfig: AuthConfig? = nil, clock: ElapsedClock = .continuous
         ) {
+            self.clock = clock
             self.authConfig = authConfig
             self.host = host
             self.port = port
@@ -77,7 +82,8 @@ public final class LocalDeployment: Sendable {
         self.logger = logger
         self.core = DeploymentCore(
             registry: functions, adminKey: configuration.adminKey, verifier: verifier, logger: logger,
-            heartbeatInterval: configuration.heartbeatInterval, jsonPingAfter: configuration.jsonPingAfter)
+            heartbeatInterval: configuration.heartbeatInterval, jsonPingAfter: configuration.jsonPingAfter,
+            clock: configuration.clock)
         if configuration.demoFunctions {
             DemoFunctions.register(in: functions)
             DemoFunctions.seed(core)
@@ -106,11 +112,11 @@ public final class LocalDeployment: Sendable {
     /// Starts a deployment. See ``start(_:functions:logger:)``.
     public static func start(
         host: String = "127.0.0.1", port: Int = 0, adminKey: String? = nil, demoFunctions: Bool = true,
-        functions: FunctionRegistry = FunctionRegistry(),
+        functions: FunctionRegistry = FunctionRegistry(), clock: ElapsedClock = .continuous,
         logger: Logger = Logger(label: "convex-local")
     ) async throws -> LocalDeployment {
         try await start(
-            Configuration(host: host, port: port, adminKey: adminKey, demoFunctions: demoFunctions),
+            Configuration(host: host, port: port, adminKey: adminKey, demoFunctions: demoFunctions, clock: clock),
             functions: functions, logger: logger)
     }
 

@@ -6,6 +6,7 @@ import Logging
 import NIOCore
 import NIOWebSocket
 import Synchronization
+import TimeSource
 
 /// One sync-protocol WebSocket: a reader task decodes frames, a heartbeat task ticks every 5 s, and a single
 /// driver loop owns the ``SyncSession`` and does all writing, so frames leave in protocol order.
@@ -70,7 +71,7 @@ final class SyncConnection: Sendable {
             }
             group.addTask { [self] in
                 while !Task.isCancelled {
-                    try? await Task.sleep(for: self.core.heartbeatInterval)
+                    try? await self.core.clock.sleep(for: self.core.heartbeatInterval)
                     if Task.isCancelled { break }
                     self.post(.heartbeat)
                 }
@@ -137,7 +138,7 @@ private struct Driver {
     var spawned: [@Sendable () async -> Void] = []
     var session: SyncSession
     var clientTs: Double?
-    var lastSend = ContinuousClock.now
+    var lastSend: Duration
     var heldWhileStalled: [ServerMessage] = []
     /// Successful mutations whose response, or the Transition after it, has not reached the socket yet; the
     /// client will resend them after a reconnect.
@@ -153,6 +154,7 @@ private struct Driver {
         self.core = core
         self.outbound = outbound
         self.session = SyncSession(adminKey: core.adminKey)
+        self.lastSend = core.clock.now
     }
 
     /// Returns false when the socket is finished.
@@ -168,13 +170,13 @@ private struct Driver {
             var user: Result<UserIdentity, AuthenticationError>? = nil
             if case .authenticate(let a) = message, case .user(let token) = a.token {
                 do {
-                    user = .success(try await core.verifier.identity(for: token, now: wallClockSeconds()))
+                    user = .success(try await core.verifier.identity(for: token, now: core.clock.wallSeconds))
                 } catch {
                     user = .failure(error)
                 }
             }
             let actions = session.receive(
-                message, latestTs: core.store.latestTimestamp, now: wallClockSeconds(), user: user)
+                message, latestTs: core.store.latestTimestamp, now: core.clock.wallSeconds, user: user)
             return await perform(actions)
         case .invalidFrame(let text):
             return await perform(session.receiveInvalidFrame(text))
@@ -196,7 +198,7 @@ private struct Driver {
             guard !core.isStalled else { return true }
             do {
                 try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: .ping, data: ByteBuffer())))
-                if ContinuousClock.now - lastSend >= core.jsonPingAfter {
+                if core.clock.now - lastSend >= core.jsonPingAfter {
                     try await send(.ping)
                 }
             } catch {
@@ -215,7 +217,7 @@ private struct Driver {
             return true
         case .expiryCheck:
             expiryTimer = nil
-            return await perform(session.checkExpiry(now: wallClockSeconds()))
+            return await perform(session.checkExpiry(now: core.clock.wallSeconds))
         case .close(let code, let reason):
             session.close()
             return await perform([.close(code: code, reason: reason)])
@@ -228,9 +230,12 @@ private struct Driver {
         guard let expiration = session.identityExpiration, expiration != expiryTimer else { return }
         expiryTimer = expiration
         let connection = self.connection
-        let delay = max(0, expiration - wallClockSeconds())
+        let clock = core.clock
+        // Rounded up to the next millisecond, plus one: the wall clock is a floating-point reading, and a timer that
+        // woke a rounding error before `exp` would find nothing expired and never fire again.
+        let delay = Duration.milliseconds(Int64((max(0, expiration - clock.wallSeconds) * 1000).rounded(.up)) + 1)
         spawned.append {
-            try? await Task.sleep(for: .seconds(delay))
+            try? await clock.sleep(for: delay)
             if !Task.isCancelled { connection.post(.expiryCheck) }
         }
     }
@@ -260,7 +265,7 @@ private struct Driver {
             message = .transition(t)
         }
         try await outbound.writeTextMessage(message.jsonText)
-        lastSend = ContinuousClock.now
+        lastSend = core.clock.now
         if case .transition = message { unconfirmed.removeAll() }
     }
 

@@ -379,6 +379,7 @@ struct HostileInputTests {
                 #expect(sent.status == 200)
             }
             // The reader that keeps up sees the last value promptly.
+            // Real time: a generous bound on reading events that must come (a reader that keeps up beside stalled ones).
             let start = ContinuousClock.now
             var latestCount = 0
             while latestCount < 40 && ContinuousClock.now - start < .seconds(20) {

@@ -66,6 +66,7 @@ struct PythonConformanceTests {
             var wrongIssuer = TestIssuer.claims(issuer: "https://elsewhere.test")
             wrongIssuer.aud = ["app"]
             var expired = claims
+            // Real time: a token expired a minute ago against the deployment's real clock: no window.
             expired.exp = Int(Date().timeIntervalSince1970) - 60
             let tokens = [
                 valid, try tampered(valid, other), try await issuer.sign(wrongIssuer), try await issuer.sign(expired),
@@ -123,6 +124,7 @@ func waitUntil(
 
 /// Polls `condition` every 20 ms until it holds or `timeout` passes (or the task is cancelled); whether it held.
 func poll(timeout: Duration, _ condition: () throws -> Bool) async rethrows -> Bool {
+    // Real time: a poll for something that has no event to await, bounded generously by `timeout`.
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if try condition() { return true }

@@ -298,6 +298,7 @@ struct SyncWebSocketTests {
         let configuration = LocalDeployment.Configuration(
             port: 0, heartbeatInterval: .milliseconds(50), jsonPingAfter: .milliseconds(200))
         try await withLocalDeployment(configuration, logger: logger) { deployment in
+            // Real time: heartbeats at 50 ms and JSON Pings at 200 ms on the real clock; the check is a lower bound, which load cannot break.
             let start = ContinuousClock.now
             let result = try await syncExchange(deployment, send: [connectFrame()]) { $0.count >= 2 }
             #expect(result.messages == [.ping, .ping])
@@ -305,6 +306,7 @@ struct SyncWebSocketTests {
 
             // Stalled: nothing arrives, then the held traffic flows after unstalling.
             deployment.setStalled(true)
+            // Real time: when the first held message arrives, against when the stall ended (a lower bound).
             let firstArrival = Mutex<ContinuousClock.Instant?>(nil)
             let stalled = Task {
                 try await syncExchange(

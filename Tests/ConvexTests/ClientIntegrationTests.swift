@@ -39,6 +39,7 @@ func eventually(
     _ what: String, timeout: Duration = .seconds(20), sourceLocation: SourceLocation = #_sourceLocation,
     _ condition: () async throws -> Bool
 ) async rethrows {
+    // Real time: a poll for something that has no event to await, bounded generously by `timeout`.
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if try await condition() { return }
@@ -550,7 +551,7 @@ struct ClientAuthTests {
             #expect(failure != nil)
             let opened = client.socketsOpened
             // Real time: the absence of a retry is seen only over a window of several reconnect backoffs (100 ms at
-            // first), which the client sleeps on the real clock, not the injected one.
+            // first, on the client's clock, here the real one); no event marks a retry that is not made.
             try await Task.sleep(for: .milliseconds(500))
             #expect(client.socketsOpened == opened, "no silent retry loop")
             #expect(deployment.syncConnectionCount == 0)

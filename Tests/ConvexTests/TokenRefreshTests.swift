@@ -28,6 +28,7 @@ final class ShortTokenProvider: Sendable {
             return calls.count
         }
         guard count <= tokens else { return nil }
+        // Real time: the real-time suite (CONVEX_TEST_REAL_TIME, run alone on a quiet machine): tokens expire by the wall clock.
         let now = Int(Date().timeIntervalSince1970)
         return makeJWT(#"{"sub":"user-1","iss":"https://issuer.test","iat":\#(now),"exp":\#(now + lifetime)}"#)
     }
@@ -86,6 +87,7 @@ struct TokenRefreshTests {
             await eventually("both subscriptions have their first result") {
                 !values.all.isEmpty && !subjects.all.isEmpty
             }
+            // Real time: the real-time suite; the writes are spread over 20 s so that several refreshes fall between them.
             let start = ContinuousClock.now
             // In step: each change is seen before the next write, so "every change" does not depend on how fast the
             // reader runs on a busy machine (a subscription coalesces a slow reader to the latest value).
@@ -133,6 +135,7 @@ struct TokenRefreshTests {
     /// `authenticationFailed`, and every subscriber gets that error, until new credentials arrive.
     @Test func staticTokenExpirySurfacesAsAuthenticationFailed() async throws {
         try await withClientAndDeployment { client, _ in
+            // Real time: the real-time suite; a static token that expires by the wall clock.
             let now = Int(Date().timeIntervalSince1970)
             client.setAuth(token: makeJWT(#"{"sub":"static","iss":"https://i","iat":\#(now),"exp":\#(now + 2)}"#))
             var whoami = client.subscribe(to: "conformance:whoami").results.makeAsyncIterator()

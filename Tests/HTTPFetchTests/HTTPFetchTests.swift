@@ -70,6 +70,7 @@ struct HTTPFetchTests {
 
     @Test func aSilentServerTimesOut() async throws {
         try await withLoopbackServer({ _ in nil }) { port in
+            // Real time: HTTPFetch's timeout is a real network deadline; the check is a generous upper bound.
             let clock = ContinuousClock()
             let start = clock.now
             let error = await #expect(throws: HTTPFetchError.self) {

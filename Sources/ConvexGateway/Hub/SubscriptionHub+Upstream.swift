@@ -53,7 +53,7 @@ extension SubscriptionHub {
     private func receive(_ transition: UpstreamTransition, identity: String, querySet: UInt64) {
         // Hashed before taking the lock: hashing reads the whole value.
         let hashes = transition.changes.map { Self.hash(of: $0.result) }
-        let wallMilliseconds = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
+        let wallMilliseconds = UInt64(max(0, clock.wallMilliseconds))
         let actions = state.withLock { locked -> [HubState.Action] in
             guard let set = locked.querySets[identity], set.generation == querySet else { return [] }
             var changes: [HubState.Change] = []

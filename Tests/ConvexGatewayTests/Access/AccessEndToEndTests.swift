@@ -218,6 +218,7 @@ struct AccessEndToEndTests {
                     let connection = try RawConnection(port: port, receiveTimeoutSeconds: 10)
                     defer { connection.close() }
                     try connection.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+                    // Real time: libmicrohttpd's connection timeout runs on its own real clock; the bound is generous.
                     let start = ContinuousClock.now
                     let closed = connection.waitForClose()
                     return (closed, ContinuousClock.now - start)

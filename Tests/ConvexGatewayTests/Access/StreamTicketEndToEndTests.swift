@@ -1,3 +1,4 @@
+import Clocks
 import ConvexGateway
 import ConvexValues
 import Foundation
@@ -12,8 +13,9 @@ import Testing
 struct StreamTicketEndToEndTests {
     static let cookie = "convex_jwt"
 
-    static func jwt(_ subject: String, expiresIn seconds: Double = 3600) -> String {
-        TokenExpiryTests.jwt(subject: subject, expiresIn: seconds)
+    static func jwt(_ subject: String, expiresIn seconds: Double = 3600, now: Double? = nil) -> String {
+        guard let now else { return TokenExpiryTests.jwt(subject: subject, expiresIn: seconds) }
+        return TokenExpiryTests.jwt(subject: subject, expiresIn: seconds, now: now)
     }
 
     /// `POST /stream-tickets` answered 201: the ticket.
@@ -140,14 +142,19 @@ struct StreamTicketEndToEndTests {
 
     @Test("a stream opened with a ticket ends with an Unauthenticated error when its token expires")
     func ticketStreamEndsAtTokenExpiry() async throws {
-        try await GatewayHarness.run { h in
-            let minted = try await h.request(
-                "POST", "/stream-tickets", headers: ["Authorization": "Bearer \(Self.jwt("brief", expiresIn: 6))"])
+        // The gateway and the deployment share a test clock: the test moves it past the token's `exp`.
+        let clock = TestClock<Duration>()
+        let time = GatewayClock(clock)
+        try await GatewayHarness.run(clock: time) { h in
+            let token = Self.jwt("brief", expiresIn: 60, now: time.wallSeconds)
+            let minted = try await h.request("POST", "/stream-tickets", headers: ["Authorization": "Bearer \(token)"])
             let ticket = try Self.ticket(from: minted)
             let stream = try await h.openStream("/subscribe/conformance:whoami?ticket=\(ticket)")
             defer { stream.close() }
             #expect(try await Self.firstIdentity(stream).contains("brief"))
-            let error = try #require(try await stream.nextEventAsync(), "an error event before the end")
+            let error = try #require(
+                try await clock.advance(by: .seconds(61), until: { try await stream.nextEventAsync() }),
+                "an error event before the end")
             #expect(error.event == "fatal")
             #expect(error.data.contains("Unauthenticated"), "\(error.data)")
             #expect(try await stream.nextEventAsync() == nil, "the stream ends after the error")

@@ -1,3 +1,4 @@
+import Clocks
 import ConvexGateway
 import ConvexLocal
 import ConvexValues
@@ -6,16 +7,18 @@ import TestSupport
 import Testing
 
 /// A caller's token expiring, end to end: the embedded deployment enforces `exp` even in its unverified mode, so
-/// unsigned tokens with a short lifetime show what a signed-in user's stream goes through after about an hour.
+/// unsigned tokens show what a signed-in user's stream goes through after about an hour. The gateway and the
+/// deployment share a test clock, which the test moves past `exp`: no decision waits for real time.
 @Suite("Token expiry through the gateway", .timeLimit(.minutes(1)))
 struct TokenExpiryTests {
-    /// An unsigned JWT for `subject` that expires `seconds` from now (past, when negative).
-    static func jwt(subject: String, expiresIn seconds: Double) -> String {
+    /// An unsigned JWT for `subject` that expires `seconds` after `now` (seconds since 1970; before it, when
+    /// negative). `now` is the real wall clock unless a test passes its clock's (`ElapsedClock.wallSeconds`).
+    // Real time: the default reads the wall clock for tokens that live an hour or expired long ago; a test of expiry passes its test clock's `now`.
+    static func jwt(subject: String, expiresIn seconds: Double, now: Double = Date().timeIntervalSince1970) -> String {
         func part(_ text: String) -> String {
             Data(text.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
                 .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
         }
-        let now = Date().timeIntervalSince1970
         let claims =
             #"{"sub":"\#(subject)","iss":"https://issuer.test","iat":\#(Int(now) - 1),"exp":\#(Int(now + seconds))}"#
         return part(#"{"alg":"none"}"#) + "." + part(claims) + ".sig"
@@ -41,8 +44,10 @@ struct TokenExpiryTests {
 
     @Test("a stream whose token expires sends an Unauthenticated error and ends; other callers carry on")
     func streamEndsAtExpiry() async throws {
-        try await GatewayHarness.run { h in
-            let short = ["Authorization": "Bearer \(Self.jwt(subject: "brief", expiresIn: 8))"]
+        let clock = TestClock<Duration>()
+        let time = GatewayClock(clock)
+        try await GatewayHarness.run(clock: time) { h in
+            let short = ["Authorization": "Bearer \(Self.jwt(subject: "brief", expiresIn: 60, now: time.wallSeconds))"]
             let long = ["Authorization": "Bearer \(Self.jwt(subject: "lasting", expiresIn: 3600))"]
             let expiring = try await h.openStream("/subscribe/conformance:whoami", headers: short)
             defer { expiring.close() }
@@ -53,7 +58,10 @@ struct TokenExpiryTests {
             #expect(first.data.contains("brief"), "\(first.data)")
             #expect(try await lasting.nextEventAsync()?.data.contains("lasting") == true)
 
-            let error = try #require(try await expiring.nextEventAsync(), "an error event before the end")
+            // Past `exp` and Convex's 5 s leeway for presented tokens.
+            let error = try #require(
+                try await clock.advance(by: .seconds(70), until: { try await expiring.nextEventAsync() }),
+                "an error event before the end")
             #expect(error.event == "fatal")
             let body = try #require(try? ConvexValue(plainJSON: Array(error.data.utf8)))
             #expect(body["error"]?["code"] == "Unauthenticated", "\(error.data)")

@@ -96,6 +96,7 @@ struct PipelineTests {
             configure: { $0.upstreamTimeout = .milliseconds(1500) },
             configureClient: { $0.callTimeout = .milliseconds(300) }
         ) { h in
+            // Real time: the upstream client's call deadline and the gateway's run on the real clock here; the check is a lower bound (never answered before the deadline), which load cannot break.
             let started = ContinuousClock.now
             let slow = try await h.post("/action/conformance:sleep", json: #"{"ms": 4000}"#)
             let elapsed = ContinuousClock.now - started

@@ -1,3 +1,4 @@
+import Clocks
 import ConvexGateway
 import ConvexValues
 import Foundation
@@ -178,7 +179,12 @@ struct MultiSubscriptionEndToEndTests {
     }
 
     @Test func signedInPagesSeeTheirOwnUserAndAnExpiredTokenEndsTheWholeStream() async throws {
-        try await GatewayHarness.run(configure: { $0.access.authCookie = StreamTicketEndToEndTests.cookie }) { h in
+        // The gateway and the deployment share a test clock: the test moves it past the ticket's token's `exp`.
+        let clock = TestClock<Duration>()
+        let time = GatewayClock(clock)
+        try await GatewayHarness.run(
+            configure: { $0.access.authCookie = StreamTicketEndToEndTests.cookie }, clock: time
+        ) { h in
             let target = Self.query([
                 ("me", "conformance:whoami", nil), ("list", "messages:list", #"{"channel":"me"}"#),
             ])
@@ -194,16 +200,16 @@ struct MultiSubscriptionEndToEndTests {
             defer { byCookie.close() }
             #expect(try await identity(byCookie) == "ada")
 
-            // A ticket of a token that expires in 6 s: the stream sees its user, then one error without `sub`, then
-            // its end.
-            let minted = try await h.request(
-                "POST", "/stream-tickets",
-                headers: ["Authorization": "Bearer \(StreamTicketEndToEndTests.jwt("brief", expiresIn: 6))"])
+            // A ticket of a token that expires in 60 s: the stream sees its user, then (the clock moved past `exp`)
+            // one error without `sub`, then its end.
+            let brief = StreamTicketEndToEndTests.jwt("brief", expiresIn: 60, now: time.wallSeconds)
+            let minted = try await h.request("POST", "/stream-tickets", headers: ["Authorization": "Bearer \(brief)"])
             let ticket = try StreamTicketEndToEndTests.ticket(from: minted)
             let byTicket = try await h.openStream(target + "&ticket=\(ticket)")
             defer { byTicket.close() }
             #expect(try await identity(byTicket) == "brief")
-            let error = try #require(try await byTicket.nextEventAsync())
+            let error = try #require(
+                try await clock.advance(by: .seconds(61), until: { try await byTicket.nextEventAsync() }))
             #expect(error.event == "fatal")
             let data = try ConvexValue(plainJSON: Array(error.data.utf8))
             #expect(data["sub"] == nil)

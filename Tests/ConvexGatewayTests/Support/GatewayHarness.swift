@@ -13,7 +13,9 @@ let quietLogger: Logger = {
     return logger
 }()
 
-/// A real gateway on 127.0.0.1, port 0, over a real local deployment, torn down after `body`.
+/// A real gateway on 127.0.0.1, port 0, over a real local deployment, torn down after `body`. `clock` is the gateway's
+/// and the deployment's (heartbeats, token expiry): a test clock moves both; the gateway's upstream client keeps the
+/// real one (its connect and call deadlines).
 struct GatewayHarness: Sendable {
     let gateway: Gateway
     let deployment: LocalDeployment
@@ -29,7 +31,7 @@ struct GatewayHarness: Sendable {
         _ body: (GatewayHarness) async throws -> T
     ) async throws -> T {
         let deployment = try await LocalDeployment.start(
-            port: 0, adminKey: adminKey, functions: functions, logger: quietLogger)
+            port: 0, adminKey: adminKey, functions: functions, clock: clock, logger: quietLogger)
         var configuration = GatewayConfiguration()
         configuration.port = 0
         configuration.threads = 2

@@ -19,6 +19,7 @@ struct FunctionSpecStoreTests {
         let store = FunctionSpecStore(source: source, logger: quietLogger)
         // The first attempt meets a closed port (refused at once); the deployment starts during the first pause.
         let first = Task { await store.refresh(force: true) }
+        // Real time: lets the first fetch meet the closed port; whether it did or not, the store must end with the spec.
         try await Task.sleep(for: .milliseconds(50))
         let typed = try UdfPath(parsing: "conformance:typed")
         try await withLocalDeployment(.init(port: port, adminKey: "spec-retry-key"), logger: quietLogger) { _ in

@@ -1,3 +1,4 @@
+import Clocks
 import ConvexLocal
 import ConvexSyncProtocol
 import ConvexValues
@@ -6,6 +7,7 @@ import HummingbirdWSClient
 import Logging
 import Synchronization
 import Testing
+import TimeSource
 
 /// Verified tokens and live-session expiry over real sockets.
 @Suite(.timeLimit(.minutes(1)))
@@ -47,6 +49,7 @@ struct AuthEndToEndTests {
                 headers: ["Authorization": "Bearer \(try unsignedToken(claims))"])
             #expect(unsigned.status == 401 && unsigned.json?["code"] == "InvalidAuthHeader")
             var expired = claims
+            // Real time: a token expired a minute ago against the deployment's real clock: no window.
             expired.exp = Int(Date().timeIntervalSince1970) - 60
             let late = try await http.send(
                 d, "POST", "/api/query", body: whoami,
@@ -75,18 +78,18 @@ struct AuthEndToEndTests {
     }
 
     /// A session whose token expires gets `AuthError` (`authUpdateAttempted: false`) at `exp`, is served nothing
-    /// until it authenticates again, and resumes on the same socket with a fresh token.
+    /// until it authenticates again, and resumes on the same socket with a fresh token. The deployment runs on a test
+    /// clock the test moves: a second before `exp` the session is still served, and past it the error comes.
     @Test func liveSessionExpiresAndResumesOnTheSameSocket() async throws {
-        try await withLocalDeployment(.init(port: 0), logger: SyncWebSocketTests.quietLogger) { d in
-            let now = Date().timeIntervalSince1970
-            // exp is a whole second: this token lives 3 to 4 s, time enough for the first results to arrive before it
-            // expires even while the rest of the suite loads the machine.
-            let lifetime = 4
-            let shortLived = try unsignedToken(
-                TestClaims(iss: "https://dev", sub: "ann", exp: Int(now) + lifetime, iat: Int(now)))
+        let clock = TestClock<Duration>()
+        let time = ElapsedClock(clock)
+        try await withLocalDeployment(.init(port: 0, clock: time), logger: SyncWebSocketTests.quietLogger) { d in
+            let now = time.wallSeconds.rounded(.down)
+            let exp = now + 60
+            let shortLived = try unsignedToken(TestClaims(iss: "https://dev", sub: "ann", exp: Int(exp), iat: Int(now)))
             let fresh = try unsignedToken(
-                TestClaims(iss: "https://dev", sub: "ann", exp: Int(now) + 600, iat: Int(now)))
-            let seen = Mutex<[(ServerMessage, Double)]>([])
+                TestClaims(iss: "https://dev", sub: "ann", exp: Int(now) + 3600, iat: Int(now)))
+            let seen = Mutex<[ServerMessage]>([])
             let url = "ws://127.0.0.1:\(d.port)/api/sync"
             var logger = Logger(label: "raw-sync-client")
             logger.logLevel = .critical
@@ -103,21 +106,44 @@ struct AuthEndToEndTests {
                             ])
                     ).jsonText,
                 ] { try await outbound.write(.text(frame)) }
-                var expiredAt: Double?
+                enum Step { case firstResults, writeBeforeExpiry, expiry, resumed }
+                var step = Step.firstResults
+                var firstResults = Set<Int>()
+                var mover: Task<Void, Never>?
+                defer { mover?.cancel() }
                 for try await message in inbound.messages(maxSize: 1 << 20) {
                     guard case .text(let text) = message, let decoded = try? ServerMessage(json: text) else { continue }
                     if case .ping = decoded { continue }
-                    seen.withLock { $0.append((decoded, Date().timeIntervalSince1970)) }
-                    switch decoded {
-                    case .authError:
-                        expiredAt = Date().timeIntervalSince1970
+                    seen.withLock { $0.append(decoded) }
+                    switch (step, decoded) {
+                    case (.firstResults, .transition(let t)):
+                        firstResults.formUnion(t.modifications.map { Int($0.queryId) })
+                        guard firstResults == [0, 1] else { continue }
+                        // A second before `exp`: a write still reaches the session.
+                        step = .writeBeforeExpiry
+                        await clock.advance(by: .seconds(exp - 1 - time.wallSeconds))
+                        _ = try d.mutation("conformance:increment", ["name": "expiry"])
+                    case (.writeBeforeExpiry, .transition):
+                        // Past `exp`, a second at a time until the error comes: the expiry timer is armed on the task
+                        // that handled the Authenticate, which a later move reaches even if it slept after the first.
+                        step = .expiry
+                        mover = Task {
+                            for _ in 0..<100 where !Task.isCancelled {
+                                await clock.advance(by: .seconds(1))
+                                // Real time: lets the woken timer reach the socket before the next move.
+                                try? await Task.sleep(for: .milliseconds(50))
+                            }
+                        }
+                    case (.expiry, .authError):
+                        mover?.cancel()
+                        step = .resumed
                         // Written while expired: must not reach the socket before the new token. The commit queues
                         // its wake-up on this socket's event stream before the Authenticate below is even sent, so the
                         // session handles the write while still expired.
                         _ = try d.mutation("conformance:increment", ["name": "expiry"])
                         try await outbound.write(
                             .text(ClientMessage.authenticate(.init(baseVersion: 1, token: .user(fresh))).jsonText))
-                    case .transition(let t) where expiredAt != nil:
+                    case (.resumed, .transition(let t)):
                         #expect(t.endVersion.identity == 2)
                         return
                     default:
@@ -126,27 +152,23 @@ struct AuthEndToEndTests {
                 }
             }
             let messages = seen.withLock { $0 }
-            guard let errorIndex = messages.firstIndex(where: { if case .authError = $0.0 { true } else { false } }),
-                case .authError(let expiry) = messages[errorIndex].0, errorIndex + 2 == messages.count,
-                case .transition(let resumed) = messages[errorIndex + 1].0
-            else { Issue.record("\(messages.map(\.0))"); return }
-            // Before: the Authenticate's and the query set's Transitions, with both results.
+            guard let errorIndex = messages.firstIndex(where: { if case .authError = $0 { true } else { false } }),
+                case .authError(let expiry) = messages[errorIndex], errorIndex + 2 == messages.count,
+                case .transition(let resumed) = messages[errorIndex + 1]
+            else { Issue.record("\(messages)"); return }
+            // Before: the Authenticate's and the query set's Transitions with both results, then the write made a
+            // second before `exp`.
             let before = messages[..<errorIndex].flatMap { message -> [ServerMessage.StateModification] in
-                if case .transition(let t) = message.0 { return t.modifications }
+                if case .transition(let t) = message { return t.modifications }
                 return []
             }
-            #expect(before.map(\.queryId).sorted() == [0, 1])
+            #expect(Set(before.map(\.queryId)) == [0, 1])
             #expect(
                 expiry.error == "Convex token identity expired" && expiry.authUpdateAttempted == false
                     && expiry.baseVersion == 1)
-            // At exp (a whole second), not before; nothing else is sent meanwhile, so only the deployment's own timer
-            // can have sent it. The upper bound allows for a machine busy with the rest of the suite.
-            let exp = Double(Int(now) + lifetime)
-            let at = messages[errorIndex].1
-            #expect(at >= exp && at < exp + 5, "AuthError at \(at), exp \(exp)")
             // The resumed Transition carries the write made while expired; whoami is unchanged, so not resent.
             #expect(resumed.modifications.map(\.queryId) == [1])
-            if case .queryUpdated(_, let value, _, _)? = resumed.modifications.first { #expect(value == .int64(1)) }
+            if case .queryUpdated(_, let value, _, _)? = resumed.modifications.first { #expect(value == .int64(2)) }
         }
     }
 }

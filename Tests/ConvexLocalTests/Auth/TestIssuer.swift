@@ -74,6 +74,7 @@ struct TestIssuer: Sendable {
     /// Claims for `subject`, issued now and valid for `lifetime` seconds.
     static func claims(
         subject: String = "user-1", issuer: String = TestIssuer.issuer, lifetime: Double = 3600,
+        // Real time: the default reads the wall clock for claims valid for an hour; no window.
         now: Double = Date().timeIntervalSince1970
     ) -> TestClaims {
         TestClaims(iss: issuer, sub: subject, exp: Int(now + lifetime), iat: Int(now), name: "Ann")

@@ -185,6 +185,7 @@ struct TokenVerifierTests {
         try Data(issuer.jwksJSON.utf8).write(to: URL(fileURLWithPath: path))
         defer { try? FileManager.default.removeItem(atPath: path) }
         let token = try await issuer.sign(TestIssuer.claims())
+        // Real time: the verifier is given this `now`; tokens are valid for an hour around it.
         let now = Date().timeIntervalSince1970
         for jwks in ["file:\(path)", "file://\(path)"] {
             let fromFile = try await TokenVerifier(
@@ -224,6 +225,7 @@ struct TokenVerifierTests {
     }
 
     @Test func oidcProvidersAreFoundThroughDiscovery() async throws {
+        // Real time: the verifier is given this `now`; tokens are valid for an hour around it.
         let now = Date().timeIntervalSince1970
         // The discovery document must name the issuer: the server's own URL is the issuer.
         try await withHTTPServer([

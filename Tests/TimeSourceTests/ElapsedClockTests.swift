@@ -1,6 +1,6 @@
 import Clocks
-import Convex
 import Testing
+import TimeSource
 
 /// `ElapsedClock` over a test clock: readings and deadlines.
 @Suite(.timeLimit(.minutes(1)))
