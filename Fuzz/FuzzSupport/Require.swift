@@ -37,3 +37,11 @@ public func fuzzInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> [UInt8] {
     guard let data, size > 0 else { return [] }
     return Array(UnsafeBufferPointer(start: data, count: size))
 }
+
+/// The entry of a target whose properties read the package's internal types (`@testable import`), in a release build,
+/// which compiles the package without testing enabled: says so and exits 2. scripts/fuzz builds the targets in debug.
+public func internalTypesNeedADebugBuild(_ name: String) -> Never {
+    let text = "\(name) reads the package's internal types, which only a debug build exposes: run scripts/fuzz\n"
+    _ = text.utf8CString.withUnsafeBufferPointer { write(2, $0.baseAddress, $0.count - 1) }
+    exit(2)
+}

@@ -44,9 +44,10 @@ struct ReadYourWritesEndToEndTests {
     /// Once the gateway answered a write, reads wait for their connection's view to reach its commit; a caller whose
     /// token the deployment refuses gets its 401 all the same, not a 504 once the wait runs out (a refused connection
     /// waits for new credentials, so its view never moves). Each expired token is a new identity, so a new connection
-    /// whose refusal comes while the read already waits.
+    /// whose refusal comes while the read already waits. The upstream timeout is generous (the write connects a new
+    /// identity on a loaded machine); a read that waited for it would answer 504 after it, and fail.
     @Test func aRefusedTokenAfterAWriteIsAnsweredUnauthenticatedNotTimedOut() async throws {
-        try await GatewayHarness.run(configure: { $0.upstreamTimeout = .seconds(5) }) { h in
+        try await GatewayHarness.run(configure: { $0.upstreamTimeout = .seconds(30) }) { h in
             let wrote = try await h.post(
                 "/mutation/conformance:increment", json: #"{"name":"ryw-refused"}"#,
                 headers: ["Content-Type": "application/json"].merging(Self.writer) { $1 })
