@@ -20,7 +20,8 @@ public struct GatewayConfiguration: Sendable {
     public var connectTimeout = Duration.seconds(5)
     /// A user's upstream connection closes after this long without requests or subscriptions.
     public var identityIdleTimeout = Duration.seconds(60)
-    /// Upper bound on live upstream subscriptions (SSE beyond it gets 503; `GET`s fall back to one-shot queries).
+    /// Upper bound on live upstream subscriptions: at it, a stream or batch `GET` that needs a new one gets 503, a
+    /// `GET` of one query a one-shot answer.
     public var maxSubscriptions = 10_000
     /// Upper bound on the subscriptions of one multi-subscription stream (`/subscribe?sub.<id>=…`).
     public var maxStreamSubscriptions = 100

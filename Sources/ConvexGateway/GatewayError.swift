@@ -180,6 +180,13 @@ extension GatewayError {
         headers: [("Retry-After", "5")]
     )
 
+    /// A stream or batch `GET` that needs a new upstream subscription while `--max-subscriptions` live (a `GET` of
+    /// one query makes a one-shot call instead). Subscriptions free up as their readers leave and keep-warm ends.
+    package static let subscriptionLimitReached = GatewayError(
+        code: .overloaded, message: "Subscription limit reached; try again later",
+        headers: [("Retry-After", "5")]
+    )
+
     package static let shuttingDown = GatewayError(
         code: .shuttingDown, message: "Gateway is shutting down",
         headers: [("Retry-After", "1")]

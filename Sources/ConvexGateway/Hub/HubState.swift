@@ -132,13 +132,16 @@ struct HubState {
         case end([any EventSink])
     }
 
-    /// How a `GET`'s wait for a first result begins.
+    /// How a `GET`'s wait for a first result begins. Only `waiting` keeps a wait; every other answer is final.
     enum WaitStart {
-        /// Answered at once: the current result and the timestamp it holds at, or `nil` (shutting down, or at the
-        /// subscription limit).
-        case ready((current: CurrentResult, ts: UInt64)?)
+        /// Answered at once: the current result and the timestamp it holds at.
+        case ready((current: CurrentResult, ts: UInt64))
         /// Waiting; carry out the actions (a new upstream subscription).
         case waiting([Action])
+        /// Refused: nothing subscribes to the key and the subscription limit is reached.
+        case full
+        /// Refused: the hub is shut down.
+        case shutDown
     }
 
     let keepWarm: Duration
@@ -208,9 +211,9 @@ struct HubState {
 
     /// A `GET` waits for the first result of `key`, subscribing upstream if nothing does yet.
     mutating func wait(_ waiter: UInt64, for key: Key, args: ConvexValue, now: Duration) -> WaitStart {
-        if isShutDown { return .ready(nil) }
+        if isShutDown { return .shutDown }
         if let current = entries[key]?.current { return .ready((current, timestamp(of: key.identity))) }
-        if entries[key] == nil && entries.count >= maxSubscriptions { return .ready(nil) }
+        if entries[key] == nil && entries.count >= maxSubscriptions { return .full }
         let actions = ensureEntry(key, args: args, now: now)
         entries[key]!.waiters.insert(waiter)
         entries[key]!.idleSince = nil

@@ -2,55 +2,85 @@ import ConvexValues
 
 /// The cold path of `GET`s, batch `GET`s and streams: a subscription's first result, waited for.
 extension SubscriptionHub {
+    /// How a wait for a subscription's first result ended.
+    package enum FirstResult: Sendable {
+        /// The result, with the timestamp of the snapshot it holds at.
+        case result(current: CurrentResult, ts: UInt64)
+        /// Refused at once: nothing subscribes to the key and the subscription limit is reached. No subscription
+        /// was made and nothing waited.
+        case full
+        /// No result came within the timeout, or none will (its upstream ended, the caller left, the hub shut down).
+        case noResult
+
+        /// The result with its timestamp; `nil` when none came.
+        package var read: (current: CurrentResult, ts: UInt64)? {
+            if case .result(let current, let ts) = self { (current: current, ts: ts) } else { nil }
+        }
+
+        var isFull: Bool {
+            if case .full = self { true } else { false }
+        }
+    }
+
     /// The cold path: subscribes (or joins a subscription that has no result yet) and waits up to `timeout` for the
-    /// first result; the subscription then stays warm for later requests. Returns the result with the timestamp of the
-    /// snapshot it holds at; `nil` when no result came in time, or when the hub is at its subscription limit (the
-    /// caller then makes a one-shot call).
+    /// first result; the subscription then stays warm for later requests. At the subscription limit, a key nothing
+    /// subscribes to is refused at once (`.full`: the caller then makes a one-shot call or answers 503). The wait
+    /// ends early, keeping nothing, when the calling task is cancelled (its client left).
     package func firstResult(
         for key: Key, args: ConvexValue, upstream: any ConvexUpstream, timeout: Duration
-    ) async -> (current: CurrentResult, ts: UInt64)? {
+    ) async -> FirstResult {
         let deadline = clock.now + timeout
         let wake = OneShot<(current: CurrentResult, ts: UInt64)?>()
-        let (wait, ready) = state.withLock { locked -> (UInt64, (current: CurrentResult, ts: UInt64)?) in
+        let (wait, answer) = state.withLock { locked -> (UInt64, FirstResult?) in
             let wait = locked.newWait()
             switch locked.hub.wait(wait, for: key, args: args, now: clock.now) {
-            case .ready(let current):
-                return (wait, current)
+            case .ready(let read):
+                return (wait, .result(current: read.current, ts: read.ts))
+            case .full:
+                return (wait, .full)
+            case .shutDown:
+                return (wait, .noResult)
             case .waiting(let actions):
                 locked.wakes[wait] = .firstResult(wake)
                 startUpstream(actions, &locked, upstream: upstream)
                 return (wait, nil)
             }
         }
-        if let ready { return ready }
-        return await awaiting(wake, number: wait, until: deadline, timedOut: nil) { [clock] hub in
+        if let answer { return answer }
+        let read = await awaiting(wake, number: wait, until: deadline, timedOut: nil) { [clock] hub in
             hub.stopWaiting(wait, for: key, now: clock.now)
         }
+        guard let read else { return .noResult }
+        return .result(current: read.current, ts: read.ts)
     }
 
     /// The first result of every subscription, waited for all at once (as ``firstResult(for:args:upstream:timeout:)``
-    /// each), in the order given; `nil` for one that did not come in time or that the subscription limit refused. The
-    /// one wait of the stages that answer many queries at once: batch `GET`s and streams.
+    /// each), in the order given. One refused by the subscription limit fails the request whatever the others bring,
+    /// so the others then stop waiting (`.noResult`). The one wait of the stages that answer many queries at once:
+    /// batch `GET`s and streams.
     func firstResults(
         of subscriptions: [(key: Key, args: ConvexValue)], upstream: any ConvexUpstream, timeout: Duration
-    ) async -> [CurrentResult?] {
-        await withTaskGroup(of: (Int, CurrentResult?).self) { group in
+    ) async -> [FirstResult] {
+        await withTaskGroup(of: (Int, FirstResult).self) { group in
             for (index, subscription) in subscriptions.enumerated() {
                 group.addTask {
                     let first = await self.firstResult(
                         for: subscription.key, args: subscription.args, upstream: upstream, timeout: timeout)
-                    return (index, first?.current)
+                    return (index, first)
                 }
             }
-            var firsts = [CurrentResult?](repeating: nil, count: subscriptions.count)
-            for await (index, current) in group { firsts[index] = current }
+            var firsts = [FirstResult](repeating: .noResult, count: subscriptions.count)
+            for await (index, first) in group {
+                firsts[index] = first
+                if first.isFull { group.cancelAll() }
+            }
             return firsts
         }
     }
 
-    /// Why a first result did not come: the subscription limit is reached (503 `Overloaded`), else the deployment did
-    /// not answer within `timeout` (504 `UpstreamTimeout`).
-    func noFirstResult(timeout: Duration, maxSubscriptions: Int) -> GatewayError {
-        subscriptionCount >= maxSubscriptions ? .overloaded : .upstreamTimeout(seconds: timeout.seconds)
+    /// Why a first result did not come: the subscription limit refused it (503 `Overloaded`, with `Retry-After`),
+    /// else the deployment did not answer within `timeout` (504 `UpstreamTimeout`).
+    static func noFirstResult(_ first: FirstResult, timeout: Duration) -> GatewayError {
+        first.isFull ? .subscriptionLimitReached : .upstreamTimeout(seconds: timeout.seconds)
     }
 }

@@ -148,22 +148,29 @@ package final class SubscriptionHub: Sendable {
         return CurrentBody(current: current, body: body, live: live, ts: ts)
     }
 
-    /// Awaits the wake of a wait ``HubState`` keeps as `number`. At `deadline`, unless it woke, `giveUp` tells the
-    /// state machine (under the lock) and, if it was still waiting, the wait ends with `timedOut`. The one deadline
-    /// of the hub's waits, started once the wait is registered, so that a deadline already reached still ends it.
+    /// Awaits the wake of a wait ``HubState`` keeps as `number`. At `deadline`, or when the calling task is cancelled
+    /// (its client left), unless it woke, `giveUp` tells the state machine (under the lock) and, if it was still
+    /// waiting, the wait ends with `timedOut`, its wake removed: a caller that gives up leaves nothing behind. The
+    /// one deadline of the hub's waits, started once the wait is registered, so that a deadline already reached
+    /// still ends it.
     func awaiting<Value: Sendable>(
         _ wake: OneShot<Value>, number: UInt64, until deadline: Duration, timedOut: Value,
         giveUp: @escaping @Sendable (inout HubState) -> Bool
     ) async -> Value {
-        let timer = clock.expiring(at: deadline) { [weak self] in
+        let end: @Sendable () -> Void = { [weak self] in
             guard let self else { return }
-            let expired = state.withLock { locked in
+            let ended = state.withLock { locked in
                 giveUp(&locked.hub) && locked.wakes.removeValue(forKey: number) != nil
             }
-            if expired { wake.end(with: timedOut) }
+            if ended { wake.end(with: timedOut) }
         }
+        let timer = clock.expiring(at: deadline, end)
         defer { timer.cancel() }
-        return await wake.value()
+        return await withTaskCancellationHandler {
+            await wake.value()
+        } onCancel: {
+            end()
+        }
     }
 
     // MARK: SSE

@@ -64,8 +64,10 @@ struct BatchQueries: Sendable {
         for _ in 0..<2 {
             if let snapshot = hub.currentBodies(for: keys, format: format) { return snapshot }
             let firsts = await hub.firstResults(of: Array(zip(keys, args)), upstream: upstream, timeout: timeout)
-            if firsts.contains(where: { $0 == nil }) {
-                throw hub.noFirstResult(timeout: timeout, maxSubscriptions: configuration.maxSubscriptions)
+            let missing = firsts.filter { $0.read == nil }
+            // The subscription limit first: its 503 says when to come back.
+            if let first = missing.first(where: \.isFull) ?? missing.first {
+                throw SubscriptionHub.noFirstResult(first, timeout: timeout)
             }
         }
         if let snapshot = hub.currentBodies(for: keys, format: format) { return snapshot }

@@ -42,20 +42,22 @@ struct Queries: Sendable {
         }
         return .later { () async throws(GatewayError) -> GatewayOutcome in
             try await readYourWrites.ready(at: floor, identity: identityID, upstream: upstream)
-            if let (current, ts) = await hub.firstResult(
+            let first = await hub.firstResult(
                 for: key, args: args, upstream: upstream, timeout: configuration.upstreamTimeout)
-            {
+            switch first {
+            case .result(let current, let ts):
                 let body: [UInt8] = if case .value(let v) = current.result { render(v, format) } else { [] }
                 let answer = answer(for: current, body: body, format: format, ts: ts)
                 if let longPoll, LongPoll.holds(context, answer) {
                     return await .response(waitForChange(answer, current, key, args, upstream, longPoll, format))
                 }
                 return .response(answer)
-            }
-            if hub.subscriptionCount >= configuration.maxSubscriptions {
+            case .full:
+                // At the subscription limit: a one-shot query answers, and no subscription is made.
                 return .response(try await calls.call(.query, function, input, args, request))
+            case .noResult:
+                throw .upstreamTimeout(seconds: configuration.upstreamTimeout.seconds)
             }
-            throw .upstreamTimeout(seconds: configuration.upstreamTimeout.seconds)
         }
     }
 

@@ -94,13 +94,16 @@ struct Streams: Sendable {
         let timeout = configuration.upstreamTimeout
         let firsts = await hub.firstResults(
             of: subscriptions.map { ($0.key, $0.args) }, upstream: upstream, timeout: timeout)
+        // The subscription limit first: its 503 says when to come back.
+        let full = firsts.contains { $0.isFull }
         for (subscription, first) in zip(subscriptions, firsts) {
             var error: GatewayError
-            if let first {
-                guard case .failure(let failure) = first.result, failure.refusesStream else { continue }
+            if let current = first.read?.current {
+                guard case .failure(let failure) = current.result, failure.refusesStream else { continue }
                 error = failure.gatewayError(logging: logger)
             } else {
-                error = hub.noFirstResult(timeout: timeout, maxSubscriptions: configuration.maxSubscriptions)
+                if full && !first.isFull { continue }
+                error = SubscriptionHub.noFirstResult(first, timeout: timeout)
             }
             if let id = subscription.id { error = error.naming(subscription: id) }
             throw error

@@ -37,7 +37,9 @@ extension GatewaySettings {
                     help: "Seconds before an idle user's upstream connection closes."),
                 .integer(
                     "--max-subscriptions", "GATEWAY_MAX_SUBSCRIPTIONS", \.gateway.maxSubscriptions, in: 1...1_000_000,
-                    help: "Live upstream subscriptions before SSE gets 503 (`GET`s fall back to one-shot queries)."),
+                    help:
+                        "Live upstream subscriptions. At the limit, a stream or batch `GET` that needs a new one gets "
+                        + "503 `Overloaded` at once, and a `GET` of one query gets a one-shot answer."),
                 .integer(
                     "--max-stream-subscriptions", "GATEWAY_MAX_STREAM_SUBSCRIPTIONS", \.gateway.maxStreamSubscriptions,
                     in: 1...10_000,

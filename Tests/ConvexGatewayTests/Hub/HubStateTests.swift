@@ -133,8 +133,15 @@ import Testing
         #expect(throws: SubscriptionHub.AttachError.tooManySubscriptions) {
             try hub.attach(RecordingSink(), to: other, args: [:], held: nil, now: .zero)
         }
-        guard case .ready(nil) = hub.wait(2, for: other, args: [:], now: .zero) else {
-            Issue.record("a GET of a new key at the limit is answered with nothing")
+        guard case .full = hub.wait(2, for: other, args: [:], now: .zero) else {
+            Issue.record("a GET of a new key at the limit is refused at once")
+            return
+        }
+        #expect(hub.entries[other] == nil, "a refused GET makes no subscription")
+        #expect(hub.entries.values.allSatisfy { !$0.waiters.contains(2) }, "and keeps no wait")
+        // The key that has the place is still read: a GET waits for its first result, a stream attaches.
+        guard case .waiting(let actions) = hub.wait(3, for: key, args: [:], now: .zero), actions.isEmpty else {
+            Issue.record("a GET of a subscribed key at the limit waits for its first result")
             return
         }
         _ = try hub.attach(RecordingSink(), to: key, args: [:], held: nil, now: .zero)
@@ -160,8 +167,8 @@ import Testing
         #expect(throws: SubscriptionHub.AttachError.shuttingDown) {
             try hub.attach(RecordingSink(), to: key, args: [:], held: nil, now: .zero)
         }
-        guard case .ready(nil) = hub.wait(4, for: key, args: [:], now: .zero) else {
-            Issue.record("a GET after shutdown is answered with nothing")
+        guard case .shutDown = hub.wait(4, for: key, args: [:], now: .zero) else {
+            Issue.record("a GET after shutdown is refused at once")
             return
         }
     }

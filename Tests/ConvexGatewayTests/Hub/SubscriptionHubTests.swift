@@ -149,6 +149,13 @@ extension SubscriptionHub {
     func detach(_ sink: any EventSink, from key: Key) {
         detach(sink, members: [key])
     }
+
+    /// The waits the hub keeps now: `[wakes registered, waiting GETs over every entry]`.
+    var waitsKept: [Int] {
+        state.withLock { locked in
+            [locked.wakes.count, locked.hub.entries.values.reduce(0) { $0 + $1.waiters.count }]
+        }
+    }
 }
 
 /// The hash a one-subscription stream's event id says the client holds.
@@ -239,7 +246,7 @@ func held(fromEventID id: String) -> UInt64? {
         async let first = hub.firstResult(for: key, args: ["n": 1.0], upstream: upstream, timeout: .seconds(5))
         await waitUntil { upstream.activeCount == 1 }
         upstream.push(.value(.int64(7)))
-        let current = try #require(await first).current
+        let current = try #require(await first.read).current
         #expect(current.result == .value(.int64(7)))
         #expect(hub.currentBody(for: key, format: .encoded) != nil)
         await clock.advance(by: .seconds(9))
@@ -259,7 +266,49 @@ func held(fromEventID id: String) -> UInt64? {
         async let result = hub.firstResult(for: key, args: [:], upstream: upstream, timeout: .seconds(30))
         await waitUntil { upstream.activeCount == 1 }
         await clock.advance(by: .seconds(30))
-        #expect(await result == nil)
+        #expect(await result.read == nil)
+    }
+
+    @Test func aFirstResultAtTheSubscriptionLimitIsRefusedAtOnce() async throws {
+        // The test clock never moves: no deadline ends these waits.
+        let hub = makeHub(max: 1)
+        let upstream = ScriptedUpstream()
+        let taken = SubscriptionHub.Key(identity: "", function: function, args: ["a": 1.0])
+        let fresh = SubscriptionHub.Key(identity: "", function: function, args: ["a": 2.0])
+        try hub.attach(RecordingSink(), to: taken, args: ["a": 1.0], upstream: upstream, held: nil)
+        let refused = await hub.firstResult(for: fresh, args: ["a": 2.0], upstream: upstream, timeout: .seconds(30))
+        #expect(refused.isFull)
+        // Together with a key that has its place but no result yet: the refusal ends the other wait too.
+        let firsts = await hub.firstResults(
+            of: [(key: taken, args: ["a": 1.0]), (key: fresh, args: ["a": 2.0])], upstream: upstream,
+            timeout: .seconds(30))
+        #expect(firsts.map(\.isFull) == [false, true])
+        #expect(firsts[0].read == nil)
+        #expect(hub.subscriptionCount == 1)
+        #expect(upstream.subscribeCount == 1)
+        #expect(hub.waitsKept == [0, 0])
+    }
+
+    @Test func aCallerThatGivesUpLeavesNothingBehind() async throws {
+        let clock = TestClock<Duration>()
+        let hub = makeHub(keepWarm: .seconds(60), clock: clock)
+        let upstream = ScriptedUpstream()
+        let key = SubscriptionHub.Key(identity: "", function: function, args: [:])
+        // Its client leaves: the request's task is cancelled, with the clock standing still.
+        let leaving = Task { await hub.firstResult(for: key, args: [:], upstream: upstream, timeout: .seconds(30)) }
+        await waitUntil { hub.waitsKept == [1, 1] }
+        leaving.cancel()
+        #expect(await leaving.value.read == nil)
+        #expect(hub.waitsKept == [0, 0])
+        // Its deadline passes.
+        async let late = hub.firstResult(for: key, args: [:], upstream: upstream, timeout: .seconds(30))
+        await waitUntil { hub.waitsKept == [1, 1] }
+        await clock.advance(by: .seconds(30))
+        #expect(await late.read == nil)
+        #expect(hub.waitsKept == [0, 0])
+        // The subscription stays warm for the next reader.
+        #expect(hub.subscriptionCount == 1)
+        #expect(upstream.subscribeCount == 1)
     }
 
     @Test func identitiesDoNotShare() async throws {

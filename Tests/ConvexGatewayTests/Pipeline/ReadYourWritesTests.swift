@@ -84,7 +84,7 @@ struct ReadYourWritesTests {
             if case .resume([7], let read?) = action { read.ts } else { nil }
         }
         #expect(woken == [12])
-        guard case .ready(let read?) = hub.wait(8, for: key, args: [:], now: .zero) else {
+        guard case .ready(let read) = hub.wait(8, for: key, args: [:], now: .zero) else {
             Issue.record("a GET after the first result is answered at once")
             return
         }
@@ -112,7 +112,7 @@ struct ReadYourWritesTests {
         async let first = hub.firstResult(for: key, args: [:], upstream: upstream, timeout: .seconds(5))
         await waitUntil { upstream.activeCount == 1 }
         upstream.push(.value(.int64(1)))
-        #expect(try #require(await first).ts == 1)
+        #expect(try #require(await first.read).ts == 1)
         // A commit elsewhere that changes none of this connection's queries: no transition reaches it.
         let commit = try await upstream.call(.mutation, "other:write", args: [:], timeout: .seconds(5)).ts ?? 0
         #expect(commit == 2)
@@ -133,7 +133,7 @@ struct ReadYourWritesTests {
         async let first = hub.firstResult(for: key, args: [:], upstream: upstream, timeout: .seconds(5))
         await waitUntil { upstream.activeCount == 1 }
         upstream.push(.value(.int64(1)))
-        _ = try #require(await first)
+        _ = try #require(await first.read)
         #expect(await hub.reach(1_000, identity: "", upstream: upstream, timeout: .seconds(5)) == false)
         #expect(hub.sessionTimestamp(of: "") == 1)
     }
@@ -167,7 +167,7 @@ struct ReadYourWritesTests {
         let hub = ReadYourWritesTests.hub(clock: TestClock())
         let upstream = ScriptedUpstream()
         for _ in 0..<20 {
-            #expect(await hub.firstResult(for: key, args: [:], upstream: upstream, timeout: .zero) == nil)
+            #expect(await hub.firstResult(for: key, args: [:], upstream: upstream, timeout: .zero).read == nil)
         }
     }
 
@@ -178,7 +178,7 @@ struct ReadYourWritesTests {
         async let first = hub.firstResult(for: key, args: [:], upstream: upstream, timeout: .seconds(5))
         await waitUntil { upstream.inner.activeCount == 1 }
         upstream.inner.push(.value(.int64(1)))
-        _ = try #require(await first)
+        _ = try #require(await first.read)
         // The connection says it reached 1,000 only once the deadline has passed, and no transition brings the hub
         // there: the wait ends at once, unreached.
         #expect(await hub.reach(1_000, identity: "", upstream: upstream, timeout: .seconds(5)) == false)

@@ -1,0 +1,65 @@
+import Foundation
+import TestSupport
+import Testing
+
+@testable import ConvexGateway
+
+/// The subscription limit through a real gateway: once `--max-subscriptions` are live, a request that needs one more
+/// is answered at once (a stream and a batch `GET` with 503 `Overloaded` and `Retry-After`, a `GET` of one query with
+/// a one-shot call), and keeps nothing in the hub. The upstream timeout is longer than the time limit, so a request
+/// that waited for it would fail the test; each answer must come within the test connection's receive timeout.
+@Suite(.timeLimit(.minutes(2)))
+struct SubscriptionLimitEndToEndTests {
+    @Test func newReadsAtTheLimitAreAnsweredAtOnce() async throws {
+        try await GatewayHarness.run(configure: { configuration in
+            configuration.maxSubscriptions = 3
+            configuration.upstreamTimeout = .seconds(600)
+            configuration.heartbeatInterval = .seconds(60)
+        }) { h in
+            // Three idle streams with distinct arguments fill the table.
+            var streams: [EventStreamReader] = []
+            defer { for stream in streams { stream.close() } }
+            for name in ["a", "b", "c"] {
+                let stream = try await h.openStream("/subscribe/echo:echo?name=\(name)")
+                #expect(stream.head.status == 200)
+                streams.append(stream)
+            }
+            let hub = h.gateway.core.hub
+            #expect(hub.subscriptionCount == 3)
+
+            let stream = try await h.get("/subscribe/mlb:teams", headers: ["Accept": "text/event-stream"])
+            #expect(stream.status == 503)
+            #expect(stream.header("Retry-After") == "5")
+            #expect(stream.errorCode == "Overloaded")
+            #expect(stream.text.contains("Subscription limit reached"))
+            let many = try await h.get("/subscribe?sub.t=mlb:teams", headers: ["Accept": "text/event-stream"])
+            #expect(many.status == 503)
+            #expect(many.header("Retry-After") == "5")
+            #expect(many.json?["error"]?["sub"] == .string("t"), "the refusal names the subscription")
+            let asStream = try await h.get("/query/mlb:teams", headers: ["Accept": "text/event-stream"])
+            #expect(asStream.status == 503)
+
+            let query = try await h.get("/query/mlb:teams")
+            #expect(query.status == 200)
+            #expect(query.text.contains("Guardians"))
+            let again = try await h.get("/query/mlb:teams?division=AL%20East")
+            #expect(again.status == 200)
+            #expect(again.text.contains("Orioles"))
+
+            let batch = try await h.get("/query?q.x=mlb:teams")
+            #expect(batch.status == 503)
+            #expect(batch.header("Retry-After") == "5")
+            #expect(batch.errorCode == "Overloaded")
+            // One query the table holds and one it cannot: the batch is refused as a whole, at once.
+            let mixed = try await h.get("/query?q.a=echo:echo&args.a=%7B%22name%22%3A%22a%22%7D&q.x=mlb:teams")
+            #expect(mixed.status == 503)
+
+            // What the table holds is still served, and nothing was added to it or left waiting in it.
+            let held = try await h.get("/query/echo:echo?name=a")
+            #expect(held.status == 200)
+            #expect(held.text.contains(#""name":"a""#))
+            #expect(hub.subscriptionCount == 3)
+            #expect(hub.waitsKept == [0, 0])
+        }
+    }
+}
