@@ -73,7 +73,9 @@ public final class Gateway: Sendable {
     var isStarted: Bool { started.withLock { $0 } }
 
     /// Starts listening, the heartbeat, the subscription hub's sweeper and the idle-connection sweeper.
+    /// - Throws: ``CORSOriginError`` for an unsafe CORS policy (``CORSPolicy/check()``), or the server's error.
     public func start() throws {
+        try core.configuration.access.cors.check()
         try server.start()
         started.withLock { $0 = true }
         let core = self.core

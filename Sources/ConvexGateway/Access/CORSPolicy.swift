@@ -11,8 +11,9 @@ import Foundation
 public struct CORSPolicy: Sendable, Hashable {
     /// Allowed origins, lower-cased (`https://app.example.com`), or `*` for any.
     public var origins: [String]
-    /// Whether browsers may send credentials (`Access-Control-Allow-Credentials: true`); with `*` the request's
-    /// origin is echoed instead, as the CORS protocol requires.
+    /// Whether browsers may send credentials (`Access-Control-Allow-Credentials: true`); the request's origin is then
+    /// echoed, never `*`, as the CORS protocol requires. Not with `*` among the origins: every site could then act,
+    /// and read the answers, as the signed-in user (``check()``).
     public var allowCredentials: Bool
     /// How long a browser may cache a preflight answer, in seconds.
     public var maxAgeSeconds: Int
@@ -43,6 +44,17 @@ public struct CORSPolicy: Sendable, Hashable {
 
     /// Whether CORS is on.
     public var isEnabled: Bool { !origins.isEmpty }
+
+    /// Refuses a policy that is unsafe to serve: `*` with credentials would let every site act, and read the answers,
+    /// as the signed-in user. ``Gateway/start()`` calls it; the `convex-gateway` settings refuse the same.
+    /// - Throws: ``CORSOriginError`` saying so.
+    public func check() throws(CORSOriginError) {
+        if allowCredentials && origins.contains("*") {
+            throw CORSOriginError(
+                "CORS origin '*' cannot be combined with allowing credentials: every site could act as the signed-in "
+                    + "user; list the origins that may send credentials")
+        }
+    }
 
     /// Parses a comma-separated origin list: `*`, or origins such as `https://app.example.com` or
     /// `http://localhost:3000` (scheme, host and optional port; no path).
@@ -85,9 +97,11 @@ public struct CORSPolicy: Sendable, Hashable {
         return names
     }
 
-    /// Whether an `Origin` header value is allowed.
+    /// Whether an `Origin` header value is allowed. An empty one never is: no browser sends it, and it cannot be
+    /// echoed in `Access-Control-Allow-Origin`.
     public func allows(origin: String) -> Bool {
-        origins.contains(origin) || origins.contains("*") || origins.contains(origin.lowercased())
+        !origin.isEmpty
+            && (origins.contains(origin) || origins.contains("*") || origins.contains(origin.lowercased()))
     }
 
     /// The CORS headers for any answer to a request from an allowed `origin`.

@@ -49,6 +49,21 @@ extension GatewaySettings {
         for setting in declarations {
             try setting.apply(texts[setting.environment], setting.name, &self)
         }
+        try checkCombinations(declarations)
+    }
+
+    /// Refuses settings that are each valid alone but unsafe together, naming them.
+    private func checkCombinations(_ declarations: [Setting]) throws(SettingError) {
+        func name(_ environment: String) -> String {
+            declarations.first { $0.environment == environment }?.name ?? environment
+        }
+        let cors = gateway.access.cors
+        if cors.allowCredentials && cors.origins.contains("*") {
+            throw SettingError(
+                "\(name("GATEWAY_CORS_ORIGINS")) '*' cannot be combined with \(name("GATEWAY_CORS_ALLOW_CREDENTIALS")) "
+                    + "true: every site could act as the signed-in user and read the answers; list the origins that "
+                    + "may send credentials instead")
+        }
     }
 }
 

@@ -137,16 +137,26 @@ struct CORSPolicyTests {
         #expect(headers["Access-Control-Expose-Headers"] == "ETag, Retry-After, Convex-Timestamp")
     }
 
-    @Test func wildcardWithCredentialsEchoesTheOrigin() {
+    @Test func wildcardWithCredentialsEchoesTheOriginAndIsRefused() throws {
         let open = CORSPolicy(origins: ["*"])
         let openHeaders = open.responseHeaders(origin: "https://x.test")
         #expect(openHeaders.first?.0 == "Access-Control-Allow-Origin")
         #expect(openHeaders.first?.1 == "*")
+        try open.check()
         let credentialed = CORSPolicy(origins: ["*"], allowCredentials: true)
         let headers = Dictionary(
             credentialed.responseHeaders(origin: "https://x.test"), uniquingKeysWith: { a, _ in a })
         #expect(headers["Access-Control-Allow-Origin"] == "https://x.test")
         #expect(headers["Access-Control-Allow-Credentials"] == "true")
+        // Such a policy is never served: Gateway.start() checks it.
+        #expect(throws: CORSOriginError.self) { try credentialed.check() }
+        try CORSPolicy(origins: ["https://app.test"], allowCredentials: true).check()
+    }
+
+    @Test func anEmptyOriginIsNeverAllowed() {
+        #expect(!CORSPolicy(origins: ["*"]).allows(origin: ""))
+        #expect(!CORSPolicy(origins: ["*"], allowCredentials: true).allows(origin: ""))
+        #expect(!CORSPolicy(origins: ["https://app.test"]).allows(origin: ""))
     }
 }
 
@@ -272,6 +282,23 @@ struct AccessControlTests {
         #expect(headers.first { $0.0 == "Access-Control-Allow-Origin" }?.1 == allowed)
         let other = access.answer(to: Self.request("/query/x:y", headers: ["Origin": origin + "x"]))
         #expect(other?.status == (origins == ["*"] ? nil : 403), "an origin one byte longer")
+    }
+
+    /// An empty `Origin` gets an answer every header of which has a value (libmicrohttpd refuses an empty one, which
+    /// made a 500): `*` alone without an origin to echo, else 403.
+    @Test(
+        arguments: [(["*"], false, nil), (["*"], true, 403), (["https://app.test"], true, 403)]
+            as [([String], Bool, Int?)])
+    func anEmptyOriginGetsAProperAnswer(origins: [String], credentials: Bool, status: Int?) {
+        var configuration = AccessConfiguration()
+        configuration.cors = CORSPolicy(origins: origins, allowCredentials: credentials)
+        let access = AccessControl(configuration: configuration)
+        let request = Self.request("/mutation/x:y", method: "POST", headers: ["Origin": ""])
+        let answer = access.answer(to: request)
+        #expect(answer?.status == status)
+        let headers = answer?.headers ?? access.responseHeaders(for: request)
+        #expect(headers.allSatisfy { !$0.1.isEmpty }, "\(headers)")
+        if status == nil { #expect(headers.contains { $0.0 == "Access-Control-Allow-Origin" && $0.1 == "*" }) }
     }
 
     @Test func rateLimitCountsFunctionRoutesPerAddress() throws {

@@ -136,6 +136,17 @@ struct AccessEndToEndTests {
         }
     }
 
+    /// An app embedding the gateway gets the check the settings make: `*` with credentials does not start.
+    @Test func aWildcardOriginWithCredentialsDoesNotStart() throws {
+        var configuration = GatewayConfiguration()
+        configuration.port = 0
+        configuration.threads = 1
+        configuration.access.cors = CORSPolicy(origins: ["*"], allowCredentials: true)
+        let gateway = Gateway(configuration: configuration, logger: quietLogger) { _, _ in ScriptedUpstream() }
+        #expect(throws: CORSOriginError.self) { try gateway.start() }
+        #expect(!gateway.isStarted)
+    }
+
     @Test func optionsIs405WhenCORSIsOff() async throws {
         try await GatewayHarness.run { h in
             let options = try await h.request(

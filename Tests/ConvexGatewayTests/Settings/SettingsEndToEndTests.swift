@@ -33,6 +33,11 @@ import Testing
                 "Error: --port/GATEWAY_PORT must be a whole number in 0...65535, not 'http'"
             ),
             (["--log-level", "loud"], [:], "Error: --log-level/LOG_LEVEL must be one of"),
+            (
+                ["--cors-origins", "*", "--cors-allow-credentials", "true"], [:],
+                "Error: --cors-origins/GATEWAY_CORS_ORIGINS '*' cannot be combined with "
+                    + "--cors-allow-credentials/GATEWAY_CORS_ALLOW_CREDENTIALS true"
+            ),
         ] as [([String], [String: String], String)])
     func aBadSettingStopsTheGateway(arguments: [String], environment: [String: String], message: String) async throws {
         let (status, _, errors) = try await Self.run(arguments, environment: environment)

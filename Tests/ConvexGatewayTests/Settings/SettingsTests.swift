@@ -142,6 +142,22 @@ import Testing
         #expect(try Self.settings([], ["CONVEX_ADMIN_KEY_FILE": file]).adminKey?.revealed == "from-file")
     }
 
+    @Test func aWildcardOriginWithCredentialsStopsWithAMessageNamingBoth() throws {
+        for (flags, environment) in [
+            (["--cors-origins", "*", "--cors-allow-credentials", "true"], [:]),
+            ([], ["GATEWAY_CORS_ORIGINS": "https://app.test, *", "GATEWAY_CORS_ALLOW_CREDENTIALS": "true"]),
+        ] as [([String], [String: String])] {
+            let error = Self.error(flags, environment)
+            #expect(error?.contains("--cors-origins/GATEWAY_CORS_ORIGINS '*'") == true, "\(error ?? "no error")")
+            #expect(error?.contains("--cors-allow-credentials/GATEWAY_CORS_ALLOW_CREDENTIALS true") == true)
+        }
+        // Each alone is fine, and so are credentials for listed origins.
+        #expect(try Self.settings(["--cors-origins", "*"]).gateway.access.cors.origins == ["*"])
+        #expect(try Self.settings(["--cors-allow-credentials", "true"]).gateway.access.cors.allowCredentials)
+        let listed = try Self.settings(["--cors-origins", "https://app.test", "--cors-allow-credentials", "true"])
+        #expect(listed.gateway.access.cors.allowCredentials)
+    }
+
     @Test(arguments: [
         (["--prot", "80"], "Unknown option '--prot'"),
         (["--api-key", "k"], "Unknown option '--api-key'"),
