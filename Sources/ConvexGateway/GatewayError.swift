@@ -26,6 +26,9 @@ package struct GatewayError: Error, Sendable, Hashable, CustomStringConvertible 
         case invalidAPIKey = "InvalidAPIKey"
         /// CORS is on and the request's `Origin` is not allowed.
         case originNotAllowed = "OriginNotAllowed"
+        /// The auth cookie authenticates a request that changes state from another site, or without a JSON body
+        /// (Access/CrossSiteCheck.swift).
+        case crossSiteRequest = "CrossSiteRequest"
         case functionNotFound = "FunctionNotFound"
         case routeNotFound = "NotFound"
         case methodNotAllowed = "MethodNotAllowed"
@@ -50,7 +53,7 @@ package struct GatewayError: Error, Sendable, Hashable, CustomStringConvertible 
                 .invalidSubscriptions, .invalidQueries, .invalidTimestamp, .argumentValidation:
                 400
             case .unauthenticated, .invalidAPIKey: 401
-            case .originNotAllowed: 403
+            case .originNotAllowed, .crossSiteRequest: 403
             case .functionNotFound, .routeNotFound: 404
             case .methodNotAllowed: 405
             case .notAcceptable: 406

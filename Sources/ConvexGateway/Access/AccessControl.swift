@@ -33,13 +33,16 @@ enum AccessDecision {
     case answer(GatewayResponse)
 }
 
-/// The access stage, in the order a request meets it: CORS origin and preflight, API key, per-client rate limit.
+/// The access stage, in the order a request meets it: CORS origin and preflight, API key, per-client rate limit, and
+/// for a request that changes state as the auth cookie's user, the cross-site check (``CrossSiteCheck``).
 /// Full handling and the hot `GET` path both ask ``decide(method:path:remoteAddress:header:)``, so the two can never
-/// disagree. The function allowlist and denylist act at the upstream boundary (``FilteredUpstream``), so a refused
-/// function is indistinguishable from an unknown one.
+/// disagree (the cross-site check never refuses a `GET`). The function allowlist and denylist act at the upstream
+/// boundary (``FilteredUpstream``), so a refused function is indistinguishable from an unknown one.
 package final class AccessControl: Sendable {
     package let configuration: AccessConfiguration
     let rateLimiter: RateLimiter?
+    /// With an auth cookie, the check that keeps other sites from acting as its user.
+    let crossSite: CrossSiteCheck?
     /// The CORS headers for each configured origin, made once from ``CORSPolicy/responseHeaders(origin:)``: an
     /// `Origin` sent exactly as configured is matched by its bytes and gets these, shared rather than rebuilt.
     private let corsHeadersByOrigin: [(origin: [UInt8], headers: [(String, String)])]
@@ -52,6 +55,7 @@ package final class AccessControl: Sendable {
             configuration.rateLimit > 0
             ? RateLimiter(rate: configuration.rateLimit, burst: configuration.effectiveBurst, clock: clock) : nil
         let cors = configuration.cors
+        crossSite = CrossSiteCheck(cookieName: configuration.authCookie, cors: cors)
         corsHeadersByOrigin = cors.origins.filter { $0 != "*" }.map {
             (Array($0.utf8), cors.responseHeaders(origin: $0))
         }
@@ -97,9 +101,17 @@ package final class AccessControl: Sendable {
         return .proceed(headers: headers)
     }
 
-    /// ``decide(method:accessClass:remoteAddress:fields:)`` for a request the server has read whole.
+    /// ``decide(method:accessClass:remoteAddress:fields:)`` for a request the server has read whole; then, on a route
+    /// that acts for the caller, the cross-site check, which reads the body.
     func decide(_ request: GatewayRequest, accessClass: Route.AccessClass) -> AccessDecision {
-        decide(method: request.method, accessClass: accessClass, remoteAddress: request.remoteAddress, fields: request)
+        let decision = decide(
+            method: request.method, accessClass: accessClass, remoteAddress: request.remoteAddress, fields: request)
+        guard case .proceed(let headers) = decision, let crossSite, accessClass.isRateLimited,
+            let error = crossSite.refusal(of: request)
+        else {
+            return decision
+        }
+        return .answer(refusal(error, headers: headers))
     }
 
     private enum OriginCheck {

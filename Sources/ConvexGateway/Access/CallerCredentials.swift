@@ -4,6 +4,7 @@ import Foundation
 /// ticket (`?ticket=` on the stream routes, whose `EventSource` cannot send headers), then the auth cookie (when one
 /// is configured, so same-origin pages and `EventSource(url, {withCredentials: true})` carry the user). Each gives
 /// the same bearer identity, so streams opened either way share subscriptions and end alike when the token expires.
+/// A call that changes state with the cookie alone has passed the access stage's ``CrossSiteCheck`` first.
 struct CallerCredentials: Sendable {
     /// The cookie holding the caller's JWT, if the gateway reads one.
     var cookieName: String?

@@ -42,7 +42,8 @@ enum ArgumentStage {
     }
 
     /// Reads a request body as JSON, after the size and content-type checks: JSON, a missing type, `text/plain`, or
-    /// curl's default form type (`curl -d '{…}'`) are read as JSON; any other declared type is refused with 415.
+    /// curl's default form type (`curl -d '{…}'`) are read as JSON; any other declared type is refused with 415. (A
+    /// body the auth cookie authenticates is JSON already: the access stage's ``CrossSiteCheck`` refuses the rest.)
     static func input(fromBody body: [UInt8], contentType: String?, maxBytes: Int) throws(GatewayError) -> Input {
         if body.count > maxBytes {
             throw GatewayError.payloadTooLarge(limit: maxBytes)

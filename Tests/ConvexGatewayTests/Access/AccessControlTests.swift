@@ -301,6 +301,108 @@ struct AccessControlTests {
         if status == nil { #expect(headers.contains { $0.0 == "Access-Control-Allow-Origin" && $0.1 == "*" }) }
     }
 
+    /// The cross-site check (CrossSiteCheck.swift): a state-changing request that the auth cookie alone authenticates
+    /// must come from the gateway's own origin or a CORS origin, with a JSON body.
+    @Test(
+        arguments: [
+            // (method, path, headers besides the cookie, body, refused)
+            ("POST", "/mutation/a:b", ["Origin": "https://evil.test", "Content-Type": "application/json"], "{}", true),
+            ("POST", "/mutation/a:b", ["Origin": "null", "Content-Type": "application/json"], "{}", true),
+            ("POST", "/mutation/a:b", ["Origin": "", "Content-Type": "application/json"], "{}", true),
+            ("POST", "/action/a:b", ["Sec-Fetch-Site": "cross-site", "Content-Type": "application/json"], "{}", true),
+            ("POST", "/action/a:b", ["Sec-Fetch-Site": "same-site", "Content-Type": "application/json"], "{}", true),
+            ("POST", "/mutation/a:b", ["Origin": "https://gw.test", "Content-Type": "text/plain"], "{}", true),
+            (
+                "POST", "/mutation/a:b",
+                ["Origin": "https://gw.test", "Content-Type": "application/x-www-form-urlencoded"],
+                "a=1", true
+            ),
+            (
+                "POST", "/mutation/a:b",
+                ["Origin": "https://gw.test", "Content-Type": "multipart/form-data; boundary=x"],
+                "", true
+            ),
+            ("POST", "/mutation/a:b", [:], "{}", true),
+            ("POST", "/stream-tickets", ["Origin": "https://evil.test"], "", true),
+            ("POST", "/query/a:b", ["Origin": "https://evil.test", "Content-Type": "application/json"], "{}", true),
+            // Allowed: its own origin, and no Origin (a client that is not a browser).
+            ("POST", "/mutation/a:b", ["Origin": "https://gw.test", "Content-Type": "application/json"], "{}", false),
+            (
+                "POST", "/mutation/a:b",
+                ["Origin": "HTTPS://GW.TEST", "Content-Type": "application/json; charset=utf-8"],
+                "{}", false
+            ),
+            (
+                "POST", "/mutation/a:b", ["Sec-Fetch-Site": "same-origin", "Content-Type": "application/json"], "{}",
+                false
+            ),
+            ("POST", "/mutation/a:b", ["Content-Type": "application/json"], "{}", false),
+            ("POST", "/stream-tickets", ["Origin": "https://gw.test"], "", false),
+            ("POST", "/stream-tickets", [:], "", false),
+            // Not the cookie's: a bearer token wins over it; safe methods; routes that do not act for the caller.
+            ("POST", "/mutation/a:b", ["Origin": "https://evil.test", "Authorization": "Bearer t"], "a=1", false),
+            ("GET", "/query/a:b", ["Origin": "https://evil.test"], "", false),
+            ("HEAD", "/query/a:b", ["Sec-Fetch-Site": "cross-site"], "", false),
+            ("POST", "/nowhere", ["Origin": "https://evil.test", "Content-Type": "text/plain"], "{}", false),
+        ] as [(String, String, [String: String], String, Bool)])
+    func theAuthCookieActsOnlyForItsOwnSite(
+        method: String, path: String, headers: [String: String], body: String, refused: Bool
+    ) throws {
+        var configuration = AccessConfiguration()
+        configuration.authCookie = "convex_jwt"
+        let access = AccessControl(configuration: configuration)
+        var fields = headers
+        fields["Host"] = "gw.test"
+        fields["Cookie"] = "theme=dark; convex_jwt=header.payload.sig"
+        var request = Self.request(path, method: method, headers: fields)
+        request.body = Array(body.utf8)
+        let answer = access.answer(to: request)
+        if refused {
+            let refusal = try #require(answer, "\(method) \(path) \(headers)")
+            #expect(refusal.status == 403)
+            #expect(String(decoding: refusal.body, as: UTF8.self).contains(#""code":"CrossSiteRequest""#))
+        } else {
+            #expect(answer.map(\.status) == nil, "\(method) \(path) \(headers)")
+        }
+        // Without the cookie, or on a gateway that reads none, nothing is refused.
+        var anonymous = request
+        anonymous.headers["cookie"] = nil
+        #expect(access.answer(to: anonymous).map(\.status) == nil)
+        #expect(AccessControl(configuration: AccessConfiguration()).answer(to: request).map(\.status) == nil)
+    }
+
+    @Test func theCrossSiteCheckAdmitsTheCORSOriginsButNotAWildcard() {
+        var configuration = AccessConfiguration()
+        configuration.authCookie = "convex_jwt"
+        configuration.cors = CORSPolicy(origins: ["https://app.test"])
+        let listed = AccessControl(configuration: configuration)
+        configuration.cors = CORSPolicy(origins: ["*"])
+        let wildcard = AccessControl(configuration: configuration)
+        let request = Self.request(
+            "/mutation/a:b", method: "POST",
+            headers: [
+                "Origin": "https://app.test", "Host": "gw.test", "Cookie": "convex_jwt=t",
+                "Content-Type": "application/json",
+            ])
+        #expect(listed.answer(to: request).map(\.status) == nil)
+        #expect(wildcard.answer(to: request)?.status == 403, "* lets any site read, never act as the user")
+        var withToken = request
+        withToken.headers["authorization"] = "Bearer t"
+        #expect(wildcard.answer(to: withToken).map(\.status) == nil)
+    }
+
+    @Test func theGatewaysOwnOriginIsItsHost() throws {
+        let check = try #require(CrossSiteCheck(cookieName: "convex_jwt", cors: CORSPolicy()))
+        #expect(check.allows(origin: "https://gw.test", host: "gw.test"))
+        #expect(check.allows(origin: "https://gw.test", host: "gw.test:443"))
+        #expect(check.allows(origin: "http://gw.test:8080", host: "GW.test:8080"))
+        #expect(!check.allows(origin: "https://gw.test", host: "gw.test:8443"))
+        #expect(!check.allows(origin: "https://gw.test.evil.test", host: "gw.test"))
+        #expect(!check.allows(origin: "https://gw.test", host: nil))
+        #expect(!check.allows(origin: "null", host: "gw.test"))
+        #expect(CrossSiteCheck(cookieName: nil, cors: CORSPolicy()) == nil)
+    }
+
     @Test func rateLimitCountsFunctionRoutesPerAddress() throws {
         var configuration = AccessConfiguration()
         configuration.rateLimit = 0.001

@@ -85,6 +85,73 @@ struct StreamTicketEndToEndTests {
         }
     }
 
+    @Test("a cross-site post with the auth cookie is refused before its mutation runs; JSON from its own site runs")
+    func crossSitePostsDoNotActAsTheCookiesUser() async throws {
+        let cookie = ["Cookie": "\(Self.cookie)=\(Self.jwt("csrf-ada"))"]
+        func headers(_ more: [String: String]) -> [String: String] { cookie.merging(more) { $1 } }
+        let forged = #"{"body":"forged","channel":"csrf"}"#
+        // CORS off, as by default.
+        try await GatewayHarness.run(configure: { $0.access.authCookie = Self.cookie }) { h in
+            // What a form or a no-cors fetch on another site can send, with the cookie the browser adds.
+            for contentType in ["application/x-www-form-urlencoded", "text/plain", "multipart/form-data; boundary=x"] {
+                let refused = try await h.post(
+                    "/mutation/messages:send", json: forged,
+                    headers: headers(["Origin": "https://evil.test", "Content-Type": contentType]))
+                #expect(refused.status == 403, "\(contentType): \(refused.text)")
+                #expect(refused.errorCode == "CrossSiteRequest")
+            }
+            let json = try await h.post(
+                "/mutation/messages:send", json: forged,
+                headers: headers(["Origin": "https://evil.test", "Content-Type": "application/json"]))
+            #expect(json.status == 403)
+            let crossSite = try await h.post(
+                "/action/messages:send", json: forged,
+                headers: headers(["Sec-Fetch-Site": "cross-site", "Content-Type": "application/json"]))
+            #expect(crossSite.status == 403)
+            let ticket = try await h.request(
+                "POST", "/stream-tickets", headers: headers(["Origin": "https://evil.test"]))
+            #expect(ticket.status == 403)
+            #expect(try await h.get("/query/messages:list?channel=csrf").text == "[]", "nothing forged was sent")
+
+            // From the gateway's own origin with JSON, and from a client that is not a browser, the user posts.
+            let own = try await h.post(
+                "/mutation/messages:send", json: #"{"body":"from its own page","channel":"csrf"}"#,
+                headers: headers(["Origin": "http://127.0.0.1", "Content-Type": "application/json"]))
+            #expect(own.status == 200, "\(own.text)")
+            let curl = try await h.post(
+                "/mutation/messages:send", json: #"{"body":"by curl","channel":"csrf"}"#,
+                headers: headers(["Content-Type": "application/json"]))
+            #expect(curl.status == 200, "\(curl.text)")
+            let sent = try await h.get("/query/messages:list?channel=csrf")
+            #expect(sent.text.contains("from its own page") && sent.text.contains("by curl"), "\(sent.text)")
+            #expect(!sent.text.contains("forged"))
+            // Without the cookie nothing is refused: the call is anonymous.
+            let anonymous = try await h.post(
+                "/mutation/messages:send", json: #"{"body":"anonymous","channel":"csrf-anonymous"}"#,
+                headers: ["Origin": "https://evil.test", "Content-Type": "text/plain"])
+            #expect(anonymous.status == 200, "\(anonymous.text)")
+        }
+        // With CORS on, its origins act as the user too, with JSON only.
+        try await GatewayHarness.run(configure: {
+            $0.access.authCookie = Self.cookie
+            $0.access.cors = CORSPolicy(origins: ["https://app.test"], allowCredentials: true)
+        }) { h in
+            let allowed = try await h.post(
+                "/mutation/messages:send", json: #"{"body":"from the app","channel":"cors"}"#,
+                headers: headers(["Origin": "https://app.test", "Content-Type": "application/json"]))
+            #expect(allowed.status == 200, "\(allowed.text)")
+            #expect(allowed.header("Access-Control-Allow-Origin") == "https://app.test")
+            let form = try await h.post(
+                "/mutation/messages:send", json: #"{"body":"by a form","channel":"cors"}"#,
+                headers: headers(["Origin": "https://app.test", "Content-Type": "text/plain"]))
+            #expect(form.status == 403)
+            #expect(form.errorCode == "CrossSiteRequest")
+            #expect(form.header("Access-Control-Allow-Origin") == "https://app.test", "a page can read why")
+            let sent = try await h.get("/query/messages:list?channel=cors")
+            #expect(sent.text.contains("from the app") && !sent.text.contains("by a form"), "\(sent.text)")
+        }
+    }
+
     @Test("a cookie GET is never answered with the anonymous caller's prepared response")
     func cookieTakesTheFullPath() async throws {
         try await GatewayHarness.run(configure: { $0.access.authCookie = Self.cookie }) { h in
