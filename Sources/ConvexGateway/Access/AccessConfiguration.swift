@@ -2,8 +2,8 @@
 /// `convex-gateway` executable fills this from flags and environment variables, as declared in
 /// `Settings/GatewaySettings+Declarations.swift` (docs/configuration.md, "Access controls and limits").
 public struct AccessConfiguration: Sendable {
-    /// When set, every request except `/healthz`, `/readyz`, `/openapi.yaml`, `/client.js` and CORS preflights must
-    /// carry it in the ``apiKeyHeader`` header; otherwise 401 `InvalidAPIKey`.
+    /// When set, every request except `/healthz`, `/readyz`, `/openapi.yaml` (but for its functions document),
+    /// `/client.js` and CORS preflights must carry it in the ``apiKeyHeader`` header; otherwise 401 `InvalidAPIKey`.
     public var apiKey: Secret?
     /// Which functions callers may reach; a refused function answers exactly as an unknown one (404).
     public var functions = FunctionFilter()

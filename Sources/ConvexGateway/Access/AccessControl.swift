@@ -88,12 +88,8 @@ package final class AccessControl: Sendable {
                 }
             }
         }
-        if let key = configuration.apiKey, accessClass().needsAPIKey {
-            switch fields.withField(AccessConfiguration.apiKeyHeader, { $0.map { key.matches($0) } }) {
-            case nil: return .answer(refusal(.invalidAPIKey(missing: true), headers: headers))
-            case false?: return .answer(refusal(.invalidAPIKey(missing: false), headers: headers))
-            case true?: break
-            }
+        if configuration.apiKey != nil, accessClass().needsAPIKey, let error = apiKeyRefusal(fields) {
+            return .answer(refusal(error, headers: headers))
         }
         if let rateLimiter, accessClass().isRateLimited, let retryAfter = rateLimiter.admit(remoteAddress()) {
             return .answer(refusal(.rateLimited(retryAfter: retryAfter), headers: headers))
@@ -112,6 +108,23 @@ package final class AccessControl: Sendable {
             return decision
         }
         return .answer(refusal(error, headers: headers))
+    }
+
+    /// Why the API key check refuses a request with these header fields (the key missing or wrong); `nil` when it
+    /// passes, or when the gateway has no key.
+    private func apiKeyRefusal(_ fields: some HeaderFields) -> GatewayError? {
+        guard let key = configuration.apiKey else { return nil }
+        switch fields.withField(AccessConfiguration.apiKeyHeader, { $0.map { key.matches($0) } }) {
+        case nil: return .invalidAPIKey(missing: true)
+        case false?: return .invalidAPIKey(missing: false)
+        case true?: return nil
+        }
+    }
+
+    /// The API key check alone, for what an open route serves only to callers with the key: the functions document.
+    /// - Throws: 401 `InvalidAPIKey` when the gateway has a key and `request` does not carry it.
+    func requireAPIKey(_ request: GatewayRequest) throws(GatewayError) {
+        if let error = apiKeyRefusal(request) { throw error }
     }
 
     private enum OriginCheck {

@@ -20,7 +20,9 @@ extension Route {
         },
         .exact("/metrics", methods: read, access: .keyed) { core, _, _ in .now(core.systemRoutes.metricsPage()) },
         .exact("/openapi.yaml", methods: read, access: .open) { core, request, _ throws(GatewayError) in
-            try core.systemRoutes.openAPI(request)
+            // The functions document lists what callers may call, with its schemas: behind the API key, as the calls.
+            if request.wantsFunctionsDocument { try core.access.requireAPIKey(request.request) }
+            return try core.systemRoutes.openAPI(request)
         },
         .exact("/client.js", methods: read, access: .open) { _, _, _ in .now(ClientScript.response) },
         .exact("/stream-tickets", methods: ["POST"], access: .rateLimited) { core, request, _ throws(GatewayError) in

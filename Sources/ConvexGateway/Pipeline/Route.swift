@@ -74,7 +74,8 @@ struct Route: Sendable, Equatable {
     /// What the access stage (Access/AccessControl.swift) asks of a route: whether it needs the API key, and whether
     /// the rate limit counts it (the routes that act for the caller).
     enum AccessClass: Sendable {
-        /// Probes, the public contract and the browser client: no API key, no rate limit.
+        /// Probes, the public contract and the browser client: no API key (the functions document, a form of the
+        /// contract's route, asks for it in its stage), no rate limit.
         case open
         /// The gateway's own protected routes (`/metrics`, and any path that matches no route): the API key only.
         case keyed

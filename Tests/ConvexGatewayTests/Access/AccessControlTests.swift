@@ -231,6 +231,15 @@ struct AccessControlTests {
             #expect(access.answer(to: Self.request(open)).map(\.status) == nil, "\(open)")
         }
         #expect(access.answer(to: Self.request("/nowhere"))?.status == 401)
+        // What an open route serves only with the key (the functions document) asks for it on its own.
+        #expect(throws: GatewayError.invalidAPIKey(missing: true)) {
+            try access.requireAPIKey(Self.request("/openapi.yaml"))
+        }
+        #expect(throws: GatewayError.invalidAPIKey(missing: false)) {
+            try access.requireAPIKey(Self.request("/openapi.yaml", headers: ["X-API-Key": "k-124"]))
+        }
+        try access.requireAPIKey(Self.request("/openapi.yaml", headers: ["X-API-Key": "k-123"]))
+        try AccessControl(configuration: AccessConfiguration()).requireAPIKey(Self.request("/openapi.yaml"))
     }
 
     @Test func preflightAndOriginChecks() throws {

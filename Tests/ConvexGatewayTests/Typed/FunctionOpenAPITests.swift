@@ -130,6 +130,35 @@ struct FunctionOpenAPITests {
         }
     }
 
+    @Test("with an API key the document needs it, as the calls do, and still lists no denied function")
+    func apiKey() async throws {
+        let key = try Secret("gw-key-0123456789", source: "test")
+        let deny = try FunctionPattern.list("typed:*")
+        try await GatewayHarness.run(
+            configure: {
+                $0.access.apiKey = key
+                $0.access.functions.deny = deny
+            }, adminKey: TypedInputTests.adminKey, functions: TypedInputTests.functions()
+        ) { h in
+            for target in ["/openapi.yaml?functions=1", "/openapi.yaml?functions=true&format=clean"] {
+                let missing = try await h.get(target)
+                #expect(missing.status == 401, "\(target)")
+                #expect(missing.errorCode == "InvalidAPIKey")
+                #expect(!missing.text.contains("conformance:"), "nothing of the document")
+                let wrong = try await h.get(target, headers: ["X-API-Key": "gw-key-0123456788"])
+                #expect(wrong.status == 401, "\(target)")
+            }
+            #expect(try await h.request("HEAD", "/openapi.yaml?functions=1").status == 401)
+            let document = try await h.get("/openapi.yaml?functions=1", headers: ["X-API-Key": "gw-key-0123456789"])
+            #expect(document.status == 200)
+            let doc = Self.parse(document.body)
+            #expect(Self.at(doc, "paths", "/query/conformance:typed") != nil)
+            #expect(Self.at(doc, "paths", "/mutation/typed:store") == nil)
+            // The contract itself stays open (404 here, where no document is configured).
+            #expect(try await h.get("/openapi.yaml").status == 404)
+        }
+    }
+
     @Test("the validator rejects a broken document (the check can fail)")
     func validatorRejects() async throws {
         let (status, _) = try await Self.validate(
