@@ -189,7 +189,10 @@ let package = Package(
             ]
         ),
         .testTarget(name: "MicroHTTPDTests", dependencies: ["MicroHTTPD", "TestSupport"]),
-        .target(name: "TestSupport", dependencies: ["OffThePool"], path: "Tests/TestSupport"),
+        .target(
+            name: "TestSupport",
+            dependencies: ["OffThePool", .product(name: "Clocks", package: "swift-clocks")],
+            path: "Tests/TestSupport"),
 
         // MARK: Gateway
         .target(

@@ -127,8 +127,10 @@ final class ClientCore: Sendable {
                 now: configuration.clock.wallSeconds, leeway: configuration.tokenRefreshLeeway)
         {
             l.refreshTimer?.cancel()
+            // The deadline is read now, under the lock: a task that starts late still refreshes on time.
+            let deadline = configuration.clock.now + plan.delay
             l.refreshTimer = Task { [self] in
-                do { try await configuration.clock.sleep(for: plan.delay) } catch { return }
+                do { try await configuration.clock.sleep(until: deadline) } catch { return }
                 await refreshToken(generation: plan.generation)
             }
         }

@@ -14,7 +14,7 @@ final class DeploymentCore: Sendable {
     let verifier: TokenVerifier
     let logger: Logger
     let dedupe = MutationResultCache()
-    let orphans = OrphanedMutations()
+    let orphans: OrphanedMutations
     private let accepted = Atomic<Int>(0)
     private let connections: ConnectionSet
     private let stalled = Mutex<Bool>(false)
@@ -33,6 +33,7 @@ final class DeploymentCore: Sendable {
         clock: ElapsedClock = .continuous
     ) {
         self.clock = clock
+        self.orphans = OrphanedMutations(clock: clock)
         self.verifier = verifier
         self.heartbeatInterval = heartbeatInterval
         self.jsonPingAfter = jsonPingAfter
@@ -156,8 +157,13 @@ final class OrphanedMutations: Sendable {
         var args: [UInt8]
     }
 
-    private let entries = Mutex<[Key: (response: ServerMessage.MutationResponse, added: ContinuousClock.Instant)]>([:])
+    private let entries = Mutex<[Key: (response: ServerMessage.MutationResponse, added: Duration)]>([:])
     static let lifetime: Duration = .seconds(60)
+    private let clock: ElapsedClock
+
+    init(clock: ElapsedClock) {
+        self.clock = clock
+    }
 
     private static func key(_ request: ClientMessage.FunctionRequest) -> Key {
         Key(
@@ -166,7 +172,7 @@ final class OrphanedMutations: Sendable {
     }
 
     func add(request: ClientMessage.FunctionRequest, response: ServerMessage.MutationResponse) {
-        let now = ContinuousClock.now
+        let now = clock.now
         entries.withLock { entries in
             entries = entries.filter { now - $0.value.added < Self.lifetime }
             entries[Self.key(request)] = (response, now)
@@ -174,7 +180,7 @@ final class OrphanedMutations: Sendable {
     }
 
     func claim(_ request: ClientMessage.FunctionRequest) -> ServerMessage.MutationResponse? {
-        let now = ContinuousClock.now
+        let now = clock.now
         return entries.withLock { entries in
             guard let entry = entries.removeValue(forKey: Self.key(request)), now - entry.added < Self.lifetime else {
                 return nil

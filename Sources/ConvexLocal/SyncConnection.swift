@@ -234,8 +234,10 @@ private struct Driver {
         // Rounded up to the next millisecond, plus one: the wall clock is a floating-point reading, and a timer that
         // woke a rounding error before `exp` would find nothing expired and never fire again.
         let delay = Duration.milliseconds(Int64((max(0, expiration - clock.wallSeconds) * 1000).rounded(.up)) + 1)
+        // The deadline is read now: a timer task that starts late still fires at `exp`.
+        let deadline = clock.now + delay
         spawned.append {
-            try? await clock.sleep(for: delay)
+            try? await clock.sleep(until: deadline)
             if !Task.isCancelled { connection.post(.expiryCheck) }
         }
     }

@@ -57,8 +57,15 @@ import Testing
             let port = try #require(gateway.port)
             let url = try #require(
                 URL(string: "http://127.0.0.1:\(port)/query/mlb:first_place_team?division=NL%20West"))
-            let (data, _) = try await URLSession.shared.data(from: url)
-            #expect(String(decoding: data, as: UTF8.self).contains("Dodgers"))
+            // The example keeps the default 5 s connect deadline, which a machine busy with the whole suite can miss
+            // once (a 503 UpstreamUnavailable); the gateway connects again for the next request.
+            var answer = ""
+            let answered = await eventually(timeout: .seconds(60)) {
+                guard let (data, _) = try? await URLSession.shared.data(from: url) else { return false }
+                answer = String(decoding: data, as: UTF8.self)
+                return answer.contains("Dodgers")
+            }
+            #expect(answered, "\(answer)")
             // What SIGTERM does: the group shuts down gracefully, the gateway drains, run() returns.
             await services.triggerGracefulShutdown()
             try await running.value

@@ -15,9 +15,10 @@ import Testing
 func withClientAndDeployment<R: Sendable>(
     adminKey: String? = nil,
     configuration: ConvexClientConfiguration = .init(callTimeout: .seconds(20)),
+    clock: ElapsedClock = .continuous,
     _ body: (ConvexClient, LocalDeployment) async throws -> R
 ) async throws -> R {
-    try await withLocalDeployment(.init(port: 0, adminKey: adminKey)) { deployment in
+    try await withLocalDeployment(.init(port: 0, adminKey: adminKey, clock: clock)) { deployment in
         try await ConvexClient.withClient(deploymentUrl: deployment.url, configuration: configuration) { client in
             try await body(client, deployment)
         }

@@ -1,35 +1,42 @@
+import Clocks
 import ConvexLocal
 import ConvexValues
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import Convex
 
-/// A token provider minting unsigned tokens that live `lifetime` seconds (the local deployment without an auth
-/// config takes unsigned tokens but enforces their `exp`), and recording how it was asked. After `tokens` calls it
-/// answers `nil`.
+/// A token provider minting unsigned tokens that live `lifetime` seconds of `clock`'s wall time (the local deployment
+/// without an auth config takes unsigned tokens but enforces their `exp`), and recording how it was asked. After
+/// `tokens` calls it answers `nil`.
 final class ShortTokenProvider: Sendable {
     let lifetime: Int
     let tokens: Int
-    private let calls = Mutex<[Bool]>([])
+    let clock: ElapsedClock
+    private let calls = Mutex<(forceRefreshes: [Bool], latestExpiration: Double?)>(([], nil))
 
-    init(lifetime: Int, tokens: Int = .max) {
+    init(lifetime: Int, tokens: Int = .max, clock: ElapsedClock) {
         self.lifetime = lifetime
         self.tokens = tokens
+        self.clock = clock
     }
 
     /// The `forceRefresh` argument of every call so far.
-    var forceRefreshes: [Bool] { calls.withLock { $0 } }
+    var forceRefreshes: [Bool] { calls.withLock { $0.forceRefreshes } }
+    /// The `exp` of the latest token minted.
+    var latestExpiration: Double? { calls.withLock { $0.latestExpiration } }
 
     func token(forceRefresh: Bool) -> String? {
-        let count = calls.withLock { calls in
-            calls.append(forceRefresh)
-            return calls.count
+        let now = Int(clock.wallSeconds)
+        let minted = calls.withLock { calls -> Bool in
+            calls.forceRefreshes.append(forceRefresh)
+            guard calls.forceRefreshes.count <= tokens else { return false }
+            calls.latestExpiration = Double(now + lifetime)
+            return true
         }
-        guard count <= tokens else { return nil }
-        // Real time: the real-time suite (CONVEX_TEST_REAL_TIME, run alone on a quiet machine): tokens expire by the wall clock.
-        let now = Int(Date().timeIntervalSince1970)
+        guard minted else { return nil }
         return makeJWT(#"{"sub":"user-1","iss":"https://issuer.test","iat":\#(now),"exp":\#(now + lifetime)}"#)
     }
 }
@@ -41,18 +48,52 @@ final class Recorded<Element: Sendable>: Sendable {
     var all: [Element] { items.withLock { $0 } }
 }
 
-/// Real time on 3 s tokens leaves a refresh window of 1.5 s, which a machine busy with the rest of the suite (thousands
-/// of sockets in the hostile-input tests) can stall through; `scripts/test` therefore runs this suite on its own after
-/// the parallel run, with `CONVEX_TEST_REAL_TIME=1`.
-@Suite(
-    .serialized, .timeLimit(.minutes(1)),
-    .enabled(if: ProcessInfo.processInfo.environment["CONVEX_TEST_REAL_TIME"] == "1", "run alone by scripts/test"))
+/// Token refresh and expiry on a test clock that the client and the deployment share: the test moves it, so a token's
+/// `exp`, the client's refresh ahead of it and the deployment's expiry happen when the test says, however busy the
+/// machine.
+@Suite(.timeLimit(.minutes(2)))
 struct TokenRefreshTests {
-    /// 20 s of a live subscription on 3 s tokens: the client refreshes ahead of every expiry on the same socket, so
+    /// The client's configuration on `clock`. The socket watchdog reads the same clock: moving it must not also mean a
+    /// silent server.
+    static func configuration(_ clock: ElapsedClock) -> ConvexClientConfiguration {
+        var configuration = ConvexClientConfiguration(callTimeout: .seconds(20))
+        configuration.clock = clock
+        configuration.inactivityTimeout = .seconds(3600)
+        return configuration
+    }
+
+    /// Every result of `results`, recorded as it comes (the reading task ends with the test's client).
+    static func collect(_ results: ConvexSubscription<ConvexValue>.Results) -> Recorded<
+        ConvexSubscription<ConvexValue>.Results.Element
+    > {
+        let recorded = Recorded<ConvexSubscription<ConvexValue>.Results.Element>()
+        Task { for await result in results { recorded.append(result) } }
+        return recorded
+    }
+
+    /// Returns once `results` holds a failure, or after TestSupport's generous bound.
+    static func failure(in results: Recorded<ConvexSubscription<ConvexValue>.Results.Element>) async -> Bool {
+        await TestSupport.eventually { results.all.contains { if case .failure = $0 { true } else { false } } }
+    }
+
+    /// When the clock has passed the moment the client refreshes the latest token (10 s before its `exp`, with 10 ms
+    /// to spare for the plan's rounding), waits until that refresh is done: a new token minted, the deployment's
+    /// confirmation, and the next refresh planned.
+    static func waitForDueRefresh(_ client: ConvexClient, _ provider: ShortTokenProvider, _ clock: ElapsedClock) async {
+        guard let expiration = provider.latestExpiration, clock.wallSeconds >= expiration - 10 + 0.01 else { return }
+        await eventually("the refresh due 10 s before \(expiration) is confirmed") {
+            (provider.latestExpiration ?? 0) > expiration
+                && client.core.state.withLock { $0.sync.refreshPlannedFor == $0.sync.identityVersion }
+        }
+    }
+
+    /// 400 s of a live subscription on 60 s tokens: the client refreshes ahead of every expiry on the same socket, so
     /// the deployment never sees an expired identity and the subscriber sees every change and no error.
     @Test func subscriptionOutlivesManyShortLivedTokens() async throws {
-        try await withClientAndDeployment { client, deployment in
-            let provider = ShortTokenProvider(lifetime: 3)
+        let clock = TestClock<Duration>()
+        let time = ElapsedClock(clock)
+        try await withClientAndDeployment(configuration: Self.configuration(time), clock: time) { client, deployment in
+            let provider = ShortTokenProvider(lifetime: 60, clock: time)
             try await client.setAuthProvider { provider.token(forceRefresh: $0) }
             let states = Recorded<ConnectionState>()
             let watcher = Task {
@@ -87,21 +128,19 @@ struct TokenRefreshTests {
             await eventually("both subscriptions have their first result") {
                 !values.all.isEmpty && !subjects.all.isEmpty
             }
-            // Real time: the real-time suite; the writes are spread over 20 s so that several refreshes fall between them.
-            let start = ContinuousClock.now
             // In step: each change is seen before the next write, so "every change" does not depend on how fast the
-            // reader runs on a busy machine (a subscription coalesces a slow reader to the latest value).
+            // reader runs on a busy machine (a subscription coalesces a slow reader to the latest value). A write every
+            // 5 s of the clock, which moves a second at a time and stops whenever a refresh is due until it is
+            // confirmed: the deployment never sees a token past its `exp`, however slow the machine.
             for written in 1...writes {
-                // Real time: a real-time suite; the tokens expire by the wall clock, and the writes are spread over
-                // 20 s so that several refreshes fall between them.
-                try await Task.sleep(for: .milliseconds(250))
+                for _ in 0..<5 {
+                    await clock.advance(by: .seconds(1))
+                    await Self.waitForDueRefresh(client, provider, time)
+                }
                 _ = try deployment.mutation("conformance:increment", ["name": "refresh"])
                 await eventually("change \(written) delivered") { values.all.last == .int64(Int64(written)) }
             }
             await reader.value
-            let elapsed = ContinuousClock.now - start
-
-            #expect(elapsed >= .seconds(20))
             #expect(errors.all.isEmpty, "\(errors.all)")
             #expect(values.all == (0...writes).map { .int64(Int64($0)) }, "every change, in order, once")
             #expect(subjects.all.allSatisfy { $0 == "user-1" }, "\(subjects.all)")
@@ -116,15 +155,20 @@ struct TokenRefreshTests {
     }
 
     @Test func providerWithNothingAtRefreshFailsAuthentication() async throws {
-        try await withClientAndDeployment { client, _ in
-            // Installing and connecting get a token; the first refresh gets nothing.
-            let provider = ShortTokenProvider(lifetime: 3, tokens: 2)
+        let clock = TestClock<Duration>()
+        let time = ElapsedClock(clock)
+        try await withClientAndDeployment(configuration: Self.configuration(time), clock: time) { client, _ in
+            // Installing and connecting get a token; the first refresh, 10 s before its `exp`, gets nothing.
+            let provider = ShortTokenProvider(lifetime: 60, tokens: 2, clock: time)
             try await client.setAuthProvider { provider.token(forceRefresh: $0) }
-            var whoami = client.subscribe(to: "conformance:whoami").results.makeAsyncIterator()
-            guard case .success(let first)? = await whoami.next() else { Issue.record("no first result"); return }
+            let whoami = Self.collect(client.subscribe(to: "conformance:whoami").results)
+            await eventually("the first result") { !whoami.all.isEmpty }
+            guard case .success(let first)? = whoami.all.first else { Issue.record("no first result"); return }
             #expect(first["identity"]?["subject"] == "user-1")
-            guard case .failure(let error)? = await whoami.next() else {
-                Issue.record("the subscription must fail"); return
+            let failed = try await clock.advance(by: .seconds(51)) { await Self.failure(in: whoami) }
+            #expect(failed, "a failure came")
+            guard case .failure(let error)? = whoami.all.dropFirst().first else {
+                Issue.record("the subscription must fail: \(whoami.all)"); return
             }
             #expect(error.code == .authenticationFailed)
             #expect(client.connectionState == .authenticationFailed(message: "Token provider returned no token"))
@@ -134,21 +178,26 @@ struct TokenRefreshTests {
     /// A static token (no provider) is not refreshed: at its `exp` the deployment's AuthError ends the client in
     /// `authenticationFailed`, and every subscriber gets that error, until new credentials arrive.
     @Test func staticTokenExpirySurfacesAsAuthenticationFailed() async throws {
-        try await withClientAndDeployment { client, _ in
-            // Real time: the real-time suite; a static token that expires by the wall clock.
-            let now = Int(Date().timeIntervalSince1970)
-            client.setAuth(token: makeJWT(#"{"sub":"static","iss":"https://i","iat":\#(now),"exp":\#(now + 2)}"#))
-            var whoami = client.subscribe(to: "conformance:whoami").results.makeAsyncIterator()
-            guard case .success(let first)? = await whoami.next() else { Issue.record("no first result"); return }
+        let clock = TestClock<Duration>()
+        let time = ElapsedClock(clock)
+        try await withClientAndDeployment(configuration: Self.configuration(time), clock: time) { client, _ in
+            let now = Int(time.wallSeconds)
+            client.setAuth(token: makeJWT(#"{"sub":"static","iss":"https://i","iat":\#(now),"exp":\#(now + 60)}"#))
+            let whoami = Self.collect(client.subscribe(to: "conformance:whoami").results)
+            await eventually("the first result") { !whoami.all.isEmpty }
+            guard case .success(let first)? = whoami.all.first else { Issue.record("no first result"); return }
             #expect(first["identity"]?["subject"] == "static")
-            guard case .failure(let error)? = await whoami.next() else {
-                Issue.record("the subscription must fail"); return
+            let failed = try await clock.advance(by: .seconds(60)) { await Self.failure(in: whoami) }
+            #expect(failed, "a failure came")
+            guard case .failure(let error)? = whoami.all.dropFirst().first else {
+                Issue.record("the subscription must fail: \(whoami.all)"); return
             }
             #expect(error.code == .authenticationFailed && error.message == "Convex token identity expired")
             #expect(client.connectionState == .authenticationFailed(message: "Convex token identity expired"))
             client.setAuth(token: makeJWT(#"{"sub":"static","iss":"https://i","exp":\#(now + 600)}"#))
-            guard case .success(let again)? = await whoami.next() else {
-                Issue.record("new credentials resume"); return
+            await eventually("new credentials resume") { whoami.all.count >= 3 }
+            guard case .success(let again)? = whoami.all.dropFirst(2).first else {
+                Issue.record("new credentials resume: \(whoami.all)"); return
             }
             #expect(again["identity"]?["subject"] == "static")
         }

@@ -5,7 +5,8 @@ extension TestClock<Duration> {
     /// timer is armed on the task that handles a message (the deployment's identity expiry, the gateway's deadlines),
     /// which may start its sleep only after the first move; a later small move then reaches it. At most `moves` small
     /// moves, so the clock never runs far past `first` (tokens that live an hour stay valid).
-    func advance<T: Sendable>(
+    @discardableResult
+    public func advance<T: Sendable>(
         by first: Duration, thenBy step: Duration = .seconds(1), moves: Int = 600,
         until event: @escaping @Sendable () async throws -> T
     ) async throws -> T {
