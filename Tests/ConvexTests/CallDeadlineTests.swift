@@ -3,6 +3,7 @@ import Convex
 import ConvexSyncProtocol
 import ConvexValues
 import Synchronization
+import TestSupport
 import Testing
 
 /// Call deadlines read the injected clock: a test advances through them instead of sleeping.
@@ -27,9 +28,14 @@ struct CallDeadlineTests {
                         outcome.withLock { $0 = .failure(error) }
                     }
                 }
-                await eventually("the action reached the deployment, so its deadline is set") {
-                    server.receivedMessages.contains { if case .action = $0.message { true } else { false } }
+                // The clock moves 10 ms at a time meanwhile (at most 6 s, well inside the call's 90 s), so a connect
+                // that failed on a loaded machine is retried after its backoff on this clock.
+                let reached = try await clock.advance(by: .zero, thenBy: .milliseconds(10)) {
+                    await TestSupport.eventually {
+                        server.receivedMessages.contains { if case .action = $0.message { true } else { false } }
+                    }
                 }
+                #expect(reached, "the action reached the deployment, so its deadline is set")
                 await clock.advance(by: .seconds(61))
                 #expect(outcome.withLock { $0 } == nil, "past the configured 60 s, within the call's 90 s")
                 await clock.advance(by: .seconds(30))

@@ -62,6 +62,18 @@ struct TokenRefreshTests {
         return configuration
     }
 
+    /// Waits for `condition` while the clock moves 50 ms at a time, so that what the client does on its own meanwhile
+    /// goes on (a connect that failed on a loaded machine is retried after a backoff on this clock).
+    static func waitMoving(
+        _ clock: TestClock<Duration>, _ what: String, sourceLocation: SourceLocation = #_sourceLocation,
+        _ condition: @escaping @Sendable () -> Bool
+    ) async throws {
+        let held = try await clock.advance(by: .zero, thenBy: .milliseconds(50)) {
+            await TestSupport.eventually { condition() }
+        }
+        if !held { Issue.record("gave up waiting until \(what)", sourceLocation: sourceLocation) }
+    }
+
     /// Every result of `results`, recorded as it comes (the reading task ends with the test's client).
     static func collect(_ results: ConvexSubscription<ConvexValue>.Results) -> Recorded<
         ConvexSubscription<ConvexValue>.Results.Element
@@ -125,7 +137,7 @@ struct TokenRefreshTests {
                 }
             }
             defer { identities.cancel() }
-            await eventually("both subscriptions have their first result") {
+            try await Self.waitMoving(clock, "both subscriptions have their first result") {
                 !values.all.isEmpty && !subjects.all.isEmpty
             }
             // In step: each change is seen before the next write, so "every change" does not depend on how fast the
@@ -162,10 +174,16 @@ struct TokenRefreshTests {
             let provider = ShortTokenProvider(lifetime: 60, tokens: 2, clock: time)
             try await client.setAuthProvider { provider.token(forceRefresh: $0) }
             let whoami = Self.collect(client.subscribe(to: "conformance:whoami").results)
-            await eventually("the first result") { !whoami.all.isEmpty }
+            try await Self.waitMoving(clock, "the first result") { !whoami.all.isEmpty }
             guard case .success(let first)? = whoami.all.first else { Issue.record("no first result"); return }
             #expect(first["identity"]?["subject"] == "user-1")
-            let failed = try await clock.advance(by: .seconds(51)) { await Self.failure(in: whoami) }
+            // To 9 s before `exp`, past the refresh (10 s before), then by small steps that stay short of `exp`.
+            let expiration = try #require(provider.latestExpiration)
+            let failed = try await clock.advance(
+                by: .seconds(expiration - 9 - time.wallSeconds), thenBy: .milliseconds(10)
+            ) {
+                await Self.failure(in: whoami)
+            }
             #expect(failed, "a failure came")
             guard case .failure(let error)? = whoami.all.dropFirst().first else {
                 Issue.record("the subscription must fail: \(whoami.all)"); return
@@ -184,10 +202,12 @@ struct TokenRefreshTests {
             let now = Int(time.wallSeconds)
             client.setAuth(token: makeJWT(#"{"sub":"static","iss":"https://i","iat":\#(now),"exp":\#(now + 60)}"#))
             let whoami = Self.collect(client.subscribe(to: "conformance:whoami").results)
-            await eventually("the first result") { !whoami.all.isEmpty }
+            try await Self.waitMoving(clock, "the first result") { !whoami.all.isEmpty }
             guard case .success(let first)? = whoami.all.first else { Issue.record("no first result"); return }
             #expect(first["identity"]?["subject"] == "static")
-            let failed = try await clock.advance(by: .seconds(60)) { await Self.failure(in: whoami) }
+            let failed = try await clock.advance(by: .seconds(Double(now + 60) - time.wallSeconds)) {
+                await Self.failure(in: whoami)
+            }
             #expect(failed, "a failure came")
             guard case .failure(let error)? = whoami.all.dropFirst().first else {
                 Issue.record("the subscription must fail: \(whoami.all)"); return
@@ -195,7 +215,7 @@ struct TokenRefreshTests {
             #expect(error.code == .authenticationFailed && error.message == "Convex token identity expired")
             #expect(client.connectionState == .authenticationFailed(message: "Convex token identity expired"))
             client.setAuth(token: makeJWT(#"{"sub":"static","iss":"https://i","exp":\#(now + 600)}"#))
-            await eventually("new credentials resume") { whoami.all.count >= 3 }
+            try await Self.waitMoving(clock, "new credentials resume") { whoami.all.count >= 3 }
             guard case .success(let again)? = whoami.all.dropFirst(2).first else {
                 Issue.record("new credentials resume: \(whoami.all)"); return
             }

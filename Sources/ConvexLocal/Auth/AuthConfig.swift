@@ -15,9 +15,12 @@ import Foundation
 /// `file:` path or a `data:` URI (both read once, when the deployment starts).
 public struct AuthConfig: Sendable, Hashable {
     public var providers: [AuthProvider]
+    /// How long one fetch of a provider's discovery document or remote key set may take (not part of the JSON).
+    public var keyFetchTimeout: Duration = .seconds(10)
 
-    public init(providers: [AuthProvider]) {
+    public init(providers: [AuthProvider], keyFetchTimeout: Duration = .seconds(10)) {
         self.providers = providers
+        self.keyFetchTimeout = keyFetchTimeout
     }
 
     /// Parses the JSON text of an auth config.

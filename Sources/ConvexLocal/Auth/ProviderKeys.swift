@@ -29,10 +29,12 @@ final class ProviderKeys: Sendable {
 
     private let source: Source
     private let cache = Mutex<Cached?>(nil)
+    private let fetchTimeout: Duration
 
     /// Reads `data:` and `file:` key sets now; remote ones wait for the first token.
     /// - Throws: ``AuthConfigError`` when a local key set cannot be read or parsed.
-    init(_ provider: AuthProvider) async throws(AuthConfigError) {
+    init(_ provider: AuthProvider, fetchTimeout: Duration) async throws(AuthConfigError) {
+        self.fetchTimeout = fetchTimeout
         switch provider {
         case .oidc(let domain, _):
             source = .discovery(domain: AuthProvider.withScheme(domain))
@@ -80,9 +82,9 @@ final class ProviderKeys: Sendable {
         switch source {
         case .fixed(let keys): return keys
         case .url(let jwks): url = jwks
-        case .discovery(let domain): url = try await Self.discoverJWKSURL(issuer: domain)
+        case .discovery(let domain): url = try await Self.discoverJWKSURL(issuer: domain, timeout: fetchTimeout)
         }
-        let keys = try await Self.fetchKeySet(url)
+        let keys = try await Self.fetchKeySet(url, timeout: fetchTimeout)
         cache.withLock { $0 = Cached(keys: keys, fetched: now) }
         return keys
     }
@@ -129,10 +131,10 @@ final class ProviderKeys: Sendable {
     private static let jwksMediaTypes = ["application/json", "application/jwk-set+json"]
 
     /// Fetches a key set, with Convex's error messages (`fetch_jwks`).
-    static func fetchKeySet(_ url: String) async throws(AuthenticationError) -> KeySet {
+    static func fetchKeySet(_ url: String, timeout: Duration) async throws(AuthenticationError) -> KeySet {
         let response: HTTPGetResponse
         do {
-            response = try await httpGet(url)
+            response = try await httpGet(url, timeout: timeout)
         } catch {
             throw .invalidAuthHeader(
                 "Could not fetch JWKS from URL '\(url)': \(error). Check that the URL is correct and accessible."
@@ -161,12 +163,12 @@ final class ProviderKeys: Sendable {
     }
 
     /// OIDC discovery: `<issuer>/.well-known/openid-configuration` must name this issuer and a `jwks_uri`.
-    static func discoverJWKSURL(issuer: String) async throws(AuthenticationError) -> String {
+    static func discoverJWKSURL(issuer: String, timeout: Duration) async throws(AuthenticationError) -> String {
         let failed = "Auth provider discovery of \(issuer) failed"
         let url = "\(issuer.trimmingSuffix("/"))/.well-known/openid-configuration"
         let response: HTTPGetResponse
         do {
-            response = try await httpGet(url)
+            response = try await httpGet(url, timeout: timeout)
         } catch {
             throw .discoveryFailed(failed)
         }
@@ -192,9 +194,9 @@ struct HTTPGetResponse: Sendable {
     var body: Data
 }
 
-/// One HTTP GET with a 10 s timeout.
-func httpGet(_ url: String) async throws(HTTPFetchError) -> HTTPGetResponse {
-    let response = try await httpFetch(.GET, url, headers: [("Accept", "application/json")], timeout: .seconds(10))
+/// One HTTP GET within `timeout`.
+func httpGet(_ url: String, timeout: Duration) async throws(HTTPFetchError) -> HTTPGetResponse {
+    let response = try await httpFetch(.GET, url, headers: [("Accept", "application/json")], timeout: timeout)
     return HTTPGetResponse(
         status: response.status, reasonPhrase: response.reasonPhrase, contentType: response.header("Content-Type"),
         body: Data(response.body))

@@ -27,7 +27,9 @@ final class TokenVerifier: Sendable {
     init(config: AuthConfig) async throws(AuthConfigError) {
         var providers: [Provider] = []
         for provider in config.providers {
-            providers.append(Provider(config: provider, keys: try await ProviderKeys(provider)))
+            providers.append(
+                Provider(config: provider, keys: try await ProviderKeys(provider, fetchTimeout: config.keyFetchTimeout))
+            )
         }
         self.providers = providers
     }

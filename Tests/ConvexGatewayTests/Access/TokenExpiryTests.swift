@@ -54,23 +54,32 @@ struct TokenExpiryTests {
             let lasting = try await h.openStream("/subscribe/conformance:whoami", headers: long)
             defer { lasting.close() }
             #expect(expiring.head.status == 200)
-            let first = try #require(try await expiring.nextEventAsync())
+            let first = try #require(
+                try await step("the expiring stream's first event") { try await expiring.nextEventAsync() })
             #expect(first.data.contains("brief"), "\(first.data)")
-            #expect(try await lasting.nextEventAsync()?.data.contains("lasting") == true)
+            let lastingFirst = try await step("the lasting stream's first event") { try await lasting.nextEventAsync() }
+            #expect(lastingFirst?.data.contains("lasting") == true)
 
             // Past `exp` and Convex's 5 s leeway for presented tokens.
             let error = try #require(
-                try await clock.advance(by: .seconds(70), until: { try await expiring.nextEventAsync() }),
+                try await step("the expiring stream's error event") {
+                    try await clock.advance(by: .seconds(70), until: { try await expiring.nextEventAsync() })
+                },
                 "an error event before the end")
             #expect(error.event == "fatal")
             let body = try #require(try? ConvexValue(plainJSON: Array(error.data.utf8)))
             #expect(body["error"]?["code"] == "Unauthenticated", "\(error.data)")
-            #expect(try await expiring.nextEventAsync() == nil, "the stream ends after the error")
+            let end = try await step("the expiring stream's end") { try await expiring.nextEventAsync() }
+            #expect(end == nil, "the stream ends after the error")
 
             // Nothing more is served to the expired token; the other identity is untouched.
-            let after = try await h.get("/query/conformance:whoami", headers: short)
+            let after = try await step("a query with the expired token") {
+                try await h.get("/query/conformance:whoami", headers: short)
+            }
             #expect(after.status == 401, "\(after.text)")
-            let other = try await h.get("/query/conformance:whoami", headers: long)
+            let other = try await step("a query with the lasting token") {
+                try await h.get("/query/conformance:whoami", headers: long)
+            }
             #expect(other.status == 200)
             #expect(other.text.contains("lasting"))
         }

@@ -8,6 +8,9 @@ import Testing
 /// test time.
 @Suite(.timeLimit(.minutes(1)))
 struct TokenVerifierTests {
+    /// Generous: the whole suite shares half a core in load mode, and a loopback key server then answers late.
+    static let keyFetchTimeout: Duration = .seconds(60)
+
     let issuer = TestIssuer.shared
     static let now: Double = 1_800_000_000
 
@@ -201,9 +204,11 @@ struct TokenVerifierTests {
         ]) { base in
             func remote(_ path: String) async throws -> TokenVerifier {
                 try await TokenVerifier(
-                    config: AuthConfig(providers: [
-                        .customJWT(issuer: TestIssuer.issuer, jwks: base + path, algorithm: .rs256, applicationID: nil)
-                    ]))
+                    config: AuthConfig(
+                        providers: [
+                            .customJWT(
+                                issuer: TestIssuer.issuer, jwks: base + path, algorithm: .rs256, applicationID: nil)
+                        ], keyFetchTimeout: Self.keyFetchTimeout))
             }
             #expect(try await remote("/jwks.json").identity(for: token, now: now).subject == "user-1")
             await expectRejected(
@@ -235,7 +240,8 @@ struct TokenVerifierTests {
             "/keys": ("application/json", issuer.jwksJSON),
         ]) { base in
             let verifier = try await TokenVerifier(
-                config: AuthConfig(providers: [.oidc(domain: base, applicationID: "client-1")]))
+                config: AuthConfig(
+                    providers: [.oidc(domain: base, applicationID: "client-1")], keyFetchTimeout: Self.keyFetchTimeout))
             var claims = TestIssuer.claims(issuer: base, now: now)
             claims.aud = ["client-1"]
             #expect(try await verifier.identity(for: try await issuer.sign(claims), now: now).issuer == base)
@@ -247,7 +253,9 @@ struct TokenVerifierTests {
                     "Could not verify OIDC token claim. Check that the token signature is valid and the token hasn't expired."
             )
             let wrongDomain = try await TokenVerifier(
-                config: AuthConfig(providers: [.oidc(domain: base + "/nowhere", applicationID: "client-1")]))
+                config: AuthConfig(
+                    providers: [.oidc(domain: base + "/nowhere", applicationID: "client-1")],
+                    keyFetchTimeout: Self.keyFetchTimeout))
             var elsewhere = claims
             elsewhere.iss = base + "/nowhere"
             let elsewhereToken = try await issuer.sign(elsewhere)
