@@ -128,8 +128,9 @@ enum ArgumentStage {
         guard let validator else { return guessed(text) }
         if takesText(validator) { return .string(text) }
         switch validator {
-        case .int64 where ArgumentCoercion.parseDecimal(text) != nil:
-            return .string(text)  // exact: ArgumentCoercion reads the decimal text as an int64
+        case .int64 where ArgumentCoercion.isDecimalInteger(text):
+            // Exact: ArgumentCoercion reads the decimal text as an int64, or says it is out of int64's range.
+            return .string(text)
         case .any:
             return guessed(text)
         default:

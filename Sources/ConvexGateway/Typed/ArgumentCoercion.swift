@@ -4,8 +4,10 @@ import Foundation
 /// Turns plain-JSON arguments into the Convex types their validators ask for, so that a client which cannot say
 /// "int64" or "bytes" in JSON can still call such a function:
 ///
-/// - where the validator is int64: a JSON number that is a whole number within ±2^53 (beyond that a float64 is not
-///   exact), or a string of decimal digits within the int64 range, becomes an int64;
+/// - where the validator is int64: a JSON number that is a whole number within ±(2^53 − 1), JavaScript's safe integers,
+///   or a string of decimal digits within the int64 range, becomes an int64. Beyond the safe integers a JSON number may
+///   have lost digits when it was read as a float64 (9007199254740993 reads as 9007199254740992), so it is refused
+///   rather than silently rounded: such a number must be sent as a decimal string;
 /// - where the validator is bytes: a standard base64 string becomes bytes;
 /// - recursively through objects, arrays, optional fields, records and unions. A union is coerced only when the value
 ///   matches no member as it is and exactly one member accepts the coerced value; otherwise the value is left alone.
@@ -13,8 +15,9 @@ import Foundation
 /// Anything else is left as it is, for the deployment to validate. A value that is meant for an int64 or bytes
 /// validator but cannot become one (1.5, 2^63, "12abc", bad base64) is an ``ArgumentCoercionError`` naming its path.
 package enum ArgumentCoercion {
-    /// Largest magnitude at which every whole float64 is exact.
-    static let exactFloatLimit = 9_007_199_254_740_992.0  // 2^53
+    /// The largest safe integer, 2^53 − 1 (JavaScript's `Number.MAX_SAFE_INTEGER`): up to it, a whole float64 is the
+    /// integer the JSON text said; from 2^53 on, two integers read as one float64 (2^53 + 1 reads as 2^53).
+    static let largestSafeInteger = 9_007_199_254_740_991.0
 
     /// Coerces a function's arguments object.
     package static func coerce(arguments: ConvexValue, validator: Validator) throws(ArgumentCoercionError)
@@ -33,17 +36,22 @@ package enum ArgumentCoercion {
             guard d.isFinite, d.rounded(.towardZero) == d else {
                 throw ArgumentCoercionError(path: path, message: "expected an int64, got the non-integral number \(d)")
             }
-            guard abs(d) <= exactFloatLimit else {
+            guard abs(d) <= largestSafeInteger else {
                 throw ArgumentCoercionError(
                     path: path,
-                    message: "the number \(d) is too large to be exact as a JSON number; send it as a decimal string")
+                    message: "the JSON number \(wholeNumberText(d)) is beyond ±9007199254740991 (2^53 − 1), where a "
+                        + "JSON number loses digits (9007199254740993 reads as 9007199254740992); send it as a decimal "
+                        + "string")
             }
             return .int64(Int64(d))
         case (.int64, .string(let text)):
             guard let parsed = parseDecimal(text) else {
                 throw ArgumentCoercionError(
                     path: path,
-                    message: "expected an int64, got a string that is not a decimal integer in the int64 range")
+                    message: isDecimalInteger(text)
+                        ? "the integer \(printable(text, limit: 40)) is out of int64's range "
+                            + "(-9223372036854775808 to 9223372036854775807)"
+                        : "expected an int64, got a string that is not a decimal integer")
             }
             return .int64(parsed)
         case (.bytes, .string(let text)):
@@ -74,7 +82,7 @@ package enum ArgumentCoercion {
             return .object(out)
         case (.literal(.int64(let expected)), .float64(let d)):
             // v.literal(5n) given as 5.
-            return d.isFinite && abs(d) <= exactFloatLimit && d.rounded(.towardZero) == d && Int64(d) == expected
+            return d.isFinite && abs(d) <= largestSafeInteger && d.rounded(.towardZero) == d && Int64(d) == expected
                 ? .int64(expected) : value
         case (.literal(.int64(let expected)), .string(let text)):
             return parseDecimal(text) == expected ? .int64(expected) : value
@@ -96,11 +104,21 @@ package enum ArgumentCoercion {
 
     /// An optional sign followed by ASCII digits, within the int64 range.
     static func parseDecimal(_ text: String) -> Int64? {
-        let bytes = Array(text.utf8)
+        guard isDecimalInteger(text), text.utf8.count <= 21 else { return nil }
+        return Int64(text)
+    }
+
+    /// Whether `text` is an optional sign followed by ASCII digits, whatever their number.
+    static func isDecimalInteger(_ text: String) -> Bool {
+        let bytes = text.utf8
         let digits =
             bytes.first == UInt8(ascii: "-") || bytes.first == UInt8(ascii: "+") ? bytes.dropFirst() : bytes[...]
-        guard !digits.isEmpty, digits.count <= 20, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
-        return Int64(text)
+        return !digits.isEmpty && digits.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+    }
+
+    /// A whole float64 as the integer it is (`9007199254740992`, not `9.007199254740992e+15`).
+    private static func wholeNumberText(_ d: Double) -> String {
+        abs(d) < 9.2e18 ? String(Int64(d)) : String(format: "%.0f", d)
     }
 }
 

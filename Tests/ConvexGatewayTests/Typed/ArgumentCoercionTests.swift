@@ -20,8 +20,18 @@ struct ArgumentCoercionTests {
         Case(name: "whole number to int64", validator: .int64, input: .float64(81), expected: .int64(81)),
         Case(name: "negative zero to int64", validator: .int64, input: .float64(-0.0), expected: .int64(0)),
         Case(
-            name: "2^53 to int64", validator: .int64, input: .float64(9_007_199_254_740_992),
-            expected: .int64(9_007_199_254_740_992)),
+            name: "2^53 - 1 to int64", validator: .int64, input: .float64(9_007_199_254_740_991),
+            expected: .int64(9_007_199_254_740_991)),
+        Case(
+            name: "-(2^53 - 1) to int64", validator: .int64, input: .float64(-9_007_199_254_740_991),
+            expected: .int64(-9_007_199_254_740_991)),
+        // 9007199254740993 (2^53 + 1) reads as this float64: it may be either, so it is refused, never rounded.
+        Case(
+            name: "2^53 refused", validator: .int64, input: .float64(9_007_199_254_740_992), expected: nil,
+            errorPath: ""),
+        Case(
+            name: "-2^53 refused", validator: .int64, input: .float64(-9_007_199_254_740_992), expected: nil,
+            errorPath: ""),
         Case(name: "decimal string to int64", validator: .int64, input: "-9223372036854775808", expected: .int64(.min)),
         Case(name: "max decimal string", validator: .int64, input: "9223372036854775807", expected: .int64(.max)),
         Case(name: "int64 stays", validator: .int64, input: .int64(5), expected: .int64(5)),
@@ -105,6 +115,40 @@ struct ArgumentCoercionTests {
         } catch {
             #expect(error.path == ".wins")
             #expect(error.description.hasPrefix("Argument 'wins': "))
+        }
+    }
+
+    @Test("a JSON number past the safe integers is refused, naming the argument and asking for a decimal string")
+    func roundedNumberRefused() throws {
+        // What a client sends as {"wins": 9007199254740993}: the JSON reader's float64.
+        let sent = try ConvexValue(plainJSON: Array(#"{"wins": 9007199254740993}"#.utf8))
+        #expect(sent == ["wins": .float64(9_007_199_254_740_992)], "the digits a float64 loses")
+        do {
+            let coerced = try ArgumentCoercion.coerce(arguments: sent, validator: .object(["wins": .int64]))
+            Issue.record("9007199254740993 became \(coerced)")
+        } catch {
+            #expect(error.path == ".wins")
+            #expect(error.description.hasPrefix("Argument 'wins': "), "\(error)")
+            #expect(error.description.contains("9007199254740992"), "\(error)")
+            #expect(error.description.contains("send it as a decimal string"), "\(error)")
+        }
+        // As a decimal string it is exact.
+        let exact = try ArgumentCoercion.coerce(
+            arguments: ["wins": "9007199254740993"], validator: .object(["wins": .int64]))
+        #expect(exact == ["wins": .int64(9_007_199_254_740_993)])
+    }
+
+    @Test("a decimal string out of int64's range says so, not that it should be sent as a decimal string")
+    func decimalOutOfRange() {
+        for text in ["99999999999999999999", "-9223372036854775809", "9223372036854775808"] {
+            do {
+                let coerced = try ArgumentCoercion.coerce(
+                    arguments: ["x": .string(text)], validator: .object(["x": .int64]))
+                Issue.record("\(text) became \(coerced)")
+            } catch {
+                #expect(error.description.contains("out of int64's range"), "\(error)")
+                #expect(!error.description.contains("decimal string"), "\(error)")
+            }
         }
     }
 

@@ -58,6 +58,37 @@ struct TypedInputTests {
         }
     }
 
+    @Test("no silent rounding: a JSON number past 2^53 - 1 is refused, a decimal string past int64 says out of range")
+    func noSilentRounding() async throws {
+        try await GatewayHarness.run(adminKey: Self.adminKey, functions: Self.functions()) { h in
+            // 2^53 + 1 reads as 2^53 in a float64: refused, never stored rounded.
+            for target in ["/query/conformance:typed", "/mutation/typed:store"] {
+                let body =
+                    target.hasPrefix("/query")
+                    ? #"{"x": 9007199254740993}"# : #"{"team": {"wins": 9007199254740993, "logo": ""}}"#
+                let rounded = try await h.post(target, json: body)
+                #expect(rounded.status == 400, "\(target): \(rounded.text)")
+                #expect(rounded.errorCode == "ArgumentValidationError")
+                #expect(rounded.text.contains(target.hasPrefix("/query") ? "'x'" : "'team.wins'"), "\(rounded.text)")
+                #expect(rounded.text.contains("send it as a decimal string"), "\(rounded.text)")
+            }
+            let largestSafe = try await h.post("/query/conformance:typed", json: #"{"x": 9007199254740991}"#)
+            #expect(largestSafe.status == 200, "\(largestSafe.text)")
+            #expect(largestSafe.text == "9007199254740991")
+            let asText = try await h.post("/query/conformance:typed", json: #"{"x": "9007199254740993"}"#)
+            #expect(asText.text == "9007199254740993")
+            // In the query string the value was decimal text already: it is out of range, nothing else.
+            let outOfRange = try await h.get("/query/conformance:typed?x=99999999999999999999")
+            #expect(outOfRange.status == 400)
+            #expect(outOfRange.errorCode == "ArgumentValidationError")
+            #expect(outOfRange.text.contains("'x'"), "\(outOfRange.text)")
+            #expect(outOfRange.text.contains("out of int64's range"), "\(outOfRange.text)")
+            #expect(!outOfRange.text.contains("decimal string"), "\(outOfRange.text)")
+            let inRange = try await h.get("/query/conformance:typed?x=9007199254740993")
+            #expect(inRange.text == "9007199254740993")
+        }
+    }
+
     @Test("base64 strings reach a bytes argument; results render per output mode")
     func bytesArgument() async throws {
         try await GatewayHarness.run(adminKey: Self.adminKey, functions: Self.functions()) { h in
