@@ -376,6 +376,88 @@ test("a refusal naming a subscription (error.sub) fails that query alone, from t
   gateway.close();
 });
 
+test("every kind of refusal naming a subscription before the stream opens drops that one: the good ones get values", async () => {
+  FakeEventStream.instances = [];
+  const gateway = new ConvexGateway("http://gateway.test", { debounceMs: 0, eventStreamReader: FakeEventStream });
+  const values = [];
+  const pages = [];
+  const errors = new Map();
+  // Errors heard, by the subscription's function and arguments.
+  const key = (fn, args) => `${fn} ${JSON.stringify(args)}`;
+  const failed = (name) => (error) => errors.set(name, [...(errors.get(name) ?? []), error]);
+  gateway.subscribe("messages:list", {}, (value) => values.push(value), failed("good"));
+  const feed = gateway.paginatedQuery("feed:list", {}, { initialNumItems: 2 }, (results, status) => pages.push(status),
+    failed("feed"));
+  // The refusals the gateway gives these, before the stream opens: a 400 or a 404 naming the subscription in `sub`.
+  const bad = [
+    ["messages.list", {}, 400, "InvalidFunctionPath"],
+    [":x", {}, 400, "InvalidFunctionPath"],
+    ["mlb::x", {}, 400, "InvalidFunctionPath"],
+    ["fn.js", {}, 404, "FunctionNotFound"],
+    ["conformance:typed", { x: 1.5 }, 400, "ArgumentValidationError"],
+    ["messages:list", { channel: 12 }, 400, "ArgumentValidationError"],
+  ];
+  for (const [fn, args] of bad) gateway.subscribe(fn, args, () => assert.fail(`a value for ${fn}`), failed(key(fn, args)));
+  await until(() => FakeEventStream.instances.length === 1);
+  assert.equal(FakeEventStream.instances[0].subscriptions.length, 2 + bad.length, "one stream for all");
+  // The gateway refuses one bad subscription per URL (the first it finds); the client drops it and opens again.
+  for (const [index, [fn, args, status, code]] of bad.entries()) {
+    const source = FakeEventStream.instances.at(-1);
+    const [id] = source.subscriptions.find(([, f, a]) => f === fn && JSON.stringify(a) === JSON.stringify(args));
+    source.refuse(status, { code, message: `Subscription '${id}': refused`, sub: id });
+    assert.equal(errors.get(key(fn, args))?.at(-1)?.code, code, `${fn} hears its own refusal`);
+    assert.equal(errors.get(key(fn, args))?.at(-1)?.status, status);
+    await until(() => FakeEventStream.instances.length === index + 2);
+  }
+  const last = FakeEventStream.instances.at(-1);
+  assert.deepEqual(last.subscriptions.map(([, fn]) => fn), ["messages:list", "feed:list"], "only the good ones are left");
+  assert.equal(errors.get("good"), undefined, "the good query heard no refusal");
+  assert.equal(errors.get("feed"), undefined, "the feed heard no refusal");
+  for (const [fn, args] of bad) assert.equal(errors.get(key(fn, args)).length, 1, `${fn} hears of it once`);
+  const [[listId], [pageId]] = last.subscriptions;
+  last.emit("transition", {
+    ts: "1",
+    changes: [
+      { sub: listId, value: ["hi"], v: "a" },
+      { sub: pageId, value: { page: [{ _id: "p1" }], isDone: true, continueCursor: "end" }, v: "b" },
+    ],
+  });
+  assert.deepEqual(values, [["hi"]]);
+  assert.equal(feed.status, "Exhausted");
+  assert.deepEqual(pages.at(-1), "Exhausted");
+  // A refused subscription asked for again hears the refusal at once, and the stream is not reopened for it.
+  const again = [];
+  gateway.subscribe("messages.list", {}, () => assert.fail("a value"), (error) => again.push(error.code));
+  await until(() => again.length === 1);
+  assert.deepEqual(again, ["InvalidFunctionPath"]);
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.equal(FakeEventStream.instances.at(-1), last);
+  gateway.close();
+});
+
+test("a refusal naming a subscription this stream does not hold, or a 5xx naming one, is the whole stream's", async () => {
+  FakeEventStream.instances = [];
+  const gateway = new ConvexGateway("http://gateway.test", { debounceMs: 0, eventStreamReader: FakeEventStream });
+  const errors = [];
+  gateway.subscribe("messages:list", {}, () => {}, (error) => errors.push(error.code));
+  await until(() => FakeEventStream.instances.length === 1);
+  FakeEventStream.instances[0].refuse(400, { code: "InvalidSubscriptions", message: "args.zz without sub.zz", sub: "zz" });
+  assert.deepEqual(errors, ["InvalidSubscriptions"]);
+  gateway.close();
+
+  FakeEventStream.instances = [];
+  const retried = new ConvexGateway("http://gateway.test", { debounceMs: 0, eventStreamReader: FakeEventStream });
+  const heard = [];
+  retried.subscribe("messages:list", {}, () => {}, (error) => heard.push(error.code));
+  await until(() => FakeEventStream.instances.length === 1);
+  const [[id]] = FakeEventStream.instances[0].subscriptions;
+  FakeEventStream.instances[0].refuse(503, { code: "Overloaded", message: "Subscription limit reached", sub: id });
+  assert.deepEqual(heard, ["Overloaded"], "heard, and the subscription is kept");
+  await until(() => FakeEventStream.instances.length === 2);
+  assert.deepEqual(FakeEventStream.instances[1].subscriptions.map(([, fn]) => fn), ["messages:list"]);
+  retried.close();
+});
+
 test("a fatal event (the token expired) reopens the stream with a token asked for with forceRefresh", async () => {
   FakeEventStream.instances = [];
   const asked = [];

@@ -35,7 +35,7 @@ struct BatchQueries: Sendable {
         return .later { [keys, queries] () async throws(GatewayError) -> GatewayOutcome in
             try await readYourWrites.ready(at: floor, identity: identityID, upstream: upstream)
             let snapshot = try await readBatch(
-                keys: keys, args: queries.map(\.args), upstream: upstream, format: format)
+                ids: ids, keys: keys, args: queries.map(\.args), upstream: upstream, format: format)
             let answer = try batchResponse(ids: ids, snapshot, format: format)
             guard let longPoll, LongPoll.holds(context, answer) else {
                 return .response(answer)
@@ -56,18 +56,20 @@ struct BatchQueries: Sendable {
     }
 
     /// Waits for the first result of every query (all at once), then reads them all at one snapshot.
+    /// - Throws: why a query has no first result, naming it (`ids` are the queries' ids, in the order of `keys`).
     private func readBatch(
-        keys: [SubscriptionHub.Key], args: [ConvexValue], upstream: any ConvexUpstream, format: OutputFormat
+        ids: [String], keys: [SubscriptionHub.Key], args: [ConvexValue], upstream: any ConvexUpstream,
+        format: OutputFormat
     ) async throws(GatewayError) -> (ts: UInt64, bodies: [SubscriptionHub.CurrentBody]) {
         let timeout = configuration.upstreamTimeout
         // Results expire only after the keep-warm period, so a second try finds them all unless one just ended.
         for _ in 0..<2 {
             if let snapshot = hub.currentBodies(for: keys, format: format) { return snapshot }
             let firsts = await hub.firstResults(of: Array(zip(keys, args)), upstream: upstream, timeout: timeout)
-            let missing = firsts.filter { $0.read == nil }
+            let missing = zip(ids, firsts).filter { $0.1.read == nil }
             // The subscription limit first: its 503 says when to come back.
-            if let first = missing.first(where: \.isFull) ?? missing.first {
-                throw SubscriptionHub.noFirstResult(first, timeout: timeout)
+            if let (id, first) = missing.first(where: { $0.1.isFull }) ?? missing.first {
+                throw SubscriptionHub.noFirstResult(first, timeout: timeout).naming(query: id)
             }
         }
         if let snapshot = hub.currentBodies(for: keys, format: format) { return snapshot }

@@ -37,7 +37,11 @@ struct ParsedRequest: Sendable {
         _ request: GatewayRequest, route: Route, defaultFormat: OutputFormat, credentials: CallerCredentials
     ) throws(GatewayError) {
         self.route = route
-        query = try QueryString(raw: request.rawQuery?[...])
+        // On a multi-subscription stream (or a batch), a bad `sub.<id>` or `args.<id>` names its subscription.
+        let many = StreamSubscriptions.Kind(route)
+        query = try QueryString(raw: request.rawQuery?[...]) { error, parameter in
+            many?.naming(error, parameter: parameter) ?? error
+        }
         let formats = query.values(named: "format")
         if let last = formats.last {
             guard formats.count == 1, let text = last else {

@@ -16,8 +16,12 @@ struct QueryString: Sendable, Equatable {
     }
 
     /// Decodes the raw query (after `?`, still percent-encoded). Empty `&&` items are skipped.
+    /// - Parameter naming: adds to the error about a parameter (given its name) what else it concerns: the parse stage
+    ///   names the subscription of a multi-subscription stream that a `sub.<id>` or `args.<id>` belongs to.
     /// - Throws: 400 naming the first parameter that is not UTF-8 once decoded, or that has a malformed escape.
-    init(raw: Substring?) throws(GatewayError) {
+    init(
+        raw: Substring?, naming: (_ error: GatewayError, _ parameter: String) -> GatewayError = { error, _ in error }
+    ) throws(GatewayError) {
         var parameters: [Parameter] = []
         guard let raw, !raw.isEmpty else {
             self.init(parameters)
@@ -40,7 +44,12 @@ struct QueryString: Sendable, Equatable {
                 }
                 return text
             }
-            parameters.append(Parameter(name: try text(parts[0]), value: parts.count == 2 ? try text(parts[1]) : nil))
+            do {
+                parameters.append(
+                    Parameter(name: try text(parts[0]), value: parts.count == 2 ? try text(parts[1]) : nil))
+            } catch {
+                throw naming(error, shownName)
+            }
         }
         self.init(parameters)
     }

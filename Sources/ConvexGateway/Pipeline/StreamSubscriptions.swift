@@ -14,7 +14,34 @@ struct StreamSubscriptions: Sendable {
         var route: String { self == .stream ? "/subscribe" : "/query" }
         var functionPrefix: String { self == .stream ? "sub" : "q" }
         var noun: String { self == .stream ? "subscription" : "query" }
+        var pluralNoun: String { self == .stream ? "subscriptions" : "queries" }
+        var capitalNoun: String { self == .stream ? "Subscription" : "Query" }
         var code: GatewayError.Code { self == .stream ? .invalidSubscriptions : .invalidQueries }
+
+        /// The kind of a multi-subscription stream or batch route (`/subscribe`, `/query` without a function).
+        init?(_ route: Route) {
+            guard route.function == nil else { return nil }
+            switch route.row.path {
+            case Kind.stream.route: self = .stream
+            case Kind.batch.route: self = .batch
+            default: return nil
+            }
+        }
+
+        /// `error` naming the subscription (or query) `id` in its message and in its `sub` (`query`) field.
+        func naming(_ error: GatewayError, id: String) -> GatewayError {
+            self == .stream ? error.naming(subscription: id) : error.naming(query: id)
+        }
+
+        /// `error` naming the subscription (or query) that the query parameter `name` belongs to (`sub.<id>`,
+        /// `q.<id>`, `args.<id>`), if it belongs to one.
+        func naming(_ error: GatewayError, parameter name: String) -> GatewayError {
+            for prefix in [functionPrefix + ".", "args."] where name.hasPrefix(prefix) {
+                let id = name.dropFirst(prefix.count)
+                if StreamSubscriptions.isValidID(id) { return naming(error, id: String(id)) }
+            }
+            return error
+        }
     }
 
     struct Subscription: Sendable {
@@ -30,13 +57,13 @@ struct StreamSubscriptions: Sendable {
     /// Query parameters of `/subscribe` that are not subscriptions (`ticket` is taken out by the parse stage).
     static let otherParameters: Set<String> = ["format"]
 
-    /// - Throws: 400 `InvalidSubscriptions` (`InvalidQueries` for a batch; or the argument stage's own error) naming
-    ///   the subscription.
+    /// - Throws: 400 `InvalidSubscriptions` (`InvalidQueries` for a batch; or the argument stage's own error). An
+    ///   error about one subscription (its function path, its arguments, a part given twice or without a value) names
+    ///   it in its message and in its `sub` field (`query` for a batch), so a client can drop it and keep the others.
     init(_ query: QueryString, limit: Int, kind: Kind = .stream) throws(GatewayError) {
         let prefix = kind.functionPrefix + "."
         let invalid = { (message: String) in GatewayError.badRequest(message, code: kind.code) }
         let noun = kind.noun
-        let capitalNoun = noun.prefix(1).uppercased() + noun.dropFirst()
         var functions: [(id: String, text: String)] = []
         var arguments: [String: String] = [:]
         for parameter in query.parameters where !Self.otherParameters.contains(parameter.name) {
@@ -49,25 +76,25 @@ struct StreamSubscriptions: Sendable {
                 (part, id) = ("args", name.dropFirst(5))
             } else {
                 throw invalid(
-                    "Unknown query parameter '\(printable(name))' on \(kind.route); name \(noun == "query" ? "queries" : "subscriptions") "
+                    "Unknown query parameter '\(printable(name))' on \(kind.route); name \(kind.pluralNoun) "
                         + "with \(prefix)<id>=<module:function> and their arguments with args.<id>=<JSON object>")
             }
             guard Self.isValidID(id) else {
                 throw invalid(
-                    "\(capitalNoun) id '\(printable(String(id)))' is not valid: use 1 to 64 of A-Z a-z 0-9 _ -")
+                    "\(kind.capitalNoun) id '\(printable(String(id)))' is not valid: use 1 to 64 of A-Z a-z 0-9 _ -")
             }
             let idText = String(id)
             guard let value = parameter.value else {
-                throw invalid("Query parameter '\(printable(name))' has no value")
+                throw kind.naming(invalid("Query parameter '\(name)' has no value"), id: idText)
             }
             if part == "function" {
                 guard !functions.contains(where: { $0.id == idText }) else {
-                    throw invalid("\(capitalNoun) '\(idText)' is given more than once")
+                    throw kind.naming(invalid("\(name) is given more than once"), id: idText)
                 }
                 functions.append((idText, value))
             } else {
                 guard arguments.updateValue(value, forKey: idText) == nil else {
-                    throw invalid("Arguments of \(noun) '\(idText)' are given more than once")
+                    throw kind.naming(invalid("\(name) is given more than once"), id: idText)
                 }
             }
         }
@@ -82,7 +109,7 @@ struct StreamSubscriptions: Sendable {
                     : "\(functions.count) queries in one request; at most \(limit) are allowed")
         }
         if let orphan = arguments.keys.sorted().first(where: { id in !functions.contains { $0.id == id } }) {
-            throw invalid("args.\(orphan) is given without \(prefix)\(orphan)")
+            throw kind.naming(invalid("args.\(orphan) is given without \(prefix)\(orphan)"), id: orphan)
         }
         var subscriptions: [Subscription] = []
         for (id, text) in functions {
@@ -90,13 +117,19 @@ struct StreamSubscriptions: Sendable {
             do {
                 function = try UdfPath(parsing: text)
             } catch {
-                throw GatewayError.badRequest(
-                    "\(capitalNoun) '\(id)': invalid function path '\(printable(error.path))': \(error.message)",
-                    code: .invalidFunctionPath)
+                throw kind.naming(
+                    GatewayError.badRequest(
+                        "invalid function path '\(printable(error.path))': \(error.message)", code: .invalidFunctionPath
+                    ),
+                    id: id)
             }
             var input = ArgumentStage.Input.body(.object([:]))
             if let text = arguments[id] {
-                input = try ArgumentStage.input(fromBody: Array(text.utf8), what: "\(capitalNoun) '\(id)': args.\(id)")
+                do {
+                    input = try ArgumentStage.input(fromBody: Array(text.utf8), what: "args.\(id)")
+                } catch {
+                    throw kind.naming(error, id: id)
+                }
             }
             subscriptions.append(Subscription(id: id, function: function, input: input))
         }
@@ -116,8 +149,7 @@ struct StreamSubscriptions: Sendable {
                         id: subscription.id, function: subscription.function,
                         args: try arguments.arguments(subscription.input, for: subscription.function)))
             } catch {
-                throw kind == .stream
-                    ? error.naming(subscription: subscription.id) : error.naming(query: subscription.id)
+                throw kind.naming(error, id: subscription.id)
             }
         }
         return typed

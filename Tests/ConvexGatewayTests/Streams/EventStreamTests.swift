@@ -262,22 +262,30 @@ final class RecordingOutput: EventStreamOutput {
         #expect(none == [:])
     }
 
-    @Test(arguments: [
-        ("", "InvalidSubscriptions", "at least one"),
-        ("format=plain", "InvalidSubscriptions", "at least one"),
-        ("sub.a=x:y&sub.a=x:z", "InvalidSubscriptions", "'a' is given more than once"),
-        ("sub.a%20b=x:y", "InvalidSubscriptions", "'a b' is not valid"),
-        ("sub.=x:y", "InvalidSubscriptions", "is not valid"),
-        ("sub.\(String(repeating: "a", count: 65))=x:y", "InvalidSubscriptions", "is not valid"),
-        ("sub.a", "InvalidSubscriptions", "has no value"),
-        ("sub.a=x:y&args.b=%7B%7D", "InvalidSubscriptions", "args.b is given without sub.b"),
-        ("sub.a=x:y&division=1", "InvalidSubscriptions", "Unknown query parameter 'division'"),
-        ("sub.a=x:y&sub.b=x:z&sub.c=x:w", "InvalidSubscriptions", "3 subscriptions on one stream; at most 2"),
-        ("sub.a=x:y&args.a=%5B1%5D", "InvalidArguments", "Subscription 'a': args.a must be a JSON object"),
-        ("sub.a=x:y&args.a=%7Bnope", "MalformedJSON", "Subscription 'a': args.a is not valid JSON"),
-        ("sub.a=..%2Fx:y", "InvalidFunctionPath", "Subscription 'a': invalid function path"),
-    ])
-    func refusesBadURLsNamingTheSubscription(query: String, code: String, message: String) {
+    /// Each bad URL, its code, a part of its message, and the subscription its `sub` field names (none when the error
+    /// is about the whole URL).
+    static let badURLs: [(String, String, String, String?)] = [
+        ("", "InvalidSubscriptions", "at least one", nil),
+        ("format=plain", "InvalidSubscriptions", "at least one", nil),
+        ("sub.a=x:y&sub.a=x:z", "InvalidSubscriptions", "Subscription 'a': sub.a is given more than once", "a"),
+        ("sub.a=x:y&args.a=%7B%7D&args.a=%7B%7D", "InvalidSubscriptions", "args.a is given more than once", "a"),
+        ("sub.a%20b=x:y", "InvalidSubscriptions", "'a b' is not valid", nil),
+        ("sub.=x:y", "InvalidSubscriptions", "is not valid", nil),
+        ("sub.\(String(repeating: "a", count: 65))=x:y", "InvalidSubscriptions", "is not valid", nil),
+        ("sub.a", "InvalidSubscriptions", "has no value", "a"),
+        ("sub.a=x:y&args.b=%7B%7D", "InvalidSubscriptions", "args.b is given without sub.b", "b"),
+        ("sub.a=x:y&division=1", "InvalidSubscriptions", "Unknown query parameter 'division'", nil),
+        ("sub.a=x:y&sub.b=x:z&sub.c=x:w", "InvalidSubscriptions", "3 subscriptions on one stream; at most 2", nil),
+        ("sub.a=x:y&args.a=%5B1%5D", "InvalidArguments", "Subscription 'a': args.a must be a JSON object", "a"),
+        ("sub.a=x:y&args.a=%7Bnope", "MalformedJSON", "Subscription 'a': args.a is not valid JSON", "a"),
+        ("sub.ok=x:y&sub.a=..%2Fx:y", "InvalidFunctionPath", "Subscription 'a': invalid function path", "a"),
+        ("sub.ok=x:y&sub.a=messages.list", "InvalidFunctionPath", "Subscription 'a': invalid function path", "a"),
+        ("sub.ok=x:y&sub.a=%3Ax", "InvalidFunctionPath", "Subscription 'a': invalid function path", "a"),
+        ("sub.ok=x:y&sub.a=mlb%3A%3Ax", "InvalidFunctionPath", "Subscription 'a': invalid function path", "a"),
+    ]
+
+    @Test(arguments: badURLs)
+    func refusesBadURLsNamingTheSubscription(query: String, code: String, message: String, sub: String?) {
         do {
             _ = try parse(query, limit: 2)
             Issue.record("accepted \(query)")
@@ -285,6 +293,44 @@ final class RecordingOutput: EventStreamOutput {
             #expect(error.status == 400)
             #expect(error.code.rawValue == code)
             #expect(error.message.contains(message), "\(error.message)")
+            #expect(error.concerns?.field == (sub == nil ? nil : "sub"), "\(query)")
+            #expect(error.concerns?.id == sub, "\(query)")
+        }
+    }
+
+    /// A batch's queries are refused by the same rules, each naming its query in the `query` field.
+    @Test(arguments: badURLs)
+    func refusesBadBatchURLsNamingTheQuery(query: String, code: String, message: String, sub: String?) {
+        let batch = query.replacingOccurrences(of: "sub.", with: "q.")
+        do {
+            _ = try StreamSubscriptions(try QueryString(raw: batch[...]), limit: 2, kind: .batch)
+            Issue.record("accepted \(batch)")
+        } catch {
+            #expect(error.status == 400)
+            let batchCode = code == "InvalidSubscriptions" ? "InvalidQueries" : code
+            #expect(error.code.rawValue == batchCode)
+            #expect(error.concerns?.field == (sub == nil ? nil : "query"), "\(batch)")
+            #expect(error.concerns?.id == sub, "\(batch)")
+            if sub != nil { #expect(error.message.hasPrefix("Query '\(sub ?? "")': "), "\(error.message)") }
+        }
+    }
+
+    /// A query string that cannot be decoded names the subscription its `sub.<id>` or `args.<id>` belongs to.
+    static let undecodable: [(String, String?)] = [
+        ("args.a=%7B%FF%7D", "a"), ("sub.b=%E0%80", "b"), ("args.c=%zz", "c"), ("other=%FF", nil),
+        ("args.%20=%FF", nil),
+    ]
+
+    @Test(arguments: undecodable)
+    func anUndecodableParameterNamesItsSubscription(query: String, sub: String?) {
+        do {
+            _ = try QueryString(raw: query[...]) { error, parameter in
+                StreamSubscriptions.Kind.stream.naming(error, parameter: parameter)
+            }
+            Issue.record("accepted \(query)")
+        } catch {
+            #expect(error.code == .invalidArguments)
+            #expect(error.concerns?.id == sub, "\(query)")
         }
     }
 }

@@ -8,10 +8,11 @@ import Testing
 /// `/subscribe?sub.<id>=…` end to end: raw HTTP streams → gateway → Convex client → local deployment.
 @Suite(.timeLimit(.minutes(2)))
 struct MultiSubscriptionEndToEndTests {
-    static func query(_ subscriptions: [(id: String, function: String, args: String?)]) -> String {
-        "/subscribe?"
+    /// A `/subscribe?sub.<id>=…` target (with `batch`, the `GET /query?q.<id>=…` of the same functions).
+    static func query(_ subscriptions: [(id: String, function: String, args: String?)], batch: Bool = false) -> String {
+        (batch ? "/query?" : "/subscribe?")
             + subscriptions.map { subscription in
-                var item = "sub.\(subscription.id)=\(subscription.function)"
+                var item = "\(batch ? "q" : "sub").\(subscription.id)=\(subscription.function)"
                 if let args = subscription.args {
                     item +=
                         "&args.\(subscription.id)="
@@ -156,6 +157,61 @@ struct MultiSubscriptionEndToEndTests {
 
             let post = try await h.post("/subscribe?sub.a=messages:list", json: "{}")
             #expect(post.status == 405)
+        }
+    }
+
+    /// Every kind of bad subscription beside a good one, with the status and code of its refusal: whatever stage
+    /// refuses it (the URL's parse, the function path, the JSON, the typed arguments, the deployment), the refusal
+    /// names it in its `sub` field (`query` on a batch), so a client can drop it and keep the good one. What only the
+    /// deployment refuses (`byDeployment`) is, on a batch, that query's entry under `errors` of a 200.
+    static let badBesideGood: [(function: String, args: String?, status: Int, code: String, byDeployment: Bool)] = [
+        ("messages.list", nil, 400, "InvalidFunctionPath", false),
+        (":x", nil, 400, "InvalidFunctionPath", false),
+        ("mlb::x", nil, 400, "InvalidFunctionPath", false),
+        ("fn.js", nil, 404, "FunctionNotFound", true),
+        ("nothing:here", nil, 404, "FunctionNotFound", true),
+        ("messages:list", #"{"channel":"#, 400, "MalformedJSON", false),
+        ("messages:list", "[1]", 400, "InvalidArguments", false),
+        ("conformance:typed", #"{"x":1.5}"#, 400, "ArgumentValidationError", false),
+        ("conformance:typed", #"{"x":9007199254740993}"#, 400, "ArgumentValidationError", false),
+        ("mlb:first_place_team", #"{"division":12}"#, 400, "ArgumentValidationError", true),
+    ]
+
+    @Test func everyKindOfBadSubscriptionIsRefusedNamingItInItsSubField() async throws {
+        try await GatewayHarness.run(adminKey: TypedInputTests.adminKey) { h in
+            let good: (id: String, function: String, args: String?) = ("good", "messages:list", #"{"channel":"good"}"#)
+            for bad in Self.badBesideGood {
+                let what = "\(bad.function) \(bad.args ?? "")"
+                let pair: [(id: String, function: String, args: String?)] = [good, ("bad", bad.function, bad.args)]
+                let stream = try await h.get(Self.query(pair), headers: ["Accept": "text/event-stream"])
+                #expect(stream.status == bad.status, "\(what): \(stream.text)")
+                #expect(stream.errorCode == bad.code, "\(what): \(stream.text)")
+                #expect(stream.json?["error"]?["sub"] == .string("bad"), "\(what): \(stream.text)")
+                #expect(stream.text.contains("Subscription 'bad'"), "\(what): \(stream.text)")
+
+                let batch = try await h.get(Self.query(pair, batch: true))
+                if bad.byDeployment {
+                    // The good query's value and the bad one's error, from one snapshot.
+                    #expect(batch.status == 200, "batch \(what): \(batch.text)")
+                    #expect(batch.json?["errors"]?["bad"]?["code"] == .string(bad.code), "batch \(what): \(batch.text)")
+                    #expect(batch.json?["values"]?["good"] != nil, "batch \(what): \(batch.text)")
+                } else {
+                    #expect(batch.status == bad.status, "batch \(what): \(batch.text)")
+                    #expect(batch.errorCode == bad.code, "batch \(what): \(batch.text)")
+                    #expect(batch.json?["error"]?["query"] == .string("bad"), "batch \(what): \(batch.text)")
+                    #expect(batch.json?["error"]?["sub"] == nil, "batch \(what): \(batch.text)")
+                    #expect(batch.text.contains("Query 'bad'"), "batch \(what): \(batch.text)")
+                }
+            }
+            // A parameter that cannot be decoded names its subscription too.
+            let undecodable = try await h.get("/subscribe?sub.good=messages:list&sub.bad=messages:list&args.bad=%FF")
+            #expect(undecodable.status == 400)
+            #expect(undecodable.errorCode == "InvalidArguments")
+            #expect(undecodable.json?["error"]?["sub"] == .string("bad"), "\(undecodable.text)")
+            // An error about the whole URL names none.
+            let unknownParameter = try await h.get("/subscribe?sub.good=messages:list&division=1")
+            #expect(unknownParameter.status == 400)
+            #expect(unknownParameter.json?["error"]?["sub"] == nil)
         }
     }
 
