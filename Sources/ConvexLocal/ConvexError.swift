@@ -1,3 +1,4 @@
+import ConvexSyncProtocol
 import ConvexValues
 
 /// An application error thrown by a function, carrying data the caller receives as `errorData`
@@ -35,6 +36,17 @@ struct FunctionCallError: Error, Sendable {
 
     static func userError(_ message: String) -> FunctionCallError {
         FunctionCallError(kind: .uncaught, message: message, errorData: nil)
+    }
+
+    /// No function at `path` that the caller may call. Convex's sentence, `Could not find public function for
+    /// '<path>'.`, which clients recognise, with advice for this deployment in place of Convex's (`npx convex dev`
+    /// deploys a Convex project's functions; this deployment's are the ones registered with it).
+    static func notFound(_ path: UdfPath, publicOnly: Bool) -> FunctionCallError {
+        FunctionCallError(
+            kind: .notFound,
+            message: "Could not find \(publicOnly ? "public function" : "function") for '\(path.canonical)'. "
+                + "Did you forget to register it with the local deployment?",
+            errorData: nil)
     }
 
     static func from(_ error: any Error) -> FunctionCallError {

@@ -66,13 +66,7 @@ final class FunctionEngine: Sendable {
         }
         let allowInternal = caller.isAdmin || fromFunction
         guard let function = registry.function(at: udfPath), function.visibility == .public || allowInternal else {
-            let which = allowInternal ? "function" : "public function"
-            return .failure(
-                FunctionCallError(
-                    kind: .notFound,
-                    message:
-                        "Could not find \(which) for '\(udfPath.canonical)'. Did you forget to run `npx convex dev` or `npx convex deploy`?",
-                    errorData: nil))
+            return .failure(.notFound(udfPath, publicOnly: !allowInternal))
         }
         if let kind, function.kind != kind {
             return .failure(

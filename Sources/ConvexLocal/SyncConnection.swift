@@ -146,8 +146,6 @@ private struct Driver {
     var isReconnect = false
     /// The identity expiry a timer is already set for.
     var expiryTimer: Double?
-    /// One request id per socket for query failures, so an unchanged failure compares equal.
-    let queryRequestId = makeRequestId()
 
     init(connection: SyncConnection, core: DeploymentCore, outbound: WebSocketOutboundWriter) {
         self.connection = connection
@@ -349,11 +347,21 @@ private struct Driver {
             case .failure(let e):
                 // As in Convex: the journal of a run that failed before its `paginate` finished is none.
                 evaluations[pending.queryId] = .failed(
-                    errorMessage: e.clientMessage(requestId: queryRequestId), logLines: outcome.logLines,
-                    errorData: e.errorData, journal: outcome.journal)
+                    errorMessage: Self.failureMessage(e, previous: session.subscriptions[pending.queryId]?.lastResult),
+                    logLines: outcome.logLines, errorData: e.errorData, journal: outcome.journal)
             }
             reads[pending.queryId] = outcome.readTables
         }
         return session.completeUpdate(evaluations: evaluations, readTables: reads, ts: snapshot.ts)
+    }
+
+    /// A query's failure as its client sees it, with a Request ID of its own, as Convex gives every request: a
+    /// fresh one, unless the query failed so before, whose message is kept so that an unchanged failure compares
+    /// equal and is not sent again.
+    static func failureMessage(_ error: FunctionCallError, previous: QueryEvaluation?) -> String {
+        if case .failed(let message, _, _, _)? = previous, message.hasSuffix("] Server Error\n" + error.detail) {
+            return message
+        }
+        return error.clientMessage(requestId: makeRequestId())
     }
 }

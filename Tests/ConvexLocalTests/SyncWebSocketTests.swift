@@ -122,6 +122,45 @@ struct SyncWebSocketTests {
         }
     }
 
+    /// Each failing query is a request of its own, with its own Request ID, as Convex gives them; an unknown function
+    /// is worded for this deployment's functions, without Convex's `npx convex dev` advice.
+    @Test func eachUnknownFunctionQueryHasItsOwnRequestID() async throws {
+        try await withDeployment { deployment in
+            let frames = [
+                connectFrame(),
+                ClientMessage.modifyQuerySet(
+                    .init(
+                        baseVersion: 0, newVersion: 1,
+                        modifications: [
+                            .add(.init(queryId: 0, udfPath: "nothing:here", args: [:])),
+                            .add(.init(queryId: 1, udfPath: "nothing:there", args: [:])),
+                            .add(.init(queryId: 2, udfPath: "nothing:here", args: ["again": true])),
+                        ])
+                ).jsonText,
+            ]
+            let result = try await syncExchange(deployment, path: "/api/1.17.0/sync", send: frames) { $0.count >= 1 }
+            guard case .transition(let transition)? = result.messages.first else {
+                Issue.record("unexpected messages \(result.messages)")
+                return
+            }
+            var requestIDs: [String] = []
+            for modification in transition.modifications {
+                guard case .queryFailed(_, let message, _, _, nil) = modification else {
+                    Issue.record("expected QueryFailed: \(modification)")
+                    continue
+                }
+                #expect(message.contains("Could not find public function for 'nothing:"), "\(message)")
+                #expect(message.contains("Did you forget to register it with the local deployment?"), "\(message)")
+                #expect(!message.contains("npx"), "\(message)")
+                let id = message.split(separator: "]").first.map { String($0.dropFirst("[Request ID: ".count)) }
+                requestIDs.append(id ?? "")
+            }
+            #expect(requestIDs.count == 3)
+            #expect(Set(requestIDs).count == 3, "a Request ID per request: \(requestIDs)")
+            #expect(requestIDs.allSatisfy { $0.count == 16 && $0.allSatisfy(\.isHexDigit) }, "\(requestIDs)")
+        }
+    }
+
     @Test(arguments: [
         ("{not json", "Received invalid JSON message"),
         (#"{"type":"Bogus"}"#, "unknown variant `Bogus`"),

@@ -21,13 +21,24 @@ public struct FunctionFilter: Sendable, Hashable {
         return !deny.contains { $0.matches(function) }
     }
 
-    /// The message a Convex deployment gives for a function it does not have, with its `[Request ID: …] Server Error`
-    /// line (16 random hex digits), so that a refused function cannot be told apart from an unknown one.
+    /// The message a deployment gives for a function it does not have, with its `[Request ID: …] Server Error` line (16
+    /// random hex digits, new for every answer as a deployment's are), so that a refused function cannot be told apart
+    /// from an unknown one. The advice a deployment adds after Convex's sentence differs between deployments (Convex
+    /// says to run `npx convex dev`, the local deployment to register the function), so the filtered upstream gives the
+    /// deployment's own answers without it too (``withoutAdvice(_:)``).
     static func notFoundMessage(_ function: String) -> String {
         let id = String(UInt64.random(in: .min ... .max), radix: 16)
         let requestID = String(repeating: "0", count: 16 - id.count) + id
-        return "[Request ID: \(requestID)] Server Error\n"
-            + "Could not find public function for '\(function)'. Did you forget to run `npx convex dev` or `npx convex deploy`?"
+        return "[Request ID: \(requestID)] Server Error\nCould not find public function for '\(function)'."
+    }
+
+    /// A deployment's unknown-function message cut after Convex's sentence, `Could not find public function for
+    /// '<function>'.`: its own Request ID kept, the advice after it left out. Any other message is returned as it is.
+    static func withoutAdvice(_ message: String) -> String {
+        guard let sentence = message.range(of: "Could not find public function for '"),
+            let end = message[sentence.upperBound...].range(of: "'.")
+        else { return message }
+        return String(message[..<end.upperBound])
     }
 }
 
@@ -46,7 +57,11 @@ struct FilteredUpstream: ConvexUpstream {
         -> UpstreamAnswer
     {
         try check(function)
-        return try await base.call(kind, function, args: args, timeout: timeout)
+        do {
+            return try await base.call(kind, function, args: args, timeout: timeout)
+        } catch {
+            throw error.inFilterWording
+        }
     }
 
     func waitForView(atLeast ts: UInt64, timeout: Duration) async -> UInt64 {
@@ -92,6 +107,12 @@ final class FilteredQuerySet: UpstreamQuerySet {
     }
 
     private func forward(_ transition: UpstreamTransition) {
+        var transition = transition
+        for index in transition.changes.indices {
+            if case .failure(let failure) = transition.changes[index].result {
+                transition.changes[index].result = .failure(failure.inFilterWording)
+            }
+        }
         // Under the lock, so that a refusal yielded meanwhile keeps the order of timestamps.
         lastTimestamp.withLock { last in
             last = transition.ts
@@ -115,5 +136,14 @@ final class FilteredQuerySet: UpstreamQuerySet {
     func close() {
         base.close()
         continuation.finish()
+    }
+}
+
+extension UpstreamFailure {
+    /// The failure as a filtered upstream answers it: an unknown function in the wording of the filter's refusals
+    /// (``FunctionFilter/withoutAdvice(_:)``), anything else as it is.
+    fileprivate var inFilterWording: UpstreamFailure {
+        guard case .unknownFunction(let message) = self else { return self }
+        return .unknownFunction(message: FunctionFilter.withoutAdvice(message))
     }
 }
