@@ -11,10 +11,20 @@ public final class ClientUpstream: ConvexUpstream {
     /// Open query sets, ended with an `unauthenticated` failure when the deployment refuses the credentials.
     private let subscriptions: OpenQuerySets
 
-    /// Opens (lazily) a connection to `deploymentUrl` acting as `identity`; reconnects are counted in `metrics`.
-    public init(
+    /// Opens (lazily) a connection to `deploymentUrl` acting as `identity`; reconnects are counted in `metrics`, and
+    /// failures to connect go to `connectWarnings` (the gateway's one rate-limited warning for all identities).
+    public convenience init(
         deploymentUrl: String, identity: UpstreamIdentity, metrics: GatewayMetrics,
         configuration: ConvexClientConfiguration = .init(), logger: Logger
+    ) throws(ConvexClientError) {
+        try self.init(
+            deploymentUrl: deploymentUrl, identity: identity, metrics: metrics, configuration: configuration,
+            connectWarnings: nil, logger: logger)
+    }
+
+    init(
+        deploymentUrl: String, identity: UpstreamIdentity, metrics: GatewayMetrics,
+        configuration: ConvexClientConfiguration, connectWarnings: UpstreamConnectWarnings?, logger: Logger
     ) throws(ConvexClientError) {
         let client = try ConvexClient(deploymentUrl: deploymentUrl, configuration: configuration, logger: logger)
         if case .bearer(let token) = identity {
@@ -29,9 +39,10 @@ public final class ClientUpstream: ConvexUpstream {
             for await state in states {
                 switch state {
                 case .connected: wasConnected = true
-                case .reconnecting where wasConnected:
+                case .reconnecting(let reason):
+                    if wasConnected { metrics.upstreamReconnected() }
                     wasConnected = false
-                    metrics.upstreamReconnected()
+                    connectWarnings?.connectionFailed(reason: reason)
                 case .authenticationFailed(let message):
                     // The identity's token expired or was refused: nothing more of it is served.
                     subscriptions.endAll(with: .unauthenticated(message))
@@ -114,17 +125,21 @@ public final class ClientUpstream: ConvexUpstream {
 }
 
 extension ClientUpstream {
-    /// A factory of connections to `deploymentUrl`, one per identity, for `Gateway`.
+    /// A factory of connections to `deploymentUrl`, one per identity, for `Gateway`. Their failures to connect are
+    /// logged at `warning`, one line per `connectWarningInterval` for all of them, on the configuration's clock.
     /// - Throws: ``ConvexClientError`` when the URL is not a deployment URL (checked once, here).
     public static func factory(
-        deploymentUrl: String, configuration: ConvexClientConfiguration = .init(), logger: Logger
+        deploymentUrl: String, configuration: ConvexClientConfiguration = .init(),
+        connectWarningInterval: Duration = .seconds(30), logger: Logger
     ) throws(ConvexClientError) -> @Sendable (UpstreamIdentity, GatewayMetrics) -> any ConvexUpstream {
         _ = try ConvexClient(deploymentUrl: deploymentUrl, configuration: configuration, logger: logger)
+        let warnings = UpstreamConnectWarnings(
+            deploymentURL: deploymentUrl, clock: configuration.clock, interval: connectWarningInterval, logger: logger)
         return { identity, metrics in
             do throws(ConvexClientError) {
                 return try ClientUpstream(
                     deploymentUrl: deploymentUrl, identity: identity, metrics: metrics, configuration: configuration,
-                    logger: logger)
+                    connectWarnings: warnings, logger: logger)
             } catch {
                 return UnavailableUpstream(reason: error.message)
             }

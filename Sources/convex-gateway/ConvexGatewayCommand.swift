@@ -85,12 +85,16 @@ enum ConvexGatewayCommand {
         }
         let gateway = Gateway(configuration: configuration, logger: logger, upstreamFactory: factory)
         try gateway.start()
+        // The deployment it serves, so a wrong --convex-url shows at once (no secret: a URL's user, password and query
+        // are left out).
         logger.notice(
             "Gateway listening",
             metadata: [
                 "http.host": "\(settings.gateway.host)", "http.port": "\(gateway.port ?? 0)",
                 "http.threads": "\(gateway.threadCount)",
                 "gateway.format": "\(settings.gateway.defaultFormat.rawValue)",
+                "convex.url": "\(RedactedURL(deploymentURL))",
+                "convex.deployment": "\(deployment == nil ? "given" : "embedded")",
             ])
         // SIGTERM and SIGINT drain the gateway (Gateway is a Service); the embedded deployment stops after it.
         let group = ServiceGroup(configuration: .init(services: [gateway], logger: logger))
