@@ -9,7 +9,7 @@ package struct RedactedURL: Sendable, Hashable, CustomStringConvertible {
         if let end = text.firstIndex(where: { $0 == "?" || $0 == "#" }) {
             text = text[..<end]
         }
-        guard let scheme = text.range(of: "://") else {
+        guard let scheme = text.firstRange(of: "://") else {
             description = String(text)
             return
         }

@@ -70,7 +70,7 @@ package enum ConnectFailureCause: String, Sendable, CustomStringConvertible {
     /// timed out after <duration>`.
     package init?(reason: String) {
         guard reason.hasPrefix("Connection to ") else { return nil }
-        if let failed = reason.range(of: " failed: ") {
+        if let failed = reason.firstRange(of: " failed: ") {
             self.init(error: reason[failed.upperBound...].lowercased())
         } else if reason.contains(" timed out after ") {
             self = .timedOut

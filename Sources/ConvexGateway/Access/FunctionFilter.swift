@@ -35,8 +35,8 @@ public struct FunctionFilter: Sendable, Hashable {
     /// A deployment's unknown-function message cut after Convex's sentence, `Could not find public function for
     /// '<function>'.`: its own Request ID kept, the advice after it left out. Any other message is returned as it is.
     static func withoutAdvice(_ message: String) -> String {
-        guard let sentence = message.range(of: "Could not find public function for '"),
-            let end = message[sentence.upperBound...].range(of: "'.")
+        guard let sentence = message.firstRange(of: "Could not find public function for '"),
+            let end = message[sentence.upperBound...].firstRange(of: "'.")
         else { return message }
         return String(message[..<end.upperBound])
     }
