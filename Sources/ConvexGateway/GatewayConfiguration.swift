@@ -23,6 +23,16 @@ public struct GatewayConfiguration: Sendable {
     /// Upper bound on live upstream subscriptions: at it, a stream or batch `GET` that needs a new one gets 503, a
     /// `GET` of one query a one-shot answer.
     public var maxSubscriptions = 10_000
+    /// Upper bound on the live upstream subscriptions one caller (a signed-in identity, else a client address) has
+    /// made, so that no caller fills the table: at it, its stream or batch `GET` that needs a new one gets 429, its
+    /// `GET` of one query a one-shot answer. 0 means a tenth of ``maxSubscriptions``.
+    public var maxSubscriptionsPerCaller = 0
+    /// The limit per caller in force (``maxSubscriptionsPerCaller``, or its default), never above
+    /// ``maxSubscriptions``.
+    public var effectiveMaxSubscriptionsPerCaller: Int {
+        let limit = maxSubscriptionsPerCaller > 0 ? maxSubscriptionsPerCaller : maxSubscriptions / 10
+        return max(1, min(limit, maxSubscriptions))
+    }
     /// Upper bound on the subscriptions of one multi-subscription stream (`/subscribe?sub.<id>=…`).
     public var maxStreamSubscriptions = 100
     /// Longest a `GET` with `If-None-Match` and `Prefer: wait=<seconds>` waits for a change (a long-poll); 0: never.

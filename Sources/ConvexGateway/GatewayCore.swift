@@ -64,7 +64,8 @@ package final class GatewayCore: Sendable {
         let hotTargets = HotPath.Targets(metrics: metrics, authCookie: configuration.access.authCookie)
         self.openStreams = OpenStreams(metrics: metrics)
         self.hub = SubscriptionHub(
-            keepWarm: configuration.keepWarm, maxSubscriptions: configuration.maxSubscriptions, metrics: metrics,
+            keepWarm: configuration.keepWarm, maxSubscriptions: configuration.maxSubscriptions,
+            maxSubscriptionsPerCaller: configuration.effectiveMaxSubscriptionsPerCaller, metrics: metrics,
             logger: logger, clock: clock, fanOutThreads: fanOutThreads, render: render)
         let access = AccessControl(configuration: configuration.access, clock: clock)
         self.access = access
@@ -98,11 +99,11 @@ package final class GatewayCore: Sendable {
             targets: hotTargets, access: access, hub: hub, queries: queries, readYourWrites: readYourWrites,
             functionSpecs: functionSpecs, maxWaitSeconds: configuration.maxWaitSeconds, metrics: metrics, clock: clock)
         self.batchQueries = BatchQueries(
-            hub: hub, pool: pool, readYourWrites: readYourWrites, arguments: arguments, configuration: configuration,
-            render: render, logger: logger)
+            hub: hub, pool: pool, access: access, readYourWrites: readYourWrites, arguments: arguments,
+            configuration: configuration, render: render, logger: logger)
         self.streams = Streams(
-            hub: hub, pool: pool, openStreams: openStreams, readYourWrites: readYourWrites, arguments: arguments,
-            configuration: configuration, logger: logger)
+            hub: hub, pool: pool, access: access, openStreams: openStreams, readYourWrites: readYourWrites,
+            arguments: arguments, configuration: configuration, logger: logger)
         self.systemRoutes = SystemRoutes(
             metrics: metrics, pool: pool, credentials: credentials, functionSpecs: functionSpecs,
             functionFilter: configuration.access.functions,

@@ -38,6 +38,9 @@ package struct GatewayError: Error, Sendable, Hashable, CustomStringConvertible 
         case convexError = "ConvexError"
         /// The client's rate limit is used up.
         case rateLimited = "RateLimited"
+        /// The caller made as many of the live upstream subscriptions as one caller may
+        /// (`--max-subscriptions-per-caller`).
+        case tooManySubscriptions = "TooManySubscriptions"
         case functionFailed = "FunctionFailed"
         case internalError = "InternalError"
         case upstreamConnectionLost = "UpstreamConnectionLost"
@@ -60,7 +63,7 @@ package struct GatewayError: Error, Sendable, Hashable, CustomStringConvertible 
             case .payloadTooLarge: 413
             case .unsupportedMediaType: 415
             case .convexError: 422
-            case .rateLimited: 429
+            case .rateLimited, .tooManySubscriptions: 429
             case .functionFailed, .internalError: 500
             case .upstreamConnectionLost: 502
             case .upstreamUnavailable, .overloaded, .shuttingDown: 503
@@ -189,6 +192,17 @@ extension GatewayError {
         code: .overloaded, message: "Subscription limit reached; try again later",
         headers: [("Retry-After", "5")]
     )
+
+    /// A stream or batch `GET` that needs a new upstream subscription while its caller (identity, else client
+    /// address) has made `limit` of the live ones: a 429, since the gateway still serves others. The caller's
+    /// subscriptions free up as its streams close and, unread, at the end of their keep-warm period.
+    package static func callerSubscriptionLimitReached(limit: Int, keepWarm: Duration) -> GatewayError {
+        GatewayError(
+            code: .tooManySubscriptions,
+            message: "This caller already holds \(limit) live subscriptions, the most one caller may "
+                + "(--max-subscriptions-per-caller); close a stream, or retry once unread ones expire",
+            headers: [("Retry-After", String(max(1, Int(keepWarm.seconds.rounded(.up)))))])
+    }
 
     package static let shuttingDown = GatewayError(
         code: .shuttingDown, message: "Gateway is shutting down",

@@ -121,6 +121,17 @@ package final class AccessControl: Sendable {
         }
     }
 
+    /// Charges a stream or batch `GET` of `count` subscriptions the rest of its rate-limit cost, one token per
+    /// subscription: the access stage took one when the request came, this takes `count - 1` more from the same
+    /// client's bucket once its subscriptions are counted. Nothing without a rate limit.
+    /// - Throws: 429 `RateLimited` when the client's bucket does not hold them.
+    func chargeSubscriptions(_ count: Int, remoteAddress: String?) throws(GatewayError) {
+        guard let rateLimiter, count > 1 else { return }
+        if let retryAfter = rateLimiter.admit(remoteAddress, cost: count - 1) {
+            throw .rateLimited(retryAfter: retryAfter)
+        }
+    }
+
     /// The API key check alone, for what an open route serves only to callers with the key: the functions document.
     /// - Throws: 401 `InvalidAPIKey` when the gateway has a key and `request` does not carry it.
     func requireAPIKey(_ request: GatewayRequest) throws(GatewayError) {

@@ -3,7 +3,8 @@ import HTTPFields
 import Synchronization
 
 /// One client's token bucket: it holds up to `burst` tokens, refills at `rate` tokens per second, and each request
-/// takes one. A plain value type, tested without clocks or I/O; times are the gateway clock's (``GatewayClock/now``).
+/// takes its cost (one; a stream or batch `GET` one per subscription). A plain value type, tested without clocks or
+/// I/O; times are the gateway clock's (``GatewayClock/now``).
 struct TokenBucket: Sendable, Hashable {
     var tokens: Double
     var updated: Duration
@@ -13,15 +14,17 @@ struct TokenBucket: Sendable, Hashable {
         updated = now
     }
 
-    /// Takes a token if there is one. Returns `nil` when the request may go ahead, otherwise how long until a token
-    /// will be there.
-    mutating func take(now: Duration, rate: Double, burst: Int) -> Duration? {
+    /// Takes `cost` tokens if the bucket holds them. Returns `nil` when the request may go ahead, otherwise how long
+    /// until they will be there. A cost above `burst` is taken from a full bucket, which it leaves in debt: the client
+    /// then waits until the debt is paid back at `rate`, so a request is charged its whole cost whatever the burst.
+    mutating func take(now: Duration, rate: Double, burst: Int, cost: Int = 1) -> Duration? {
         refill(now: now, rate: rate, burst: burst)
-        if tokens >= 1 {
-            tokens -= 1
+        let needed = Double(min(cost, burst))
+        if tokens >= needed {
+            tokens -= Double(cost)
             return nil
         }
-        return .seconds((1 - tokens) / rate)
+        return .seconds((needed - tokens) / rate)
     }
 
     /// Whether the bucket is full at `now`, so forgetting it changes nothing.
@@ -64,14 +67,14 @@ package final class RateLimiter: Sendable {
         self.capacity = capacity
     }
 
-    /// Takes one request from `address`'s budget. Returns `nil` to go ahead, otherwise the whole seconds the client
-    /// should wait (at least 1), for `Retry-After`.
-    package func admit(_ address: String?, now: Duration? = nil) -> Int? {
+    /// Takes a request of `cost` tokens from `address`'s budget (one for most requests). Returns `nil` to go ahead,
+    /// otherwise the whole seconds the client should wait (at least 1), for `Retry-After`.
+    package func admit(_ address: String?, now: Duration? = nil, cost: Int = 1) -> Int? {
         let now = now ?? clock.now
         let key = ClientAddress.rateLimitKey(address)
         let wait: Duration? = state.withLock { state in
             if var bucket = state.buckets[key] {
-                let wait = bucket.take(now: now, rate: rate, burst: burst)
+                let wait = bucket.take(now: now, rate: rate, burst: burst, cost: cost)
                 state.buckets[key] = bucket
                 return wait
             }
@@ -80,7 +83,7 @@ package final class RateLimiter: Sendable {
                 sweep(&state, now: now)
             }
             var bucket = TokenBucket(burst: burst, now: now)
-            let wait = bucket.take(now: now, rate: rate, burst: burst)
+            let wait = bucket.take(now: now, rate: rate, burst: burst, cost: cost)
             state.buckets[key] = bucket
             return wait
         }

@@ -1,6 +1,6 @@
 import ConvexValues
 
-/// The sink of one long-poll `GET` (``SubscriptionHub/nextChange(of:upstream:format:timeout:)``), of one
+/// The sink of one long-poll `GET` (``SubscriptionHub/nextChange(of:caller:upstream:format:timeout:)``), of one
 /// query or a batch of them: the first update whose hash differs from the one the client holds of that member ends
 /// the wait, and so do the timeout, the end of a subscription, and shutdown (with `nil`). It ends once; later calls do
 /// nothing.

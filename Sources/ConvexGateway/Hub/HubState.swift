@@ -94,6 +94,8 @@ struct HubState {
     struct Entry {
         let generation: UInt64
         let args: ConvexValue
+        /// The caller that made it, charged for it while it lives (``SubscriptionCaller``).
+        let owner: SubscriptionCaller
         var current: CurrentResult?
         var sequence: UInt64 = 0
         /// The subscriptions of streams of several subscriptions, and those of single-subscription streams that
@@ -138,15 +140,19 @@ struct HubState {
         case ready((current: CurrentResult, ts: UInt64))
         /// Waiting; carry out the actions (a new upstream subscription).
         case waiting([Action])
-        /// Refused: nothing subscribes to the key and the subscription limit is reached.
-        case full
+        /// Refused: nothing subscribes to the key, and `limit` is reached (the gateway's, or the caller's).
+        case full(SubscriptionLimit)
         /// Refused: the hub is shut down.
         case shutDown
     }
 
     let keepWarm: Duration
     let maxSubscriptions: Int
+    /// The entries one caller may have made and still live (``SubscriptionCaller``).
+    let maxPerCaller: Int
     private(set) var entries: [Key: Entry] = [:]
+    /// Per caller, the live entries it made (callers with none are not kept).
+    private(set) var charged: [SubscriptionCaller: Int] = [:]
     /// Per identity (one upstream connection), the timestamp of the last transition: the snapshot its entries hold.
     private(set) var sessions: [String: SessionView] = [:]
     /// Callers waiting for the results of an identity to hold at a timestamp (read-your-writes), by wait.
@@ -154,27 +160,34 @@ struct HubState {
     private var nextGeneration: UInt64 = 1
     private(set) var isShutDown = false
 
-    init(keepWarm: Duration, maxSubscriptions: Int) {
+    /// `maxPerCaller`: the entries one caller may have made and still live; `nil` bounds them by `maxSubscriptions`
+    /// alone.
+    init(keepWarm: Duration, maxSubscriptions: Int, maxPerCaller: Int? = nil) {
         self.keepWarm = keepWarm
         self.maxSubscriptions = maxSubscriptions
+        self.maxPerCaller = maxPerCaller ?? maxSubscriptions
     }
 
     // MARK: Readers
 
     /// A stream attaches its subscriptions (all of one identity). It gets `initial` at once: the current result of
     /// every member that has one (unless its `held` hash shows the client has it), all from one snapshot; a member
-    /// without a result yet joins in the first transition that carries it.
+    /// without a result yet joins in the first transition that carries it. The subscriptions it makes are charged to
+    /// `caller`.
     mutating func attach(
-        _ sink: any EventSink, members: [Member], now: Duration
+        _ sink: any EventSink, members: [Member], caller: SubscriptionCaller = .unknown, now: Duration
     ) throws(SubscriptionHub.AttachError) -> (initial: Delivery?, actions: [Action]) {
         if isShutDown { throw .shuttingDown }
         let newKeys = Set(members.map(\.key)).filter { entries[$0] == nil }
-        if !newKeys.isEmpty && entries.count + newKeys.count > maxSubscriptions { throw .tooManySubscriptions }
+        if !newKeys.isEmpty {
+            if entries.count + newKeys.count > maxSubscriptions { throw .tooManySubscriptions }
+            if charged[caller, default: 0] + newKeys.count > maxPerCaller { throw .tooManySubscriptionsForCaller }
+        }
         var actions: [Action] = []
         var initial: [Delivery.Change] = []
         let stream = ObjectIdentifier(sink)
         for (index, member) in members.enumerated() {
-            actions += ensureEntry(member.key, args: member.args, now: now)
+            actions += ensureEntry(member.key, args: member.args, owner: caller, now: now)
             let current = entries[member.key]!.current
             let held = current == nil ? member.held : nil
             if members.count == 1 && held == nil {
@@ -209,12 +222,17 @@ struct HubState {
         return wasAttached
     }
 
-    /// A `GET` waits for the first result of `key`, subscribing upstream if nothing does yet.
-    mutating func wait(_ waiter: UInt64, for key: Key, args: ConvexValue, now: Duration) -> WaitStart {
+    /// A `GET` waits for the first result of `key`, subscribing upstream (charged to `caller`) if nothing does yet.
+    mutating func wait(
+        _ waiter: UInt64, for key: Key, args: ConvexValue, caller: SubscriptionCaller = .unknown, now: Duration
+    ) -> WaitStart {
         if isShutDown { return .shutDown }
         if let current = entries[key]?.current { return .ready((current, timestamp(of: key.identity))) }
-        if entries[key] == nil && entries.count >= maxSubscriptions { return .full }
-        let actions = ensureEntry(key, args: args, now: now)
+        if entries[key] == nil {
+            if entries.count >= maxSubscriptions { return .full(.gateway) }
+            if charged[caller, default: 0] >= maxPerCaller { return .full(.caller) }
+        }
+        let actions = ensureEntry(key, args: args, owner: caller, now: now)
         entries[key]!.waiters.insert(waiter)
         entries[key]!.idleSince = nil
         return .waiting(actions)
@@ -362,7 +380,7 @@ struct HubState {
     /// clients reconnect and resubscribe, and waiting `GET`s get no result.
     mutating func upstreamEnded(_ key: Key, generation: UInt64) -> [Action] {
         guard let entry = entries[key], entry.generation == generation else { return [] }
-        entries[key] = nil
+        remove(key, entry)
         entry.live.retire()
         return Self.ending(entry)
     }
@@ -385,7 +403,7 @@ struct HubState {
             guard let idleSince = entry.idleSince, now - max(idleSince, entry.live.lastRead) >= keepWarm else {
                 continue
             }
-            entries[key] = nil
+            remove(key, entry)
             entry.live.retire()
             actions.append(.unsubscribe(key, generation: entry.generation))
         }
@@ -406,6 +424,7 @@ struct HubState {
             actions += Self.ending(entry)
         }
         entries = [:]
+        charged = [:]
         if !timestampWaits.isEmpty {
             actions.append(.reached(waiters: Array(timestampWaits.keys), false))
             timestampWaits = [:]
@@ -453,13 +472,25 @@ struct HubState {
 
     // MARK: Helpers
 
-    private mutating func ensureEntry(_ key: Key, args: ConvexValue, now: Duration) -> [Action] {
+    /// Makes the entry of `key` unless there is one, charged to `owner`.
+    private mutating func ensureEntry(_ key: Key, args: ConvexValue, owner: SubscriptionCaller, now: Duration)
+        -> [Action]
+    {
         guard entries[key] == nil else { return [] }
         let generation = nextGeneration
         nextGeneration += 1
         entries[key] = Entry(
-            generation: generation, args: args, live: LiveResult(now: now, session: session(of: key.identity)))
+            generation: generation, args: args, owner: owner,
+            live: LiveResult(now: now, session: session(of: key.identity)))
+        charged[owner, default: 0] += 1
         return [.subscribe(key, generation: generation, args: args)]
+    }
+
+    /// Removes `entry`, the entry of `key`, and its charge to its owner.
+    private mutating func remove(_ key: Key, _ entry: Entry) {
+        entries[key] = nil
+        let left = charged[entry.owner, default: 1] - 1
+        charged[entry.owner] = left > 0 ? left : nil
     }
 
     private mutating func session(of identity: String) -> SessionView {

@@ -6,9 +6,9 @@ extension SubscriptionHub {
     package enum FirstResult: Sendable {
         /// The result, with the timestamp of the snapshot it holds at.
         case result(current: CurrentResult, ts: UInt64)
-        /// Refused at once: nothing subscribes to the key and the subscription limit is reached. No subscription
-        /// was made and nothing waited.
-        case full
+        /// Refused at once: nothing subscribes to the key, and `limit` is reached (the gateway's subscription
+        /// limit, or the caller's). No subscription was made and nothing waited.
+        case full(SubscriptionLimit)
         /// No result came within the timeout, or none will (its upstream ended, the caller left, the hub shut down).
         case noResult
 
@@ -17,27 +17,32 @@ extension SubscriptionHub {
             if case .result(let current, let ts) = self { (current: current, ts: ts) } else { nil }
         }
 
-        var isFull: Bool {
-            if case .full = self { true } else { false }
+        var isFull: Bool { limit != nil }
+
+        /// The limit that refused it, if one did.
+        var limit: SubscriptionLimit? {
+            if case .full(let limit) = self { limit } else { nil }
         }
     }
 
     /// The cold path: subscribes (or joins a subscription that has no result yet) and waits up to `timeout` for the
-    /// first result; the subscription then stays warm for later requests. At the subscription limit, a key nothing
-    /// subscribes to is refused at once (`.full`: the caller then makes a one-shot call or answers 503). The wait
-    /// ends early, keeping nothing, when the calling task is cancelled (its client left).
+    /// first result; the subscription then stays warm for later requests. A subscription it makes is charged to
+    /// `caller`. At the subscription limit, or the caller's, a key nothing subscribes to is refused at once (`.full`:
+    /// the caller then makes a one-shot call or answers 503 or 429). The wait ends early, keeping nothing, when the
+    /// calling task is cancelled (its client left).
     package func firstResult(
-        for key: Key, args: ConvexValue, upstream: any ConvexUpstream, timeout: Duration
+        for key: Key, args: ConvexValue, caller: SubscriptionCaller = .unknown, upstream: any ConvexUpstream,
+        timeout: Duration
     ) async -> FirstResult {
         let deadline = clock.now + timeout
         let wake = OneShot<(current: CurrentResult, ts: UInt64)?>()
         let (wait, answer) = state.withLock { locked -> (UInt64, FirstResult?) in
             let wait = locked.newWait()
-            switch locked.hub.wait(wait, for: key, args: args, now: clock.now) {
+            switch locked.hub.wait(wait, for: key, args: args, caller: caller, now: clock.now) {
             case .ready(let read):
                 return (wait, .result(current: read.current, ts: read.ts))
-            case .full:
-                return (wait, .full)
+            case .full(let limit):
+                return (wait, .full(limit))
             case .shutDown:
                 return (wait, .noResult)
             case .waiting(let actions):
@@ -54,18 +59,20 @@ extension SubscriptionHub {
         return .result(current: read.current, ts: read.ts)
     }
 
-    /// The first result of every subscription, waited for all at once (as ``firstResult(for:args:upstream:timeout:)``
-    /// each), in the order given. One refused by the subscription limit fails the request whatever the others bring,
-    /// so the others then stop waiting (`.noResult`). The one wait of the stages that answer many queries at once:
-    /// batch `GET`s and streams.
+    /// The first result of every subscription, waited for all at once (as
+    /// ``firstResult(for:args:caller:upstream:timeout:)`` each), in the order given. One refused by a subscription
+    /// limit fails the request whatever the others bring, so the others then stop waiting (`.noResult`). The one wait
+    /// of the stages that answer many queries at once: batch `GET`s and streams.
     func firstResults(
-        of subscriptions: [(key: Key, args: ConvexValue)], upstream: any ConvexUpstream, timeout: Duration
+        of subscriptions: [(key: Key, args: ConvexValue)], caller: SubscriptionCaller = .unknown,
+        upstream: any ConvexUpstream, timeout: Duration
     ) async -> [FirstResult] {
         await withTaskGroup(of: (Int, FirstResult).self) { group in
             for (index, subscription) in subscriptions.enumerated() {
                 group.addTask {
                     let first = await self.firstResult(
-                        for: subscription.key, args: subscription.args, upstream: upstream, timeout: timeout)
+                        for: subscription.key, args: subscription.args, caller: caller, upstream: upstream,
+                        timeout: timeout)
                     return (index, first)
                 }
             }
@@ -78,9 +85,18 @@ extension SubscriptionHub {
         }
     }
 
-    /// Why a first result did not come: the subscription limit refused it (503 `Overloaded`, with `Retry-After`),
-    /// else the deployment did not answer within `timeout` (504 `UpstreamTimeout`).
-    static func noFirstResult(_ first: FirstResult, timeout: Duration) -> GatewayError {
-        first.isFull ? .subscriptionLimitReached : .upstreamTimeout(seconds: timeout.seconds)
+    /// Why a first result did not come: the subscription limit refused it (503 `Overloaded`), or the caller's (429
+    /// `TooManySubscriptions`, naming the limit), each with `Retry-After`; else the deployment did not answer within
+    /// `timeout` (504 `UpstreamTimeout`).
+    func noFirstResult(_ first: FirstResult, timeout: Duration) -> GatewayError {
+        switch first.limit {
+        case .gateway?:
+            return .subscriptionLimitReached
+        case .caller?:
+            let (limit, keepWarm) = state.withLock { ($0.hub.maxPerCaller, $0.hub.keepWarm) }
+            return .callerSubscriptionLimitReached(limit: limit, keepWarm: keepWarm)
+        case nil:
+            return .upstreamTimeout(seconds: timeout.seconds)
+        }
     }
 }

@@ -5,18 +5,20 @@ import ConvexValues
 extension SubscriptionHub {
     /// A long-poll `GET` of one subscription or many (of one identity): waits until the result of any member differs
     /// from the one whose hash its `held` names, up to `timeout` on the hub's clock, as an attached sink (so the
-    /// subscriptions stay warm meanwhile, and are made again if they had expired). Detached whatever ends the wait.
+    /// subscriptions stay warm meanwhile, and are made again, charged to `caller`, if they had expired). Detached
+    /// whatever ends the wait.
     /// - Returns: the first changed result rendered in `format`, with the timestamp of the snapshot it comes from;
-    ///   `nil` when the wait ended without a change (the timeout, a subscription's end, shutdown, or the subscription
+    ///   `nil` when the wait ended without a change (the timeout, a subscription's end, shutdown, or a subscription
     ///   limit).
     package func nextChange(
-        of members: [Member], upstream: any ConvexUpstream, format: OutputFormat, timeout: Duration
+        of members: [Member], caller: SubscriptionCaller = .unknown, upstream: any ConvexUpstream,
+        format: OutputFormat, timeout: Duration
     ) async -> (update: SubscriptionUpdate, ts: UInt64)? {
         // The deadline is read before the waiter is visible: the clock may move as soon as it is attached.
         let deadline = clock.now + timeout
         let waiter = ChangeWaiter(format: format, held: members.map { $0.held ?? 0 })
         do {
-            try attach(waiter, members: members, upstream: upstream)
+            try attach(waiter, members: members, caller: caller, upstream: upstream)
         } catch {
             return nil
         }

@@ -4,6 +4,11 @@ import Foundation
 /// The hub's upstream side: one query set per identity (its connection's subscriptions), opened and closed as the
 /// state machine asks, and the task that reads its transitions into the hub.
 extension SubscriptionHub {
+    /// Whether any subscription still belongs to the identity with this opaque id (its connection is in use).
+    package func holdsSubscriptions(forIdentity id: String) -> Bool {
+        state.withLock { locked in locked.hub.entries.keys.contains { $0.identity == id } }
+    }
+
     /// Adds the upstream subscriptions among `actions` to their identity's query set, made (with the task that reads
     /// it) if the identity has none (under the lock, so a later `unsubscribe` finds the member).
     func startUpstream(_ actions: [HubState.Action], _ locked: inout Locked, upstream: any ConvexUpstream) {

@@ -54,7 +54,8 @@ package final class SubscriptionHub: Sendable {
     }
 
     package enum AttachError: Error, Sendable {
-        case tooManySubscriptions
+        /// `--max-subscriptions` live, or the caller made `--max-subscriptions-per-caller` of them.
+        case tooManySubscriptions, tooManySubscriptionsForCaller
         case shuttingDown
     }
 
@@ -98,16 +99,21 @@ package final class SubscriptionHub: Sendable {
     /// How many threads a change's deliveries to many streams are split between (``deliver(_:_:)``).
     let fanOutThreads: Int
 
+    /// - Parameter maxSubscriptionsPerCaller: the live subscriptions one caller may have made (``SubscriptionCaller``);
+    ///   `nil`: as many as `maxSubscriptions`.
     package init(
         keepWarm: Duration,
         maxSubscriptions: Int,
+        maxSubscriptionsPerCaller: Int? = nil,
         metrics: GatewayMetrics,
         logger: Logger,
         clock: GatewayClock = .continuous,
         fanOutThreads: Int = 1,
         render: @escaping @Sendable (ConvexValue, OutputFormat) -> [UInt8]
     ) {
-        state = Mutex(Locked(hub: HubState(keepWarm: keepWarm, maxSubscriptions: maxSubscriptions)))
+        let hub = HubState(
+            keepWarm: keepWarm, maxSubscriptions: maxSubscriptions, maxPerCaller: maxSubscriptionsPerCaller)
+        state = Mutex(Locked(hub: hub))
         self.clock = clock
         self.metrics = metrics
         self.logger = logger
@@ -177,12 +183,12 @@ package final class SubscriptionHub: Sendable {
 
     /// Attaches a stream's subscriptions (all of one identity, on `upstream`): the stream gets the current result of
     /// every member at once, all from one snapshot (except those whose `held` hash shows the client has it), then one
-    /// delivery per upstream transition that changes any of them, until `detach`.
+    /// delivery per upstream transition that changes any of them, until `detach`. New subscriptions are `caller`'s.
     package func attach(
-        _ sink: any EventSink, members: [Member], upstream: any ConvexUpstream
+        _ sink: any EventSink, members: [Member], caller: SubscriptionCaller = .unknown, upstream: any ConvexUpstream
     ) throws(AttachError) {
         let initial = try state.withLock { locked throws(AttachError) -> HubState.Delivery? in
-            let (initial, actions) = try locked.hub.attach(sink, members: members, now: clock.now)
+            let (initial, actions) = try locked.hub.attach(sink, members: members, caller: caller, now: clock.now)
             startUpstream(actions, &locked, upstream: upstream)
             return initial
         }
@@ -235,11 +241,6 @@ package final class SubscriptionHub: Sendable {
             return actions
         }
         perform(actions)
-    }
-
-    /// Whether any subscription still belongs to the identity with this opaque id.
-    package func holdsSubscriptions(forIdentity id: String) -> Bool {
-        state.withLock { locked in locked.hub.entries.keys.contains { $0.identity == id } }
     }
 
     // MARK: Keep-warm expiry

@@ -12,10 +12,12 @@ import Logging
 /// under the hub's lock at once, so they hold at one timestamp, the one the answer names. `errors` appears when a
 /// query failed (its id is then not in `values`); refused credentials fail the whole request (401). The answer has
 /// one `ETag` over every result, and takes `If-None-Match` (304) and `Prefer: wait=<seconds>` (a long-poll until any
-/// of the queries changes).
+/// of the queries changes). With a rate limit, a batch of `N` queries costs `N` requests.
 struct BatchQueries: Sendable {
     let hub: SubscriptionHub
     let pool: UpstreamPool
+    /// The rate limit, charged one request per query.
+    let access: AccessControl
     let readYourWrites: ReadYourWrites
     let arguments: TypedArguments
     let configuration: GatewayConfiguration
@@ -23,11 +25,12 @@ struct BatchQueries: Sendable {
     let logger: Logger
 
     func get(_ request: ParsedRequest, _ context: ResponseContext) throws(GatewayError) -> GatewayAnswer {
-        let queries = try StreamSubscriptions(
-            request.query, limit: configuration.maxStreamSubscriptions, kind: .batch
-        ).typed(by: arguments)
+        let parsed = try StreamSubscriptions(request.query, limit: configuration.maxStreamSubscriptions, kind: .batch)
+        try access.chargeSubscriptions(parsed.subscriptions.count, remoteAddress: request.request.remoteAddress)
+        let queries = try parsed.typed(by: arguments)
         let (identityID, upstream) = pool.upstream(for: request.identity)
         let keys = queries.map { SubscriptionHub.Key(identity: identityID, function: $0.function, args: $0.args) }
+        let caller = SubscriptionCaller(identity: identityID, remoteAddress: request.request.remoteAddress)
         let format = request.format
         let floor = readYourWrites.floor(for: request)
         let longPoll = LongPoll.wait(request, context, maxSeconds: configuration.maxWaitSeconds)
@@ -35,7 +38,7 @@ struct BatchQueries: Sendable {
         return .later { [keys, queries] () async throws(GatewayError) -> GatewayOutcome in
             try await readYourWrites.ready(at: floor, identity: identityID, upstream: upstream)
             let snapshot = try await readBatch(
-                ids: ids, keys: keys, args: queries.map(\.args), upstream: upstream, format: format)
+                ids: ids, keys: keys, args: queries.map(\.args), caller: caller, upstream: upstream, format: format)
             let answer = try batchResponse(ids: ids, snapshot, format: format)
             guard let longPoll, LongPoll.holds(context, answer) else {
                 return .response(answer)
@@ -45,7 +48,8 @@ struct BatchQueries: Sendable {
                 SubscriptionHub.Member(key: key, args: pair.0.args, held: pair.1.current.hash)
             }
             let waited = try await LongPoll.hold(
-                answer, members: members, hub: hub, upstream: upstream, format: format, seconds: longPoll
+                answer, members: members, caller: caller, hub: hub, upstream: upstream, format: format,
+                seconds: longPoll
             ) { _, _ throws(GatewayError) in
                 // The whole batch again, all at one snapshot.
                 guard let changed = hub.currentBodies(for: keys, format: format) else { return nil }
@@ -58,18 +62,20 @@ struct BatchQueries: Sendable {
     /// Waits for the first result of every query (all at once), then reads them all at one snapshot.
     /// - Throws: why a query has no first result, naming it (`ids` are the queries' ids, in the order of `keys`).
     private func readBatch(
-        ids: [String], keys: [SubscriptionHub.Key], args: [ConvexValue], upstream: any ConvexUpstream,
+        ids: [String], keys: [SubscriptionHub.Key], args: [ConvexValue], caller: SubscriptionCaller,
+        upstream: any ConvexUpstream,
         format: OutputFormat
     ) async throws(GatewayError) -> (ts: UInt64, bodies: [SubscriptionHub.CurrentBody]) {
         let timeout = configuration.upstreamTimeout
         // Results expire only after the keep-warm period, so a second try finds them all unless one just ended.
         for _ in 0..<2 {
             if let snapshot = hub.currentBodies(for: keys, format: format) { return snapshot }
-            let firsts = await hub.firstResults(of: Array(zip(keys, args)), upstream: upstream, timeout: timeout)
+            let firsts = await hub.firstResults(
+                of: Array(zip(keys, args)), caller: caller, upstream: upstream, timeout: timeout)
             let missing = zip(ids, firsts).filter { $0.1.read == nil }
-            // The subscription limit first: its 503 says when to come back.
+            // A subscription limit first: its 503 or 429 says when to come back.
             if let (id, first) = missing.first(where: { $0.1.isFull }) ?? missing.first {
-                throw SubscriptionHub.noFirstResult(first, timeout: timeout).naming(query: id)
+                throw hub.noFirstResult(first, timeout: timeout).naming(query: id)
             }
         }
         if let snapshot = hub.currentBodies(for: keys, format: format) { return snapshot }

@@ -4,7 +4,7 @@ import HTTPFields
 
 /// Long-poll: a `GET` with `If-None-Match` and `Prefer: wait=<seconds>` whose tag names the current value is held
 /// until the value changes (200) or the wait ends (304). Queries hold one value, a batch its snapshot: both through
-/// ``hold(_:members:hub:upstream:format:seconds:changed:)``.
+/// ``hold(_:members:caller:hub:upstream:format:seconds:changed:)``.
 enum LongPoll {
     /// The wait a `GET` asks for with `If-None-Match` and `Prefer: wait=<seconds>`, bounded by `maxSeconds`
     /// (`--max-wait-seconds`); `nil` when it asks for none (or waiting is off).
@@ -24,15 +24,15 @@ enum LongPoll {
     /// Holds an answer the client has (`unchanged`) until the result of any of `members` differs from the one its
     /// `held` hash names (200 with the answer `changed` makes of it) or `seconds` pass (`unchanged`, whose value holds
     /// at the connection's latest snapshot). `changed` returning `nil` also answers `unchanged`. Either answer says
-    /// `Preference-Applied: wait=<seconds>`.
+    /// `Preference-Applied: wait=<seconds>`. A subscription made again meanwhile (it had expired) is `caller`'s.
     static func hold<Failure: Error>(
-        _ unchanged: GatewayResponse, members: [SubscriptionHub.Member], hub: SubscriptionHub,
-        upstream: any ConvexUpstream, format: OutputFormat, seconds: Int,
+        _ unchanged: GatewayResponse, members: [SubscriptionHub.Member], caller: SubscriptionCaller,
+        hub: SubscriptionHub, upstream: any ConvexUpstream, format: OutputFormat, seconds: Int,
         changed: (SubscriptionUpdate, _ ts: UInt64) throws(Failure) -> GatewayResponse?
     ) async throws(Failure) -> GatewayResponse {
         var answer = unchanged
         if let (update, ts) = await hub.nextChange(
-            of: members, upstream: upstream, format: format, timeout: .seconds(seconds)),
+            of: members, caller: caller, upstream: upstream, format: format, timeout: .seconds(seconds)),
             let changed = try changed(update, ts)
         {
             answer = changed

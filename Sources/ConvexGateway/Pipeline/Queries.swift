@@ -10,7 +10,7 @@ struct Queries: Sendable {
     let hub: SubscriptionHub
     let pool: UpstreamPool
     let readYourWrites: ReadYourWrites
-    /// The one-shot query a `GET` falls back to when the subscription limit is reached.
+    /// The one-shot query a `GET` falls back to when the subscription limit, or the caller's, is reached.
     let calls: Calls
     /// Where an anonymous answer's target is remembered for the hot path (HotPath.swift).
     let hotTargets: HotPath.Targets
@@ -25,6 +25,7 @@ struct Queries: Sendable {
         let format = request.format
         let (identityID, upstream) = pool.upstream(for: request.identity)
         let key = SubscriptionHub.Key(identity: identityID, function: function, args: args)
+        let caller = SubscriptionCaller(identity: identityID, remoteAddress: request.request.remoteAddress)
         let longPoll = LongPoll.wait(request, context, maxSeconds: configuration.maxWaitSeconds)
         let floor = readYourWrites.floor(for: request)
         // A live result answers at once when its snapshot is new enough (read-your-writes, ReadYourWrites/SnapshotFloor.swift).
@@ -34,7 +35,8 @@ struct Queries: Sendable {
                 hotTargets.remember(request, key: key, live: hot.live, specGeneration: specGeneration)
                 if let longPoll, LongPoll.holds(context, answer) {
                     return .later {
-                        .response(await waitForChange(answer, hot.current, key, args, upstream, longPoll, format))
+                        .response(
+                            await waitForChange(answer, hot.current, key, args, caller, upstream, longPoll, format))
                     }
                 }
             }
@@ -43,17 +45,18 @@ struct Queries: Sendable {
         return .later { () async throws(GatewayError) -> GatewayOutcome in
             try await readYourWrites.ready(at: floor, identity: identityID, upstream: upstream)
             let first = await hub.firstResult(
-                for: key, args: args, upstream: upstream, timeout: configuration.upstreamTimeout)
+                for: key, args: args, caller: caller, upstream: upstream, timeout: configuration.upstreamTimeout)
             switch first {
             case .result(let current, let ts):
                 let body: [UInt8] = if case .value(let v) = current.result { render(v, format) } else { [] }
                 let answer = answer(for: current, body: body, format: format, ts: ts)
                 if let longPoll, LongPoll.holds(context, answer) {
-                    return await .response(waitForChange(answer, current, key, args, upstream, longPoll, format))
+                    return await .response(
+                        waitForChange(answer, current, key, args, caller, upstream, longPoll, format))
                 }
                 return .response(answer)
             case .full:
-                // At the subscription limit: a one-shot query answers, and no subscription is made.
+                // At the subscription limit, or the caller's: a one-shot query answers, and no subscription is made.
                 return .response(try await calls.call(.query, function, input, args, request))
             case .noResult:
                 throw .upstreamTimeout(seconds: configuration.upstreamTimeout.seconds)
@@ -88,11 +91,13 @@ struct Queries: Sendable {
     /// Holds a `GET` whose client has the current value (``LongPoll``).
     private func waitForChange(
         _ unchanged: GatewayResponse, _ held: SubscriptionHub.CurrentResult, _ key: SubscriptionHub.Key,
-        _ args: ConvexValue, _ upstream: any ConvexUpstream, _ seconds: Int, _ format: OutputFormat
+        _ args: ConvexValue, _ caller: SubscriptionCaller, _ upstream: any ConvexUpstream, _ seconds: Int,
+        _ format: OutputFormat
     ) async -> GatewayResponse {
         let member = SubscriptionHub.Member(key: key, args: args, held: held.hash)
         return await LongPoll.hold(
-            unchanged, members: [member], hub: hub, upstream: upstream, format: format, seconds: seconds
+            unchanged, members: [member], caller: caller, hub: hub, upstream: upstream, format: format,
+            seconds: seconds
         ) { update, ts in
             answer(for: update.current, body: update.body, format: format, ts: ts)
         }

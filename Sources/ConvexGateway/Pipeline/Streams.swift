@@ -6,10 +6,13 @@ import Synchronization
 /// The stream stage: `/subscribe/<function>` (one subscription), `/subscribe?sub.<id>=…` (many on one connection) and
 /// a `GET /query/<function>` that accepts only `text/event-stream`, one implementation. Every stream waits for each
 /// subscription's first result before it starts, so an unknown function, bad arguments or refused credentials get a
-/// plain HTTP error (an `EventSource` then stops instead of reconnecting forever).
+/// plain HTTP error (an `EventSource` then stops instead of reconnecting forever). With a rate limit, a stream of `N`
+/// subscriptions costs `N` requests.
 struct Streams: Sendable {
     let hub: SubscriptionHub
     let pool: UpstreamPool
+    /// The rate limit, charged one request per subscription.
+    let access: AccessControl
     /// The streams open now, for heartbeats, the stream limit and the open-streams metric.
     let openStreams: OpenStreams
     let readYourWrites: ReadYourWrites
@@ -26,9 +29,14 @@ struct Streams: Sendable {
         ("Referrer-Policy", "no-referrer"),
     ]
 
-    /// The subscriptions of a multi-subscription stream URL, with their arguments typed.
+    /// The subscriptions of a multi-subscription stream URL, with their arguments typed, once the rate limit is
+    /// charged for them.
+    /// - Throws: 400 for a bad list, 429 `RateLimited` when the client's budget does not hold a request per
+    ///   subscription.
     func subscriptions(_ request: ParsedRequest) throws(GatewayError) -> [StreamSubscription] {
-        try StreamSubscriptions(request.query, limit: configuration.maxStreamSubscriptions).typed(by: arguments)
+        let parsed = try StreamSubscriptions(request.query, limit: configuration.maxStreamSubscriptions)
+        try access.chargeSubscriptions(parsed.subscriptions.count, remoteAddress: request.request.remoteAddress)
+        return try parsed.typed(by: arguments)
     }
 
     /// Opens an event stream under the stream limit (StreamAdmission.swift): `/subscribe/<function>` (one
@@ -45,9 +53,10 @@ struct Streams: Sendable {
         let format = request.format
         let (identityID, upstream) = pool.upstream(for: request.identity)
         let keys = subscriptions.map { SubscriptionHub.Key(identity: identityID, function: $0.function, args: $0.args) }
+        let caller = SubscriptionCaller(identity: identityID, remoteAddress: request.request.remoteAddress)
         try await awaitFirstResults(
-            of: zip(subscriptions, keys).map { ($0.id, $1, $0.args) }, identity: identityID, upstream: upstream,
-            floor: readYourWrites.floor(for: request))
+            of: zip(subscriptions, keys).map { ($0.id, $1, $0.args) }, identity: identityID, caller: caller,
+            upstream: upstream, floor: readYourWrites.floor(for: request))
         let framing: EventStream.Framing =
             subscriptions.count == 1 && subscriptions[0].id == nil
             ? .function : .transitions(ids: subscriptions.map { $0.id ?? "" })
@@ -68,7 +77,7 @@ struct Streams: Sendable {
                     SubscriptionHub.Member(key: pair.0, args: pair.1.args, held: sink.held[index])
                 }
                 attachments.attach(sink, keys: keys) { () throws(SubscriptionHub.AttachError) in
-                    try hub.attach(sink, members: members, upstream: upstream)
+                    try hub.attach(sink, members: members, caller: caller, upstream: upstream)
                 } ifRefused: { error in
                     logger.debug("stream refused", metadata: ["error": "\(error)"])
                     sink.end()
@@ -83,18 +92,19 @@ struct Streams: Sendable {
 
     /// Waits for the first result of every subscription (all at once). The results first hold at `floor` or later
     /// (read-your-writes).
-    /// - Throws: the error that refuses the stream: no result in time, the subscription limit, a result that can
-    ///   never stream (unknown function, bad arguments, refused credentials), or a 504 when the deployment does not
-    ///   reach `floor`. `id` names the subscription of a multi-subscription stream in the message.
+    /// - Throws: the error that refuses the stream: no result in time, a subscription limit (the gateway's, or
+    ///   `caller`'s), a result that can never stream (unknown function, bad arguments, refused credentials), or a 504
+    ///   when the deployment does not reach `floor`. `id` names the subscription of a multi-subscription stream in
+    ///   the message.
     private func awaitFirstResults(
         of subscriptions: [(id: String?, key: SubscriptionHub.Key, args: ConvexValue)], identity: String,
-        upstream: any ConvexUpstream, floor: UInt64
+        caller: SubscriptionCaller, upstream: any ConvexUpstream, floor: UInt64
     ) async throws(GatewayError) {
         try await readYourWrites.ready(at: floor, identity: identity, upstream: upstream)
         let timeout = configuration.upstreamTimeout
         let firsts = await hub.firstResults(
-            of: subscriptions.map { ($0.key, $0.args) }, upstream: upstream, timeout: timeout)
-        // The subscription limit first: its 503 says when to come back.
+            of: subscriptions.map { ($0.key, $0.args) }, caller: caller, upstream: upstream, timeout: timeout)
+        // A subscription limit first: its 503 or 429 says when to come back.
         let full = firsts.contains { $0.isFull }
         for (subscription, first) in zip(subscriptions, firsts) {
             var error: GatewayError
@@ -103,7 +113,7 @@ struct Streams: Sendable {
                 error = failure.gatewayError(logging: logger)
             } else {
                 if full && !first.isFull { continue }
-                error = SubscriptionHub.noFirstResult(first, timeout: timeout)
+                error = hub.noFirstResult(first, timeout: timeout)
             }
             if let id = subscription.id { error = error.naming(subscription: id) }
             throw error

@@ -41,6 +41,14 @@ extension GatewaySettings {
                         "Live upstream subscriptions. At the limit, a stream or batch `GET` that needs a new one gets "
                         + "503 `Overloaded` at once, and a `GET` of one query gets a one-shot answer."),
                 .integer(
+                    "--max-subscriptions-per-caller", "GATEWAY_MAX_SUBSCRIPTIONS_PER_CALLER",
+                    \.gateway.maxSubscriptionsPerCaller, in: 0...1_000_000, note: "a tenth of `--max-subscriptions`",
+                    help:
+                        "Live upstream subscriptions one caller (a signed-in identity, else a client address) may have "
+                        + "made, so that no caller fills the table. At it, the caller's stream or batch `GET` that "
+                        + "needs a new one gets 429 `TooManySubscriptions`, and its `GET` of one query a one-shot "
+                        + "answer."),
+                .integer(
                     "--max-stream-subscriptions", "GATEWAY_MAX_STREAM_SUBSCRIPTIONS", \.gateway.maxStreamSubscriptions,
                     in: 1...10_000,
                     help: "Subscriptions one multi-subscription stream (`/subscribe?sub.<id>=…`) may hold."),

@@ -1,3 +1,4 @@
+import Clocks
 import ConvexValues
 import Foundation
 import HTTPFields
@@ -176,6 +177,35 @@ struct RateLimiterTests {
         #expect(bucket.take(now: start + .seconds(100), rate: 1, burst: 2) == nil)
         #expect(bucket.take(now: start + .seconds(100), rate: 1, burst: 2) == nil)
         #expect(bucket.take(now: start + .seconds(100), rate: 1, burst: 2) != nil)
+    }
+
+    @Test func aRequestOfManySubscriptionsCostsOneTokenEach() {
+        let start = Duration.seconds(100)
+        var bucket = TokenBucket(burst: 10, now: start)
+        #expect(bucket.take(now: start, rate: 1, burst: 10, cost: 4) == nil)
+        #expect(bucket.take(now: start, rate: 1, burst: 10, cost: 7) == .seconds(1), "6 left, 7 asked")
+        #expect(bucket.take(now: start, rate: 1, burst: 10, cost: 6) == nil)
+        // More than the burst: taken from a full bucket, which is then in debt until the rate pays it back.
+        #expect(bucket.take(now: start + .seconds(10), rate: 1, burst: 10, cost: 25) == nil)
+        #expect(bucket.take(now: start + .seconds(10), rate: 1, burst: 10) == .seconds(16))
+        #expect(bucket.take(now: start + .seconds(26), rate: 1, burst: 10) == nil)
+    }
+
+    @Test func aStreamOrBatchIsChargedTheRestOfItsSubscriptions() throws {
+        var configuration = AccessConfiguration()
+        configuration.rateLimit = 1
+        configuration.rateLimitBurst = 10
+        // The test clock never moves: nothing refills.
+        let access = AccessControl(configuration: configuration, clock: GatewayClock(TestClock<Duration>()))
+        try access.chargeSubscriptions(1, remoteAddress: "10.0.0.1")  // the access stage's one token is all
+        try access.chargeSubscriptions(9, remoteAddress: "10.0.0.1")  // 8 more: 2 left
+        #expect(throws: GatewayError.rateLimited(retryAfter: 1)) {
+            try access.chargeSubscriptions(4, remoteAddress: "10.0.0.1")
+        }
+        try access.chargeSubscriptions(3, remoteAddress: "10.0.0.1")
+        try access.chargeSubscriptions(10, remoteAddress: "10.0.0.2")  // each address has its own budget
+        // Without a rate limit nothing is counted.
+        try AccessControl(configuration: AccessConfiguration()).chargeSubscriptions(1000, remoteAddress: "10.0.0.1")
     }
 
     @Test func limitsEachClientSeparatelyWithRetryAfter() {

@@ -133,7 +133,7 @@ import Testing
         #expect(throws: SubscriptionHub.AttachError.tooManySubscriptions) {
             try hub.attach(RecordingSink(), to: other, args: [:], held: nil, now: .zero)
         }
-        guard case .full = hub.wait(2, for: other, args: [:], now: .zero) else {
+        guard case .full(.gateway) = hub.wait(2, for: other, args: [:], now: .zero) else {
             Issue.record("a GET of a new key at the limit is refused at once")
             return
         }
@@ -145,6 +145,66 @@ import Testing
             return
         }
         _ = try hub.attach(RecordingSink(), to: key, args: [:], held: nil, now: .zero)
+    }
+
+    @Test func aCallerMakesItsShareOfTheTableOnly() throws {
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10, maxPerCaller: 2)
+        let greedy = SubscriptionCaller(identity: "", remoteAddress: "10.0.0.1")
+        let polite = SubscriptionCaller(identity: "", remoteAddress: "10.0.0.2")
+        func key(_ n: Double) -> SubscriptionHub.Key {
+            SubscriptionHub.Key(
+                identity: "", function: try! UdfPath(parsing: "messages:list"), args: ["n": .float64(n)])
+        }
+        func member(_ n: Double) -> HubState.Member { HubState.Member(key: key(n), args: ["n": .float64(n)]) }
+
+        // A stream of two subscriptions takes the greedy caller's whole share.
+        let (_, made) = try hub.attach(RecordingSink(), members: [member(1), member(2)], caller: greedy, now: .zero)
+        #expect(subscribed(made) == [1, 2])
+        #expect(hub.charged[greedy] == 2)
+        // It makes no more: a stream is refused, a GET answered at once (its stage makes a one-shot call instead).
+        #expect(throws: SubscriptionHub.AttachError.tooManySubscriptionsForCaller) {
+            try hub.attach(RecordingSink(), members: [member(3)], caller: greedy, now: .zero)
+        }
+        guard case .full(.caller) = hub.wait(1, for: key(3), args: ["n": 3.0], caller: greedy, now: .zero) else {
+            Issue.record("a GET of a new key over the caller's share is refused at once, naming the caller's limit")
+            return
+        }
+        #expect(hub.entries[key(3)] == nil, "a refused GET makes no subscription")
+        #expect(hub.entries.values.allSatisfy { !$0.waiters.contains(1) }, "and keeps no wait")
+        // What is live it still reads: a GET waits for the first result, a stream attaches.
+        guard case .waiting(let none) = hub.wait(2, for: key(1), args: ["n": 1.0], caller: greedy, now: .zero),
+            none.isEmpty
+        else {
+            Issue.record("a GET of a live key over the caller's share waits for its first result")
+            return
+        }
+        _ = try hub.attach(RecordingSink(), members: [member(2)], caller: greedy, now: .zero)
+
+        // Another caller has its own share, and reading what the greedy one made costs it nothing.
+        guard case .waiting(let other) = hub.wait(3, for: key(3), args: ["n": 3.0], caller: polite, now: .zero) else {
+            Issue.record("another caller's GET of a new key subscribes")
+            return
+        }
+        #expect(subscribed(other) == [3])
+        _ = try hub.attach(RecordingSink(), members: [member(1), member(2)], caller: polite, now: .zero)
+        #expect(hub.charged[polite] == 1)
+        #expect(hub.charged[greedy] == 2)
+
+        // A subscription that ends gives its place back to its maker: its upstream ended…
+        _ = hub.upstreamEnded(key(1), generation: 1)
+        #expect(hub.charged[greedy] == 1)
+        guard case .waiting = hub.wait(4, for: key(4), args: ["n": 4.0], caller: greedy, now: .zero) else {
+            Issue.record("a place given back is the caller's again")
+            return
+        }
+        #expect(hub.charged[greedy] == 2)
+        // …or it expired, unread for the keep-warm period.
+        _ = hub.stopWaiting(4, for: key(4), now: .zero)
+        #expect(unsubscribed(hub.tick(now: .seconds(10))) == [4])
+        #expect(hub.charged[greedy] == 1)
+        // Shutdown forgets every charge.
+        _ = hub.shutdown()
+        #expect(hub.charged.isEmpty)
     }
 
     @Test func anEndedUpstreamFinishesItsStreamsAndWaitersAndShutdownEndsEverything() throws {

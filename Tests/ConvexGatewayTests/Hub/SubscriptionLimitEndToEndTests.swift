@@ -13,6 +13,7 @@ struct SubscriptionLimitEndToEndTests {
     @Test func newReadsAtTheLimitAreAnsweredAtOnce() async throws {
         try await GatewayHarness.run(configure: { configuration in
             configuration.maxSubscriptions = 3
+            configuration.maxSubscriptionsPerCaller = 3  // this test's one client may fill the table
             configuration.upstreamTimeout = .seconds(600)
             configuration.heartbeatInterval = .seconds(60)
         }) { h in
@@ -60,6 +61,79 @@ struct SubscriptionLimitEndToEndTests {
             #expect(held.text.contains(#""name":"a""#))
             #expect(hub.subscriptionCount == 3)
             #expect(hub.waitsKept == [0, 0])
+        }
+    }
+
+    /// `echo:echo` with `{"name": <name>}`, as a batch or stream URL's `args.<id>` (URL-encoded JSON).
+    static func echoArguments(_ name: String) -> String { "%7B%22name%22%3A%22\(name)%22%7D" }
+
+    /// A multi-subscription stream of `echo:echo` once per name, each named and called with it.
+    static func echoStream(_ names: [String]) -> String {
+        "/subscribe?" + names.map { "sub.\($0)=echo:echo&args.\($0)=\(echoArguments($0))" }.joined(separator: "&")
+    }
+
+    @Test func oneCallerCannotTakeTheWholeTable() async throws {
+        try await GatewayHarness.run(configure: { configuration in
+            configuration.maxSubscriptions = 10
+            configuration.maxSubscriptionsPerCaller = 3
+            configuration.upstreamTimeout = .seconds(600)
+            configuration.heartbeatInterval = .seconds(60)
+        }) { h in
+            let hub = h.gateway.core.hub
+            // An anonymous client (this test's address) makes its whole share with one stream of three.
+            let greedy = try await h.openStream(Self.echoStream(["a", "b", "c"]))
+            defer { greedy.close() }
+            #expect(greedy.head.status == 200)
+            #expect(hub.subscriptionCount == 3)
+
+            // It gets no more, at once: a stream or batch GET that needs one is a 429 naming the limit…
+            let stream = try await h.get("/subscribe/mlb:teams", headers: ["Accept": "text/event-stream"])
+            #expect(stream.status == 429)
+            #expect(stream.errorCode == "TooManySubscriptions")
+            #expect(stream.header("Retry-After") != nil)
+            #expect(stream.text.contains("3 live subscriptions"), "\(stream.text)")
+            #expect(stream.text.contains("--max-subscriptions-per-caller"), "\(stream.text)")
+            let batch = try await h.get("/query?q.x=mlb:teams")
+            #expect(batch.status == 429)
+            #expect(batch.errorCode == "TooManySubscriptions")
+            // …a GET of one query a one-shot answer, and what is live is still read.
+            let query = try await h.get("/query/mlb:teams")
+            #expect(query.status == 200)
+            #expect(query.text.contains("Guardians"))
+            let live = try await h.get("/query/echo:echo?name=a")
+            #expect(live.status == 200)
+            #expect(live.text.contains(#""name":"a""#))
+            #expect(hub.subscriptionCount == 3, "the table holds the client's share and no more")
+
+            // Another caller is still served, with subscriptions of its own.
+            let signedIn = ["Authorization": "Bearer \(HotPathTests.jwt(subject: "other"))"]
+            let other = try await h.openStream("/subscribe/mlb:teams", headers: signedIn)
+            defer { other.close() }
+            #expect(other.head.status == 200)
+            let otherBatch = try await h.get(
+                "/query?q.a=echo:echo&args.a=\(Self.echoArguments("a"))&q.t=mlb:teams", headers: signedIn)
+            #expect(otherBatch.status == 200, "\(otherBatch.text)")
+            #expect(otherBatch.text.contains("Guardians"))
+            #expect(hub.subscriptionCount == 5)
+            #expect(hub.waitsKept == [0, 0])
+        }
+    }
+
+    @Test func aStreamOrBatchCostsOneRequestPerSubscription() async throws {
+        // A budget of five requests that refills too slowly to matter within the test.
+        try await GatewayHarness.run(configure: { configuration in
+            configuration.access.rateLimit = 0.01
+            configuration.access.rateLimitBurst = 5
+            configuration.heartbeatInterval = .seconds(60)
+        }) { h in
+            let four = try await h.openStream(Self.echoStream(["a", "b", "c", "d"]))
+            defer { four.close() }
+            #expect(four.head.status == 200)
+            // One request is left: a batch of two costs two.
+            let batch = try await h.get("/query?q.a=echo:echo&q.b=mlb:teams")
+            #expect(batch.status == 429)
+            #expect(batch.errorCode == "RateLimited")
+            #expect(batch.header("Retry-After") != nil)
         }
     }
 }

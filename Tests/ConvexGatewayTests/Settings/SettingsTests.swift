@@ -56,6 +56,17 @@ import Testing
         #expect(documented["LOG_LEVEL"]?.defaultText == "`info`")
     }
 
+    @Test func aCallersShareOfSubscriptionsIsATenthOfTheTableUnlessGiven() throws {
+        func share(_ flags: [String]) throws -> Int {
+            try Self.settings(flags).gateway.effectiveMaxSubscriptionsPerCaller
+        }
+        #expect(try share([]) == 1000)
+        #expect(try share(["--max-subscriptions", "200"]) == 20)
+        #expect(try share(["--max-subscriptions", "5"]) == 1)
+        #expect(try share(["--max-subscriptions-per-caller", "50"]) == 50)
+        #expect(try share(["--max-subscriptions", "100", "--max-subscriptions-per-caller", "500"]) == 100)
+    }
+
     @Test func everyKindReadsItsValue() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("settings-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
