@@ -39,6 +39,7 @@ public final class Gateway: Sendable {
         self.logger = logger
         http.connectionLimit = configuration.maxConnections
         http.maxBodySize = configuration.maxBodyBytes
+        http.maxBodyBytesInFlight = configuration.effectiveMaxBodyBytesInFlight
         http.shutdownGracePeriod = configuration.shutdownGracePeriod
         http.connectionMemoryLimit = configuration.access.connectionMemoryLimit
         http.idleTimeoutSeconds = configuration.access.idleTimeoutSeconds
@@ -50,6 +51,7 @@ public final class Gateway: Sendable {
                 switch rejection {
                 case .payloadTooLarge: .payloadTooLarge(limit: configuration.maxBodyBytes)
                 case .connectionLimitReached: .overloaded
+                case .bodiesInFlightLimitReached: .bodiesInFlightLimitReached
                 case .shuttingDown: .shuttingDown
                 default: .internalError
                 }
@@ -64,6 +66,9 @@ public final class Gateway: Sendable {
 
     /// The bound port once started.
     public var port: Int? { server.port }
+
+    /// Request-body bytes held now (`--max-body-bytes-in-flight` bounds them).
+    package var bodyBytesInFlight: Int { server.bodyBytesInFlight }
 
     /// libmicrohttpd's worker threads: `threads`, or one per CPU the process may use (its affinity mask and CPU quota,
     /// not the machine's count).

@@ -50,8 +50,16 @@ public struct GatewayConfiguration: Sendable {
         let limit = maxStreams > 0 ? maxStreams : maxConnections * 9 / 10
         return max(1, min(limit, maxConnections - 1))
     }
-    /// Largest request body accepted; larger gets 413.
+    /// Largest request body accepted; larger gets 413. 16 MiB: Convex's own limit on a function's arguments.
     public var maxBodyBytes = 16 << 20
+    /// The most request-body bytes held at once over every connection, from their first byte until their request is
+    /// answered: a body that does not fit beside the others gets 503 `Overloaded` with `Retry-After` (before it is
+    /// read when its `Content-Length` says so). Bounds the memory bodies take, several times their size while they
+    /// are parsed. Never less than ``maxBodyBytes`` (``effectiveMaxBodyBytesInFlight``).
+    public var maxBodyBytesInFlight = 32 << 20
+    /// The bound on bodies in flight in force: ``maxBodyBytesInFlight``, raised to ``maxBodyBytes`` if smaller, so
+    /// that a body of the largest size can always be accepted.
+    public var effectiveMaxBodyBytesInFlight: Int { max(maxBodyBytesInFlight, maxBodyBytes) }
     /// Worker threads of the HTTP server; 0 means one per CPU the process may use (its affinity mask and CPU quota).
     public var threads = 0
     /// Upper bound on draining at shutdown: how long ended streams and answered requests get to reach their clients.

@@ -180,6 +180,13 @@ extension GatewayError {
         headers: [("Retry-After", "1")]
     )
 
+    /// A request body that does not fit beside the bodies held now (`--max-body-bytes-in-flight`); answered before
+    /// the body is read when its `Content-Length` says so.
+    package static let bodiesInFlightLimitReached = GatewayError(
+        code: .overloaded, message: "Too many request bodies are in flight; try again shortly",
+        headers: [("Retry-After", "1")]
+    )
+
     /// A new event stream while `--max-streams` are open: the connections left are kept for calls and `GET`s.
     package static let streamLimitReached = GatewayError(
         code: .overloaded, message: "Stream limit reached; try again later",

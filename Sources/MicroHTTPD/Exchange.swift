@@ -22,6 +22,10 @@ final class Exchange: @unchecked Sendable {
     // libmicrohttpd-thread only:
     var body: [UInt8] = []
     var bodyTooLarge = false
+    /// The body's bytes stopped fitting the server's bound on bodies in flight: discarded, answered with 503.
+    var bodyOverBudget = false
+    /// The body bytes this request holds of the server's budget, given back when the request is over.
+    var bodyBytesHeld = 0
     var handlerInvoked = false
     var isParked = false
     /// The hang-up watch on this request's socket while it is parked.
@@ -109,6 +113,10 @@ final class Exchange: @unchecked Sendable {
                 return queueEarly(.payloadTooLarge)
             }
             if let declared, declared > 0 {
+                // Refused before it is read when it cannot fit beside the bodies held now.
+                if !server.admitsBody(declared: Int(declared)) {
+                    return queueEarly(.bodiesInFlightLimitReached)
+                }
                 // Bounded: a client may declare a large body and never send it.
                 body.reserveCapacity(Int(min(declared, 64 * 1024)))
             }
@@ -116,14 +124,29 @@ final class Exchange: @unchecked Sendable {
         return MHD_Result.YES
     }
 
+    /// Buffers a piece of the body, counted against the server's bound on bodies in flight; a body too large, or
+    /// whose bytes no longer fit that bound, is discarded (and what it held given back) as the rest arrives.
     func receiveBody(_ chunk: UnsafeRawBufferPointer) {
-        guard !bodyTooLarge else { return }
+        guard !bodyTooLarge, !bodyOverBudget else { return }
         if body.count + chunk.count > server.configuration.maxBodySize {
             bodyTooLarge = true
-            body = []
+            discardBody()
             return
         }
+        guard server.takeBodyBytes(chunk.count) else {
+            bodyOverBudget = true
+            discardBody()
+            return
+        }
+        bodyBytesHeld += chunk.count
         body.append(contentsOf: chunk)
+    }
+
+    /// Drops the body buffered so far and gives its bytes back.
+    private func discardBody() {
+        body = []
+        server.releaseBodyBytes(bodyBytesHeld)
+        bodyBytesHeld = 0
     }
 
     func finalCall(
@@ -139,6 +162,10 @@ final class Exchange: @unchecked Sendable {
         if bodyTooLarge {
             machine.withLock { $0.answeredEarly() }
             return queue(server.configuration.rejectionResponse(.payloadTooLarge))
+        }
+        if bodyOverBudget {
+            machine.withLock { $0.answeredEarly() }
+            return queue(server.configuration.rejectionResponse(.bodiesInFlightLimitReached))
         }
         if !hotPathTried, let prepared = server.hotAnswer(connection, method: method, target: target) {
             body = []
@@ -196,6 +223,9 @@ final class Exchange: @unchecked Sendable {
     }
 
     func completed(_ code: MHD_RequestTerminationCode) {
+        // The body, and what the handler made of it, is no longer held for this request.
+        server.releaseBodyBytes(bodyBytesHeld)
+        bodyBytesHeld = 0
         if let hangUpWatch {
             server.hangUpWatcher.unwatch(hangUpWatch)
             self.hangUpWatch = nil

@@ -31,6 +31,8 @@ public final class HTTPServer: Sendable {
     /// Open TCP connections (connection-started minus connection-closed notifications).
     let connectionCount = Atomic<Int>(0)
     private let streamCount = Atomic<Int>(0)
+    /// The request-body bytes held now, against ``HTTPServerConfiguration/maxBodyBytesInFlight``.
+    private let bodyBudget: Mutex<BodyBudget>
     private let lastLibraryMessage = Mutex<String?>(nil)
     /// Watches the sockets of waiting requests and idle streams for a client that leaves.
     let hangUpWatcher = HangUpWatcher()
@@ -50,6 +52,7 @@ public final class HTTPServer: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.handler = handler
+        bodyBudget = Mutex(BodyBudget(limit: configuration.maxBodyBytesInFlight))
     }
 
     /// The bound TCP port once started (the real one when the configuration asked for port 0).
@@ -65,6 +68,11 @@ public final class HTTPServer: Sendable {
     /// Streaming responses queued and not yet over.
     public var activeStreamCount: Int {
         streamCount.load(ordering: .relaxed)
+    }
+
+    /// Request-body bytes held now: buffered, or handed to the handler with a request not yet over.
+    public var bodyBytesInFlight: Int {
+        bodyBudget.withLock { $0.inFlight }
     }
 
     /// Binds and starts the worker threads.
@@ -253,6 +261,22 @@ public final class HTTPServer: Sendable {
         }
     }
 
+    /// Whether a body that declares `length` bytes fits beside the bodies held now (``BodyBudget``).
+    func admitsBody(declared length: Int) -> Bool {
+        bodyBudget.withLock { $0.admits(declared: length) }
+    }
+
+    /// Takes `count` bytes of a body as they are buffered; `false`, taking nothing, when they do not fit.
+    func takeBodyBytes(_ count: Int) -> Bool {
+        bodyBudget.withLock { $0.take(count) }
+    }
+
+    /// Gives back the bytes of a body whose request is over (or that was refused).
+    func releaseBodyBytes(_ count: Int) {
+        guard count > 0 else { return }
+        bodyBudget.withLock { $0.release(count) }
+    }
+
     func streamStarted() {
         streamCount.add(1, ordering: .relaxed)
     }
@@ -325,6 +349,10 @@ public final class HTTPServer: Sendable {
         }
         if c.maxBodySize < 0 {
             throw .invalidConfiguration("maxBodySize must be ≥ 0, got \(c.maxBodySize)")
+        }
+        if let inFlight = c.maxBodyBytesInFlight, inFlight < c.maxBodySize {
+            throw .invalidConfiguration(
+                "maxBodyBytesInFlight must be ≥ maxBodySize (\(c.maxBodySize)), got \(inFlight)")
         }
         if let backlog = c.listenBacklog, backlog < 1 || backlog > Int(Int32.max) {
             throw .invalidConfiguration("listenBacklog must be ≥ 1, got \(backlog)")

@@ -39,6 +39,14 @@ public struct HTTPServerConfiguration: Sendable {
     /// answered with 413.
     public var maxBodySize: Int = 1 << 20
 
+    /// The most request-body bytes the server holds at once, over every connection. Default `nil`: no bound. A body
+    /// whose `Content-Length` does not fit beside the bytes held now is answered with
+    /// ``HTTPServerRejection/bodiesInFlightLimitReached`` (503, `Connection: close`) before it is read; one whose
+    /// bytes stop fitting as they arrive (it declared no length, or others took the room meanwhile) is read,
+    /// discarded and answered the same. A body's bytes count from the moment they are buffered until its request is
+    /// over, whatever ends it. Must be at least ``maxBodySize``.
+    public var maxBodyBytesInFlight: Int? = nil
+
     /// How long ``HTTPServer/shutdown()`` waits for ended streams and pending deferred responses to
     /// reach their clients before stopping the daemon. Default 5 s.
     public var shutdownGracePeriod: Duration = .seconds(5)
@@ -87,6 +95,7 @@ public struct HTTPServerConfiguration: Sendable {
 public struct HTTPServerRejection: Sendable, Hashable, CustomStringConvertible {
     private enum Code: Sendable, Hashable {
         case connectionLimitReached
+        case bodiesInFlightLimitReached
         case payloadTooLarge
         case shuttingDown
         case noResponse
@@ -97,7 +106,7 @@ public struct HTTPServerRejection: Sendable, Hashable, CustomStringConvertible {
     /// The HTTP status the server uses.
     public var status: Int {
         switch code {
-        case .connectionLimitReached, .shuttingDown: 503
+        case .connectionLimitReached, .bodiesInFlightLimitReached, .shuttingDown: 503
         case .payloadTooLarge: 413
         case .noResponse: 500
         }
@@ -107,16 +116,19 @@ public struct HTTPServerRejection: Sendable, Hashable, CustomStringConvertible {
     public var message: String {
         switch code {
         case .connectionLimitReached: "The server has reached its connection limit; retry later."
+        case .bodiesInFlightLimitReached: "The server holds as many request bodies as it may at once; retry shortly."
         case .payloadTooLarge: "The request body is larger than the server accepts."
         case .shuttingDown: "The server is shutting down."
         case .noResponse: "The request handler did not produce a response."
         }
     }
 
-    /// A stable identifier: `connection_limit`, `payload_too_large`, `shutting_down`, `no_response`.
+    /// A stable identifier: `connection_limit`, `bodies_in_flight_limit`, `payload_too_large`, `shutting_down`,
+    /// `no_response`.
     public var identifier: String {
         switch code {
         case .connectionLimitReached: "connection_limit"
+        case .bodiesInFlightLimitReached: "bodies_in_flight_limit"
         case .payloadTooLarge: "payload_too_large"
         case .shuttingDown: "shutting_down"
         case .noResponse: "no_response"
@@ -127,6 +139,8 @@ public struct HTTPServerRejection: Sendable, Hashable, CustomStringConvertible {
 
     /// More connections are open than ``HTTPServerConfiguration/connectionLimit`` (503, connection closed).
     public static let connectionLimitReached = Self(code: .connectionLimitReached)
+    /// The request bodies held at once would exceed ``HTTPServerConfiguration/maxBodyBytesInFlight`` (503).
+    public static let bodiesInFlightLimitReached = Self(code: .bodiesInFlightLimitReached)
     /// The body exceeds ``HTTPServerConfiguration/maxBodySize`` (413).
     public static let payloadTooLarge = Self(code: .payloadTooLarge)
     /// A deferred request was still pending, or a request arrived, during shutdown (503).

@@ -130,6 +130,32 @@ struct GatewayErrorTests {
         }
     }
 
+    @Test func aBodyPastTheBoundOnBodiesInFlightIs503WithRetryAfter() async throws {
+        try await GatewayHarness.run(configure: { configuration in
+            configuration.maxBodyBytes = 1024
+            configuration.maxBodyBytesInFlight = 1024
+        }) { h in
+            // A client that has sent a tenth of its body and waits holds those bytes.
+            let slow = try RawConnection(port: h.port)
+            defer { slow.close() }
+            let head = "POST /mutation/messages:send HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            try await blocking {
+                try slow.send(head + "Content-Length: 1000\r\n\r\n" + #"{"body":""# + String(repeating: "x", count: 91))
+            }
+            #expect(await eventually { h.gateway.bodyBytesInFlight == 100 })
+            // A body that does not fit beside it is refused from its head, before it is read.
+            let refused = try await h.post(
+                "/mutation/messages:send", json: #"{"body":""# + String(repeating: "y", count: 1000) + #""}"#)
+            #expect(refused.status == 503)
+            #expect(refused.errorCode == "Overloaded")
+            #expect(refused.header("Retry-After") == "1")
+            // One that fits is served.
+            let small = try await h.post("/mutation/messages:send", json: #"{"body":"z"}"#)
+            #expect(small.status == 200, "\(small.text)")
+            #expect(await eventually { h.gateway.bodyBytesInFlight == 100 }, "the answered body was given back")
+        }
+    }
+
     @Test func unreachableUpstreamIs503WithRetryAfter() async throws {
         // A deployment URL whose port refuses connections (held by a socket that never listens).
         try await withRefusingPort { port in

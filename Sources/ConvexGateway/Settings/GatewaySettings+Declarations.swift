@@ -163,7 +163,13 @@ extension GatewaySettings {
                     in: 0...86_400, help: "Seconds of silence before a connection is closed (0: never)."),
                 .integer(
                     "--max-body-bytes", "GATEWAY_MAX_BODY_BYTES", \.gateway.maxBodyBytes, in: 0...(1 << 30),
-                    help: "Largest request body before 413."),
+                    help: "Largest request body before 413 (16 MiB: the largest arguments Convex takes)."),
+                .integer(
+                    "--max-body-bytes-in-flight", "GATEWAY_MAX_BODY_BYTES_IN_FLIGHT", \.gateway.maxBodyBytesInFlight,
+                    in: 0...(1 << 40),
+                    help: "Request-body bytes held at once over every connection, until their requests are "
+                        + "answered; a body that does not fit gets 503 `Overloaded` with `Retry-After`. Never less "
+                        + "than `--max-body-bytes`."),
                 .integer(
                     "--max-connections", "GATEWAY_MAX_CONNECTIONS", \.gateway.maxConnections, in: 1...1_000_000,
                     help: "Simultaneous HTTP connections before 503."),

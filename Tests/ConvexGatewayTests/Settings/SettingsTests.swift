@@ -67,6 +67,13 @@ import Testing
         #expect(try share(["--max-subscriptions", "100", "--max-subscriptions-per-caller", "500"]) == 100)
     }
 
+    @Test func bodiesInFlightAreNeverBoundBelowTheLargestBody() throws {
+        func bound(_ flags: [String]) throws -> Int { try Self.settings(flags).gateway.effectiveMaxBodyBytesInFlight }
+        #expect(try bound([]) == 32 << 20)
+        #expect(try bound(["--max-body-bytes", "1048576", "--max-body-bytes-in-flight", "8388608"]) == 8 << 20)
+        #expect(try bound(["--max-body-bytes-in-flight", "8388608"]) == 16 << 20, "raised to the 16 MiB body limit")
+    }
+
     @Test func everyKindReadsItsValue() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("settings-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

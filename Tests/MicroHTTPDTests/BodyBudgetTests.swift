@@ -1,0 +1,116 @@
+import Foundation
+import TestSupport
+import Testing
+
+@testable import MicroHTTPD
+
+/// The bound on request bodies held at once (``BodyBudget``): the accounting alone, then through a server.
+@Suite("Request bodies in flight", .serialized, .timeLimit(.minutes(1)))
+struct BodyBudgetTests {
+    @Test("a declared body starts when it fits; bytes are taken as they come and given back")
+    func accounting() {
+        var budget = BodyBudget(limit: 100)
+        #expect(budget.admits(declared: 100))
+        #expect(!budget.admits(declared: 101))
+        #expect(budget.take(60))
+        // Admission sets nothing aside: only the bytes taken count.
+        #expect(budget.admits(declared: 40))
+        #expect(!budget.admits(declared: 41))
+        #expect(budget.take(40))
+        #expect(!budget.take(1), "full")
+        #expect(budget.inFlight == 100)
+        #expect(!budget.admits(declared: 1))
+        // A refused take takes nothing.
+        budget.release(40)
+        #expect(!budget.take(41))
+        #expect(budget.inFlight == 60)
+        #expect(budget.take(40))
+        budget.release(100)
+        #expect(budget.inFlight == 0)
+        #expect(budget.admits(declared: 100))
+        // An empty body never counts.
+        #expect(budget.take(0))
+        #expect(budget.inFlight == 0)
+    }
+
+    @Test("without a bound every body fits, and the bytes are still counted")
+    func noBound() {
+        var budget = BodyBudget(limit: nil)
+        #expect(budget.admits(declared: Int.max))
+        #expect(budget.take(1 << 40))
+        #expect(budget.inFlight == 1 << 40)
+        budget.release(1 << 40)
+        #expect(budget.inFlight == 0)
+    }
+
+    @Test("bodies past the bound get 503 before they are read; what they held comes back when their requests end")
+    func throughAServer() async throws {
+        // The handler keeps each request unanswered, so its body stays in flight until the test answers it.
+        let held = Box<[HTTPResponder]>([])
+        let handler: HTTPHandler = { _, responder in held.update { $0.append(responder) } }
+        let configuration = testConfiguration {
+            $0.maxBodySize = 1000
+            $0.maxBodyBytesInFlight = 2000
+        }
+        let body = String(repeating: "a", count: 1000)
+        try await withHTTPServer(configuration: configuration, logger: quietLogger, handler: handler) { server in
+            let port = try #require(server.port)
+            let first = try RawConnection(port: port)
+            let second = try RawConnection(port: port)
+            for connection in [first, second] {
+                try await blocking {
+                    try connection.send("POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n\(body)")
+                }
+            }
+            #expect(await eventually { held.value.count == 2 })
+            #expect(server.bodyBytesInFlight == 2000)
+
+            // A third: refused from its head alone, before its body is sent, and its connection closed.
+            let (refused, closed) = try await blocking {
+                let connection = try RawConnection(port: port)
+                try connection.send("POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n")
+                let response = try connection.readResponse()
+                return (response, connection.waitForClose())
+            }
+            #expect(refused.status == 503)
+            #expect(refused.header("Connection")?.lowercased() == "close")
+            #expect(closed)
+            // A chunked one (no length declared): read to its end, discarded, refused the same.
+            let chunked = try await blocking {
+                let connection = try RawConnection(port: port)
+                try connection.send("POST /p HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+                try connection.send("a\r\n0123456789\r\n0\r\n\r\n")
+                return try connection.readResponse()
+            }
+            #expect(chunked.status == 503)
+            #expect(held.value.count == 2, "neither reached the handler")
+            #expect(server.bodyBytesInFlight == 2000)
+
+            // An answered request gives its bytes back; so does one whose client leaves.
+            #expect(try #require(held.value.first).respond(HTTPResponse(body: "ok")))
+            _ = try await blocking { try first.readResponse() }
+            #expect(await eventually { server.bodyBytesInFlight == 1000 })
+            second.close()
+            #expect(await eventually { server.bodyBytesInFlight == 0 })
+
+            // And a client that leaves halfway through its body gives back what it had sent.
+            let halfway = try RawConnection(port: port)
+            try await blocking {
+                try halfway.send("POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n\(body.prefix(400))")
+            }
+            #expect(await eventually { server.bodyBytesInFlight == 400 })
+            halfway.close()
+            #expect(await eventually { server.bodyBytesInFlight == 0 })
+
+            // Room again: the next body reaches the handler.
+            let again = try RawConnection(port: port)
+            try await blocking {
+                try again.send("POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n\(body)")
+            }
+            #expect(await eventually { held.value.count == 3 })
+            #expect(try #require(held.value.last).respond(HTTPResponse(body: "ok")))
+            #expect(try await blocking { try again.readResponse() }.status == 200)
+            #expect(await eventually { server.bodyBytesInFlight == 0 })
+        }
+    }
+}
