@@ -84,7 +84,9 @@ package final class GatewayCore: Sendable {
         }
         self.functionSpecs = functionSpecs
         let readYourWrites = ReadYourWrites(hub: hub, configuration: configuration, logger: logger)
-        let arguments = TypedArguments(functionSpecs: functionSpecs, maxBodyBytes: configuration.maxBodyBytes)
+        let arguments = TypedArguments(
+            functionSpecs: functionSpecs, functions: configuration.access.functions,
+            maxBodyBytes: configuration.maxBodyBytes)
         self.readYourWrites = readYourWrites
         self.arguments = arguments
         let calls = Calls(

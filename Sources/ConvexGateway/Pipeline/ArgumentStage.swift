@@ -179,6 +179,10 @@ enum ArgumentStage {
 /// function spec (Typed/).
 struct TypedArguments: Sendable {
     let functionSpecs: FunctionSpecStore?
+    /// The function allowlist and denylist: a refused function's arguments are never typed, so that it fails exactly
+    /// as an unknown one (which the spec does not know either), with the unknown-function 404 and not a 400 naming
+    /// an argument its validators refused.
+    let functions: FunctionFilter
     let maxBodyBytes: Int
 
     /// The input of a request's body.
@@ -188,8 +192,9 @@ struct TypedArguments: Sendable {
             maxBytes: maxBodyBytes)
     }
 
-    /// The arguments of `input` for `function`, typed by the current function spec.
+    /// The arguments of `input` for `function`, typed by the current function spec unless the function is refused.
     func arguments(_ input: ArgumentStage.Input, for function: UdfPath) throws(GatewayError) -> ConvexValue {
-        try ArgumentStage.arguments(input, for: function, spec: functionSpecs?.current)
+        let spec = functions.permits(function.canonical) ? functionSpecs?.current : nil
+        return try ArgumentStage.arguments(input, for: function, spec: spec)
     }
 }

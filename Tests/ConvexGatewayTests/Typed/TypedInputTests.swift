@@ -105,6 +105,29 @@ struct TypedInputTests {
         }
     }
 
+    @Test("a refused function answers as an unknown one, whatever its validators would say of the arguments")
+    func refusedFunctionIsNeverTyped() async throws {
+        let refused = FunctionFilter(deny: try! FunctionPattern.list("typed:*,conformance:*"))
+        try await GatewayHarness.run(
+            configure: { $0.access.functions = refused }, adminKey: Self.adminKey, functions: Self.functions()
+        ) { h in
+            // Arguments the validators refuse (an allowed function would get 400 naming 'team.wins' and 'x')…
+            let posted = try await h.post("/mutation/typed:store", json: #"{"team": {"wins": 1.5, "logo": "%%"}}"#)
+            #expect(posted.status == 404, "\(posted.text)")
+            #expect(posted.errorCode == "FunctionNotFound")
+            #expect(posted.text.contains("Could not find public function for 'typed:store'"), "\(posted.text)")
+            let viaQuery = try await h.get("/query/conformance:typed?x=1.5")
+            #expect(viaQuery.status == 404, "\(viaQuery.text)")
+            #expect(viaQuery.errorCode == "FunctionNotFound")
+            let batch = try await h.get("/query?q.a=conformance:typed&args.a=%7B%22x%22%3A1.5%7D")
+            #expect(batch.json?["errors"]?["a"]?["code"] == .string("FunctionNotFound"), "\(batch.text)")
+            // …as for a function the deployment does not have.
+            let unknown = try await h.post("/mutation/absent:store", json: #"{"team": {"wins": 1.5}}"#)
+            #expect(unknown.status == 404)
+            #expect(unknown.errorCode == "FunctionNotFound")
+        }
+    }
+
     @Test("without an admin key arguments pass through as before")
     func withoutSpec() async throws {
         try await GatewayHarness.run(functions: Self.functions()) { h in
