@@ -20,6 +20,12 @@ public struct GatewayConfiguration: Sendable {
     public var connectTimeout = Duration.seconds(5)
     /// A user's upstream connection closes after this long without requests or subscriptions.
     public var identityIdleTimeout = Duration.seconds(60)
+    /// Upper bound on the signed-in identities (distinct tokens) holding an upstream connection at once; a request
+    /// of a new one beyond it gets 503 `Overloaded`. Each is a socket, opened for any well-formed token before the
+    /// deployment has judged it. 0 means as many as ``maxConnections``.
+    public var maxIdentities = 0
+    /// The bound on identities in force (``maxIdentities``, or its default).
+    public var effectiveMaxIdentities: Int { maxIdentities > 0 ? maxIdentities : maxConnections }
     /// Upper bound on live upstream subscriptions: at it, a stream or batch `GET` that needs a new one gets 503, a
     /// `GET` of one query a one-shot answer.
     public var maxSubscriptions = 10_000

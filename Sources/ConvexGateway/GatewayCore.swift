@@ -74,8 +74,10 @@ package final class GatewayCore: Sendable {
             tickets: StreamTickets(
                 key: configuration.access.ticketKey ?? .random(), maxLifetime: configuration.access.ticketMaxLifetime),
             now: { clock.wallMilliseconds })
-        self.pool = UpstreamPool(idleTimeout: configuration.identityIdleTimeout, logger: logger, clock: clock) {
-            identity in
+        self.pool = UpstreamPool(
+            idleTimeout: configuration.identityIdleTimeout, maxIdentities: configuration.effectiveMaxIdentities,
+            logger: logger, clock: clock
+        ) { identity in
             access.filter(upstreamFactory(identity, metrics))
         }
         // Typed inputs (Typed/): fetch the function spec once at start.

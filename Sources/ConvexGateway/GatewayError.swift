@@ -187,6 +187,15 @@ extension GatewayError {
         headers: [("Retry-After", "1")]
     )
 
+    /// A signed-in caller without an upstream connection while `--max-identities` signed-in callers hold one: each
+    /// is a connection to the deployment, kept for `--identity-idle-seconds` after its last use (`retryAfter`).
+    package static func identityLimitReached(retryAfter: Int) -> GatewayError {
+        GatewayError(
+            code: .overloaded,
+            message: "Too many signed-in callers hold connections to the deployment; try again later",
+            headers: [("Retry-After", String(retryAfter))])
+    }
+
     /// A new event stream while `--max-streams` are open: the connections left are kept for calls and `GET`s.
     package static let streamLimitReached = GatewayError(
         code: .overloaded, message: "Stream limit reached; try again later",

@@ -10,7 +10,10 @@ public enum UpstreamIdentity: Hashable, Sendable {
 }
 
 /// One upstream connection per distinct caller identity (and one anonymous), so that no user ever sees another
-/// user's results. A user's connection is closed once it has been idle for `idleTimeout`.
+/// user's results. A user's connection is closed once it has been idle for `idleTimeout`. At most `maxIdentities`
+/// signed-in identities hold one at once: each is a socket, opened for any well-formed token before the deployment
+/// has judged it, so a client sending a new token with every request would otherwise run the process out of
+/// descriptors.
 ///
 /// Tokens are held only in memory as dictionary keys: subscriptions and logs refer to an identity by an opaque
 /// per-process id (`u1`, `u2`, …), never by the token or a hash of it.
@@ -27,25 +30,38 @@ package final class UpstreamPool: Sendable {
 
     private struct State {
         var members: [UpstreamIdentity: Member] = [:]
+        /// The members of signed-in identities (all but the anonymous one).
+        var identities = 0
         var nextID = 1
     }
 
     private let state = Mutex(State())
     private let factory: Factory
     private let idleTimeout: Duration
+    private let maxIdentities: Int
     private let logger: Logger
     private let clock: GatewayClock
 
-    package init(idleTimeout: Duration, logger: Logger, clock: GatewayClock = .continuous, factory: @escaping Factory) {
+    /// - Parameter maxIdentities: the signed-in identities that may hold a connection at once (the anonymous one
+    ///   always may).
+    package init(
+        idleTimeout: Duration, maxIdentities: Int = .max, logger: Logger, clock: GatewayClock = .continuous,
+        factory: @escaping Factory
+    ) {
         self.clock = clock
         self.factory = factory
         self.idleTimeout = idleTimeout
+        self.maxIdentities = maxIdentities
         self.logger = logger
     }
 
     /// The connection for `identity`, opened on first use; `id` is its opaque identity key.
-    package func upstream(for identity: UpstreamIdentity) -> (id: String, upstream: any ConvexUpstream) {
-        state.withLock { state in
+    /// - Throws: 503 `Overloaded` when `identity` is a signed-in one without a connection and `maxIdentities`
+    ///   signed-in identities hold one already.
+    package func upstream(for identity: UpstreamIdentity) throws(GatewayError) -> (
+        id: String, upstream: any ConvexUpstream
+    ) {
+        let found = state.withLock { state -> (id: String, upstream: any ConvexUpstream)? in
             if var member = state.members[identity] {
                 member.lastUsed = clock.now
                 state.members[identity] = member
@@ -55,20 +71,27 @@ package final class UpstreamPool: Sendable {
             if case .anonymous = identity {
                 id = ""
             } else {
+                guard state.identities < maxIdentities else { return nil }
                 id = "u\(state.nextID)"
                 state.nextID += 1
+                state.identities += 1
             }
             let member = Member(id: id, upstream: factory(identity), lastUsed: clock.now)
             state.members[identity] = member
             return (member.id, member.upstream)
         }
+        guard let found else {
+            throw .identityLimitReached(retryAfter: max(1, Int(idleTimeout.seconds.rounded(.up))))
+        }
+        return found
     }
 
     /// Runs a one-shot call with the identity's connection, keeping it from being closed as idle meanwhile.
+    /// - Throws: the refusal of ``upstream(for:)``.
     package func withUpstream<T: Sendable>(
-        for identity: UpstreamIdentity, _ body: (_ id: String, _ upstream: any ConvexUpstream) async throws -> T
-    ) async rethrows -> T {
-        let (id, upstream) = upstream(for: identity)
+        for identity: UpstreamIdentity, _ body: (_ id: String, _ upstream: any ConvexUpstream) async -> T
+    ) async throws(GatewayError) -> T {
+        let (id, upstream) = try upstream(for: identity)
         state.withLock { $0.members[identity]?.leases += 1 }
         defer {
             state.withLock { state in
@@ -76,7 +99,7 @@ package final class UpstreamPool: Sendable {
                 state.members[identity]?.lastUsed = clock.now
             }
         }
-        return try await body(id, upstream)
+        return await body(id, upstream)
     }
 
     package var connectionCount: Int { state.withLock { $0.members.count } }
@@ -95,6 +118,7 @@ package final class UpstreamPool: Sendable {
                     !inUse(member.id)
                 else { continue }
                 state.members[identity] = nil
+                state.identities -= 1
                 closing.append(member.upstream)
             }
             return closing
@@ -109,7 +133,10 @@ package final class UpstreamPool: Sendable {
 
     package func closeAll() async {
         let all = state.withLock { state -> [any ConvexUpstream] in
-            defer { state.members = [:] }
+            defer {
+                state.members = [:]
+                state.identities = 0
+            }
             return state.members.values.map(\.upstream)
         }
         for upstream in all { await upstream.close() }

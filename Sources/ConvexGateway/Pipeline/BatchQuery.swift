@@ -28,7 +28,7 @@ struct BatchQueries: Sendable {
         let parsed = try StreamSubscriptions(request.query, limit: configuration.maxStreamSubscriptions, kind: .batch)
         try access.chargeSubscriptions(parsed.subscriptions.count, remoteAddress: request.request.remoteAddress)
         let queries = try parsed.typed(by: arguments)
-        let (identityID, upstream) = pool.upstream(for: request.identity)
+        let (identityID, upstream) = try pool.upstream(for: request.identity)
         let keys = queries.map { SubscriptionHub.Key(identity: identityID, function: $0.function, args: $0.args) }
         let caller = SubscriptionCaller(identity: identityID, remoteAddress: request.request.remoteAddress)
         let format = request.format

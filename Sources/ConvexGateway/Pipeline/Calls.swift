@@ -23,7 +23,7 @@ struct Calls: Sendable {
         let floor = kind == .query ? readYourWrites.floor(for: request) : 0
         let timeout = configuration.upstreamTimeout
         let connectTimeout = configuration.connectTimeout
-        let result = await pool.withUpstream(for: request.identity) { _, upstream in
+        let result = try await pool.withUpstream(for: request.identity) { _, upstream in
             await FunctionSpecStore.retrying(with: functionSpecs, function, input, args) {
                 args -> Result<UpstreamAnswer?, UpstreamFailure> in
                 do throws(UpstreamFailure) {

@@ -70,7 +70,7 @@ extension GatewayCore {
         if request.wantsEventStream {
             return try streams.open(request, [StreamSubscription(id: nil, function: function, args: args)])
         }
-        return queries.get(request, context, function, input, args, specGeneration: specGeneration)
+        return try queries.get(request, context, function, input, args, specGeneration: specGeneration)
     }
 
     /// A call with the arguments of the request's body.

@@ -21,9 +21,9 @@ struct Queries: Sendable {
     func get(
         _ request: ParsedRequest, _ context: ResponseContext, _ function: UdfPath, _ input: ArgumentStage.Input,
         _ args: ConvexValue, specGeneration: UInt64
-    ) -> GatewayAnswer {
+    ) throws(GatewayError) -> GatewayAnswer {
         let format = request.format
-        let (identityID, upstream) = pool.upstream(for: request.identity)
+        let (identityID, upstream) = try pool.upstream(for: request.identity)
         let key = SubscriptionHub.Key(identity: identityID, function: function, args: args)
         let caller = SubscriptionCaller(identity: identityID, remoteAddress: request.request.remoteAddress)
         let longPoll = LongPoll.wait(request, context, maxSeconds: configuration.maxWaitSeconds)

@@ -19,7 +19,7 @@ struct SystemRoutes: Sendable {
     /// `GET /ready`: the anonymous upstream connection is up.
     /// - Throws: 503 when it does not connect within a second.
     func readiness() async throws(GatewayError) -> GatewayResponse {
-        let (_, upstream) = pool.upstream(for: .anonymous)
+        let (_, upstream) = try pool.upstream(for: .anonymous)  // never refused: the anonymous one is not counted
         do {
             try await upstream.waitUntilConnected(timeout: .seconds(1))
             return .json(Array(#"{"status":"ready"}"#.utf8))

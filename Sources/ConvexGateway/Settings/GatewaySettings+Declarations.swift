@@ -36,6 +36,12 @@ extension GatewaySettings {
                     "--identity-idle-seconds", "GATEWAY_IDENTITY_IDLE_SECONDS", \.gateway.identityIdleTimeout,
                     help: "Seconds before an idle user's upstream connection closes."),
                 .integer(
+                    "--max-identities", "GATEWAY_MAX_IDENTITIES", \.gateway.maxIdentities, in: 0...1_000_000,
+                    note: "as many as `--max-connections`",
+                    help: "Signed-in callers (distinct tokens) holding a connection to the deployment at once; a "
+                        + "new one beyond it gets 503 `Overloaded` until another has been idle for "
+                        + "`--identity-idle-seconds`."),
+                .integer(
                     "--max-subscriptions", "GATEWAY_MAX_SUBSCRIPTIONS", \.gateway.maxSubscriptions, in: 1...1_000_000,
                     help:
                         "Live upstream subscriptions. At the limit, a stream or batch `GET` that needs a new one gets "

@@ -360,7 +360,7 @@ func held(fromEventID id: String) -> UInt64? {
 }
 
 @Suite(.timeLimit(.minutes(1))) struct UpstreamPoolTests {
-    @Test func oneConnectionPerIdentityAndIdleUserConnectionsClose() async {
+    @Test func oneConnectionPerIdentityAndIdleUserConnectionsClose() async throws {
         let made = Mutex<[UpstreamIdentity]>([])
         let clock = TestClock<Duration>()
         let pool = UpstreamPool(idleTimeout: .seconds(60), logger: Logger(label: "test"), clock: GatewayClock(clock)) {
@@ -368,10 +368,10 @@ func held(fromEventID id: String) -> UInt64? {
             made.withLock { $0.append(identity) }
             return ScriptedUpstream()
         }
-        let anon = pool.upstream(for: .anonymous)
-        let alice = pool.upstream(for: .bearer("alice.jwt"))
-        let alice2 = pool.upstream(for: .bearer("alice.jwt"))
-        let bob = pool.upstream(for: .bearer("bob.jwt"))
+        let anon = try pool.upstream(for: .anonymous)
+        let alice = try pool.upstream(for: .bearer("alice.jwt"))
+        let alice2 = try pool.upstream(for: .bearer("alice.jwt"))
+        let bob = try pool.upstream(for: .bearer("bob.jwt"))
         #expect(anon.id == "")
         #expect(alice.id == alice2.id)
         #expect(alice.id != bob.id)
@@ -383,6 +383,33 @@ func held(fromEventID id: String) -> UInt64? {
         await clock.advance(by: .seconds(1))
         await pool.closeIdle { $0 == bob.id }
         #expect(pool.connectionCount == 2)  // anonymous stays; bob is claimed as in use
-        #expect(pool.upstream(for: .bearer("alice.jwt")).id != alice.id)
+        #expect(try pool.upstream(for: .bearer("alice.jwt")).id != alice.id)
+    }
+
+    @Test func signedInIdentitiesBeyondTheBoundAreRefusedUntilOneIsClosed() async throws {
+        let clock = TestClock<Duration>()
+        let pool = UpstreamPool(
+            idleTimeout: .seconds(60), maxIdentities: 2, logger: Logger(label: "test"), clock: GatewayClock(clock)
+        ) { _ in ScriptedUpstream() }
+        let alice = try pool.upstream(for: .bearer("alice.jwt"))
+        _ = try pool.upstream(for: .bearer("bob.jwt"))
+        #expect(throws: GatewayError.identityLimitReached(retryAfter: 60)) {
+            try pool.upstream(for: .bearer("carol.jwt"))
+        }
+        await #expect(throws: GatewayError.identityLimitReached(retryAfter: 60)) {
+            try await pool.withUpstream(for: .bearer("carol.jwt")) { _, _ in 1 }
+        }
+        // The identities that hold a connection, and anonymous callers, are served.
+        #expect(try pool.upstream(for: .bearer("alice.jwt")).id == alice.id)
+        _ = try pool.upstream(for: .anonymous)
+        #expect(pool.connectionCount == 3)
+        // Once idle ones are closed, new identities get their places.
+        await clock.advance(by: .seconds(60))
+        await pool.closeIdle { _ in false }
+        #expect(pool.connectionCount == 1)
+        _ = try pool.upstream(for: .bearer("carol.jwt"))
+        let called = try await pool.withUpstream(for: .bearer("dave.jwt")) { _, _ in 1 }
+        #expect(called == 1)
+        #expect(throws: GatewayError.self) { try pool.upstream(for: .bearer("eve.jwt")) }
     }
 }
