@@ -10,28 +10,28 @@ extension ClientCore {
     }
 
     /// Waits until the client's view is at `target` or later, asking the deployment for its latest snapshot while it
-    /// is not (again after 50 ms, doubling up to 1 s, while the deployment has not reached `target`), for at most
-    /// `timeout` on the configuration's clock. Returns the view's timestamp then, which is below `target` when the time
-    /// ran out, or at once when the view cannot move: the client is closed, or the deployment refused its credentials
-    /// (it then waits for new ones).
+    /// is not (five times over its first second, ``ViewAsks``; then it only waits), for at most `timeout`
+    /// on the configuration's clock. Returns the view's timestamp then, which is below `target` when the time ran
+    /// out, or at once when the view cannot move: the client is closed, or the deployment refused its credentials (it
+    /// then waits for new ones).
     func waitForView(atLeast target: ConvexTimestamp, timeout: Duration) async -> ConvexTimestamp {
         let clock = configuration.clock
         let deadline = clock.now + timeout
-        var retry = Duration.milliseconds(50)
+        var asks = ViewAsks()
         while true {
             let reached = OneShot<Void>()
+            let step = asks.next(now: clock.now, deadline: deadline)
             let (view, id, deferred) = state.withLock { l -> (ConvexTimestamp?, UInt64, Deferred?) in
                 if l.viewTimestamp >= target || Self.viewIsStuck(l.published) { return (l.viewTimestamp, 0, nil) }
                 let id = l.nextID
                 l.nextID += 1
                 l.viewWaiters[id] = ViewWaiter(target: target, reached: reached)
-                return (nil, id, applyLocked(l.sync.refreshView(), &l))
+                return (nil, id, step.ask ? applyLocked(l.sync.refreshView(), &l) : nil)
             }
             if let view { return view }
             deferred?.run(self)
-            let wakeAt = min(clock.now + retry, deadline)
             let timer = Task {
-                try? await clock.sleep(until: wakeAt)
+                try? await clock.sleep(until: step.wakeAt)
                 reached.complete(())
             }
             await withTaskCancellationHandler {
@@ -45,7 +45,6 @@ extension ClientCore {
                 return (l.viewTimestamp, Self.viewIsStuck(l.published))
             }
             if now >= target || stuck || clock.now >= deadline || Task.isCancelled { return now }
-            retry = min(retry * 2, .seconds(1))
         }
     }
 
