@@ -77,6 +77,13 @@ enum ConvexGatewayCommand {
             logger.notice(
                 "No Convex URL given: started the embedded local deployment with demo functions",
                 metadata: ["convex.url": "\(deploymentURL)"])
+            if authConfig == nil {
+                logger.warning(
+                    """
+                    The embedded deployment accepts any well-formed JWT that has not expired, signed or not, so a \
+                    caller can act as any user; give --local-auth-config to accept only tokens your providers signed
+                    """)
+            }
         }
         let factory = try ClientUpstream.factory(deploymentUrl: deploymentURL, logger: logger)
         var configuration = settings.gateway

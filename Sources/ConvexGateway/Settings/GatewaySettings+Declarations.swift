@@ -78,7 +78,8 @@ extension GatewaySettings {
                     "--local-auth-config", "CONVEX_LOCAL_AUTH_CONFIG", \.localAuthConfig,
                     help:
                         "The embedded deployment's `auth.config` JSON file (`{\"providers\": [...]}`): it then accepts "
-                        + "only tokens these providers signed. Without it, any well-formed JWT that has not expired."),
+                        + "only tokens these providers signed. Without it, any well-formed JWT that has not expired, "
+                        + "which the gateway logs as a warning at start. Not with `--convex-url`."),
                 .secret(
                     "--admin-key", "CONVEX_ADMIN_KEY", \.adminKey, alternative: "CONVEX_ADMIN_KEY_FILE",
                     default: "none; a random key for the embedded deployment",

@@ -57,6 +57,12 @@ extension GatewaySettings {
         func name(_ environment: String) -> String {
             declarations.first { $0.environment == environment }?.name ?? environment
         }
+        if convexURL != nil && localAuthConfig != nil {
+            throw SettingError(
+                "\(name("CONVEX_LOCAL_AUTH_CONFIG")) configures the embedded deployment, which "
+                    + "\(name("CONVEX_URL")) replaces: the deployment at that URL verifies tokens by its own auth "
+                    + "config; give one of them")
+        }
         let cors = gateway.access.cors
         if cors.allowCredentials && cors.origins.contains("*") {
             throw SettingError(

@@ -45,6 +45,22 @@ import Testing
         #expect(errors.hasPrefix(message), "\(errors)")
     }
 
+    /// The embedded deployment without an auth config takes any well-formed token, signed or not: the gateway says so
+    /// at start, and does not once it is given one.
+    @Test(.timeLimit(.minutes(1))) func anEmbeddedDeploymentThatTakesUnsignedTokensIsAWarning() async throws {
+        let warning = "The embedded deployment accepts any well-formed JWT"
+        let open = try await GatewayProcess.run { gateway in gateway.log }
+        #expect(open.contains(warning), "log:\n\(open)")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("auth-\(UUID().uuidString).json").path
+        try #"{"providers": []}"#.write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let configured = try await GatewayProcess.run(environment: ["CONVEX_LOCAL_AUTH_CONFIG": file]) { gateway in
+            gateway.log
+        }
+        #expect(configured.contains("Gateway listening"), "log:\n\(configured)")
+        #expect(!configured.contains(warning), "log:\n\(configured)")
+    }
+
     /// `CONFIG_ACCESS_LOG_FILE` makes swift-configuration log every setting read: the secrets appear redacted.
     @Test(.timeLimit(.minutes(1))) func secretsStayOutOfTheLogs() async throws {
         let accessLog = FileManager.default.temporaryDirectory

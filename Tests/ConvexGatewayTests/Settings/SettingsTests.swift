@@ -176,6 +176,18 @@ import Testing
         #expect(listed.gateway.access.cors.allowCredentials)
     }
 
+    @Test func theEmbeddedDeploymentsAuthConfigWithAConvexURLStopsWithAMessageNamingBoth() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("auth-\(UUID().uuidString).json").path
+        try #"{"providers": []}"#.write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let error = Self.error(["--convex-url", "https://x.convex.cloud"], ["CONVEX_LOCAL_AUTH_CONFIG": file])
+        #expect(error?.hasPrefix("--local-auth-config/CONVEX_LOCAL_AUTH_CONFIG configures") == true, "\(error ?? "")")
+        #expect(error?.contains("--convex-url/CONVEX_URL") == true, "\(error ?? "")")
+        // Each alone is fine.
+        #expect(try Self.settings([], ["CONVEX_LOCAL_AUTH_CONFIG": file]).localAuthConfig == file)
+        #expect(try Self.settings(["--convex-url", "https://x.convex.cloud"]).localAuthConfig == nil)
+    }
+
     @Test(arguments: [
         (["--prot", "80"], "Unknown option '--prot'"),
         (["--api-key", "k"], "Unknown option '--api-key'"),
