@@ -20,6 +20,7 @@ enum ConvexGatewayCommand {
 
     static func main() async {
         let settings: GatewaySettings
+        let adminKeyFlag: Bool
         do {
             switch try SettingsCommandLine.parse(Array(CommandLine.arguments.dropFirst())) {
             case .help:
@@ -27,13 +28,14 @@ enum ConvexGatewayCommand {
                 return
             case .values(let flags):
                 settings = try GatewaySettings(commandLine: flags, environment: ProcessInfo.processInfo.environment)
+                adminKeyFlag = flags["CONVEX_ADMIN_KEY"] != nil
             }
         } catch {
             // 64 is EX_USAGE, as swift-argument-parser exits on a usage error.
             fail("Error: \(error.message)\nSee 'convex-gateway --help'.", status: 64)
         }
         do {
-            try await run(settings)
+            try await run(settings, adminKeyFlag: adminKeyFlag)
         } catch {
             fail("Error: \(error)", status: EXIT_FAILURE)
         }
@@ -44,10 +46,19 @@ enum ConvexGatewayCommand {
         exit(status)
     }
 
-    static func run(_ settings: GatewaySettings) async throws {
+    /// - Parameter adminKeyFlag: the admin key came as `--admin-key`, which every user of the machine can read in the
+    ///   process list.
+    static func run(_ settings: GatewaySettings, adminKeyFlag: Bool = false) async throws {
         LoggingSystem.bootstrap(StreamLogHandler.standardError)
         var logger = Logger(label: "convex-gateway")
         logger.logLevel = settings.logLevel
+        if adminKeyFlag {
+            logger.warning(
+                """
+                The admin key given as --admin-key shows in the process list to every user of this machine; give it \
+                in CONVEX_ADMIN_KEY or a file named by --admin-key-file instead
+                """)
+        }
         // SIGTERM and SIGINT are trapped before anything starts: one that arrives while the deployment starts, or just
         // after the port is announced, drains the gateway once it runs instead of killing the process.
         let shutdownSignals = await ShutdownSignals()

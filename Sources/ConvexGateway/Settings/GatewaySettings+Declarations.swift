@@ -83,7 +83,9 @@ extension GatewaySettings {
                 .secret(
                     "--admin-key", "CONVEX_ADMIN_KEY", \.adminKey, alternative: "CONVEX_ADMIN_KEY_FILE",
                     default: "none; a random key for the embedded deployment",
-                    help: "The deployment's admin key, used only to fetch its function spec for typed inputs."),
+                    help: "The deployment's admin key, used only to fetch its function spec for typed inputs. As a "
+                        + "flag it shows in the process list (`ps`), which the gateway logs as a warning: prefer "
+                        + "`CONVEX_ADMIN_KEY` or `--admin-key-file`."),
                 .secretFile(
                     "--admin-key-file", "CONVEX_ADMIN_KEY_FILE", \.adminKey, alternative: "CONVEX_ADMIN_KEY",
                     default: "none", help: "A file holding the deployment's admin key."),

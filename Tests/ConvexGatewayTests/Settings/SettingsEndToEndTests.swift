@@ -61,6 +61,18 @@ import Testing
         #expect(!configured.contains(warning), "log:\n\(configured)")
     }
 
+    /// `--admin-key` shows in the process list: the gateway warns, without ever printing the key; the variable does not.
+    @Test(.timeLimit(.minutes(1))) func anAdminKeyOnTheCommandLineIsAWarningThatNeverShowsIt() async throws {
+        let key = "admin-\(UUID().uuidString)"
+        let warning = "The admin key given as --admin-key shows in the process list"
+        let flagged = try await GatewayProcess.run(arguments: ["--admin-key", key]) { gateway in gateway.log }
+        #expect(flagged.contains(warning), "log:\n\(flagged)")
+        #expect(!flagged.contains(key))
+        let variable = try await GatewayProcess.run(environment: ["CONVEX_ADMIN_KEY": key]) { gateway in gateway.log }
+        #expect(variable.contains("Gateway listening"), "log:\n\(variable)")
+        #expect(!variable.contains(warning))
+    }
+
     /// `CONFIG_ACCESS_LOG_FILE` makes swift-configuration log every setting read: the secrets appear redacted.
     @Test(.timeLimit(.minutes(1))) func secretsStayOutOfTheLogs() async throws {
         let accessLog = FileManager.default.temporaryDirectory
