@@ -52,6 +52,10 @@ public final class Gateway: Sendable {
                 case .payloadTooLarge: .payloadTooLarge(limit: configuration.maxBodyBytes)
                 case .connectionLimitReached: .overloaded
                 case .bodiesInFlightLimitReached: .bodiesInFlightLimitReached
+                case .ambiguousBodyLength:
+                    .badRequest(
+                        "The request's body length is ambiguous: Content-Length with Transfer-Encoding, or "
+                            + "Content-Lengths that differ")
                 case .shuttingDown: .shuttingDown
                 default: .internalError
                 }

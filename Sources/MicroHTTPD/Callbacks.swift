@@ -125,6 +125,16 @@ let headerIteratorThunk: MHD_KeyValueIteratorN = { fieldsPointer, _, key, keySiz
     return MHD_Result.YES
 }
 
+/// Collects the values of a request's `Content-Length` fields into the `[String]` the context points at.
+let contentLengthThunk: MHD_KeyValueIteratorN = { lengthsPointer, _, key, keySize, value, valueSize in
+    guard let lengthsPointer, let key else { return MHD_Result.YES }
+    if keySize == 14 && strncasecmp(key, "Content-Length", 14) == 0 {
+        let lengths = lengthsPointer.assumingMemoryBound(to: [String].self)
+        lengths.pointee.append(decodeText(value, valueSize) ?? "")
+    }
+    return MHD_Result.YES
+}
+
 let logThunk: cmhd_log_function = { serverPointer, message in
     guard let serverPointer, let message else { return }
     Unmanaged<HTTPServer>.fromOpaque(serverPointer).takeUnretainedValue().libraryLogged(String(cString: message))

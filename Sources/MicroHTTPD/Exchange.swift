@@ -108,6 +108,9 @@ final class Exchange: @unchecked Sendable {
             return queueEarly(.connectionLimitReached)
         }
         if let lengthText = MHD_lookup_connection_value(connection.raw, MHD_ValueKind.HEADER_KIND, "Content-Length") {
+            if hasAmbiguousBodyLength() {
+                return queueEarly(.ambiguousBodyLength)
+            }
             let declared = UInt64(String(cString: lengthText))
             if let declared, declared > UInt64(server.configuration.maxBodySize) {
                 return queueEarly(.payloadTooLarge)
@@ -122,6 +125,20 @@ final class Exchange: @unchecked Sendable {
             }
         }
         return MHD_Result.YES
+    }
+
+    /// Whether a request with a `Content-Length` gives its body's length another way too: with `Transfer-Encoding`
+    /// (libmicrohttpd then reads the body as chunked), or in a second `Content-Length` that differs (it takes the
+    /// first). A proxy in front that read the other would take the rest for another request.
+    private func hasAmbiguousBodyLength() -> Bool {
+        if MHD_lookup_connection_value(connection.raw, MHD_ValueKind.HEADER_KIND, "Transfer-Encoding") != nil {
+            return true
+        }
+        var lengths: [String] = []
+        withUnsafeMutablePointer(to: &lengths) { pointer in
+            _ = MHD_get_connection_values_n(connection.raw, MHD_ValueKind.HEADER_KIND, contentLengthThunk, pointer)
+        }
+        return lengths.contains { $0 != lengths[0] }
     }
 
     /// Buffers a piece of the body, counted against the server's bound on bodies in flight; a body too large, or

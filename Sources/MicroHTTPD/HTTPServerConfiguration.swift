@@ -94,6 +94,7 @@ public struct HTTPServerConfiguration: Sendable {
 /// Its response is built by ``HTTPServerConfiguration/rejectionResponse``.
 public struct HTTPServerRejection: Sendable, Hashable, CustomStringConvertible {
     private enum Code: Sendable, Hashable {
+        case ambiguousBodyLength
         case connectionLimitReached
         case bodiesInFlightLimitReached
         case payloadTooLarge
@@ -106,6 +107,7 @@ public struct HTTPServerRejection: Sendable, Hashable, CustomStringConvertible {
     /// The HTTP status the server uses.
     public var status: Int {
         switch code {
+        case .ambiguousBodyLength: 400
         case .connectionLimitReached, .bodiesInFlightLimitReached, .shuttingDown: 503
         case .payloadTooLarge: 413
         case .noResponse: 500
@@ -115,6 +117,9 @@ public struct HTTPServerRejection: Sendable, Hashable, CustomStringConvertible {
     /// A short human-readable explanation.
     public var message: String {
         switch code {
+        case .ambiguousBodyLength:
+            "The request's body length is ambiguous: Content-Length with Transfer-Encoding, or Content-Lengths that "
+                + "differ."
         case .connectionLimitReached: "The server has reached its connection limit; retry later."
         case .bodiesInFlightLimitReached: "The server holds as many request bodies as it may at once; retry shortly."
         case .payloadTooLarge: "The request body is larger than the server accepts."
@@ -123,10 +128,11 @@ public struct HTTPServerRejection: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// A stable identifier: `connection_limit`, `bodies_in_flight_limit`, `payload_too_large`, `shutting_down`,
-    /// `no_response`.
+    /// A stable identifier: `ambiguous_body_length`, `connection_limit`, `bodies_in_flight_limit`,
+    /// `payload_too_large`, `shutting_down`, `no_response`.
     public var identifier: String {
         switch code {
+        case .ambiguousBodyLength: "ambiguous_body_length"
         case .connectionLimitReached: "connection_limit"
         case .bodiesInFlightLimitReached: "bodies_in_flight_limit"
         case .payloadTooLarge: "payload_too_large"
@@ -137,6 +143,10 @@ public struct HTTPServerRejection: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { "\(identifier) (\(status)): \(message)" }
 
+    /// The request gives its body's length two ways: `Content-Length` with `Transfer-Encoding`, or `Content-Length`
+    /// fields that differ (400, connection closed). libmicrohttpd 0.9.75 would read the body by one of them, and a
+    /// proxy in front that read it by the other would take the rest for a second request (request smuggling).
+    public static let ambiguousBodyLength = Self(code: .ambiguousBodyLength)
     /// More connections are open than ``HTTPServerConfiguration/connectionLimit`` (503, connection closed).
     public static let connectionLimitReached = Self(code: .connectionLimitReached)
     /// The request bodies held at once would exceed ``HTTPServerConfiguration/maxBodyBytesInFlight`` (503).

@@ -156,6 +156,26 @@ struct GatewayErrorTests {
         }
     }
 
+    @Test func aBodyLengthGivenTwoWaysIs400AndTheConnectionCloses() async throws {
+        try await GatewayHarness.run { h in
+            let port = h.port
+            let head = "POST /mutation/messages:send HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            for lengths in [
+                "Content-Length: 5\r\nTransfer-Encoding: chunked", "Content-Length: 5\r\nContent-Length: 14",
+            ] {
+                let (response, closed) = try await blocking {
+                    let connection = try RawConnection(port: port)
+                    try connection.send(head + lengths + "\r\n\r\n0\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                    let response = try connection.readResponse()
+                    return (response, connection.waitForClose())
+                }
+                #expect(response.status == 400, "\(lengths)")
+                #expect(response.errorCode == "BadRequest", "\(response.text)")
+                #expect(closed, "the rest is never read as another request")
+            }
+        }
+    }
+
     @Test func unreachableUpstreamIs503WithRetryAfter() async throws {
         // A deployment URL whose port refuses connections (held by a socket that never listens).
         try await withRefusingPort { port in

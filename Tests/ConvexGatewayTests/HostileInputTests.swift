@@ -93,6 +93,12 @@ struct HostileInputTests {
                             .utf8)
                 ),
                 (
+                    "Content-Length and Transfer-Encoding",
+                    Array(
+                        "POST /mutation/messages:send HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+                            .utf8)
+                ),
+                (
                     "bad chunk",
                     Array(
                         "POST /mutation/messages:send HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nZZZ\r\n\r\n"

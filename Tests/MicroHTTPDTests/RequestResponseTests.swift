@@ -278,6 +278,42 @@ struct RequestResponseTests {
         }
     }
 
+    @Test("a body length given two ways gets 400 and the connection closed, never reaching the handler")
+    func ambiguousBodyLength() async throws {
+        let called = Box(0)
+        let handler: HTTPHandler = { request, responder in
+            called.update { $0 += 1 }
+            responder.respond(HTTPResponse(body: "read \(request.body.count)"))
+        }
+        try await withHTTPServer(configuration: testConfiguration(), logger: quietLogger, handler: handler) { server in
+            let port = try #require(server.port)
+            for request in [
+                "POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+                "POST /p HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n",
+                "POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\ncontent-length: 9\r\n\r\n{}GET /q HTTP/1.1\r\n",
+            ] {
+                let (response, closed) = try await blocking {
+                    let connection = try RawConnection(port: port)
+                    try connection.send(request)
+                    let response = try connection.readResponse()
+                    return (response, connection.waitForClose())
+                }
+                #expect(response.status == 400, "\(request)")
+                #expect(response.header("Connection")?.lowercased() == "close")
+                #expect(closed, "nothing after it is read as another request")
+            }
+            #expect(called.value == 0)
+            // The same length twice is one length.
+            let same = try await blocking {
+                try RawConnection.request(
+                    "POST", "/p", port: port, headers: ["Content-Length": "2", "content-length": "2"],
+                    body: Array("{}".utf8))
+            }
+            #expect(same.status == 200, "\(same.text)")
+            #expect(same.text == "read 2")
+        }
+    }
+
     @Test("a chunked body growing past the limit gets 413 after the body")
     func chunkedPayloadTooLarge() async throws {
         let called = Box(false)
