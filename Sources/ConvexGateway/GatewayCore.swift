@@ -35,6 +35,8 @@ package final class GatewayCore: Sendable {
     let openStreams: OpenStreams
     /// Where callers' tokens come from: header, stream ticket, cookie (Access/CallerCredentials.swift).
     let credentials: CallerCredentials
+    /// How a caller's answers may be cached (Access/CallerCaching.swift).
+    let callerCaching: CallerCaching
     /// Read-your-writes (ReadYourWrites/ReadYourWrites.swift): the newest commit answered here, and moving connections.
     let readYourWrites: ReadYourWrites
     /// The typed-arguments stage (Pipeline/ArgumentStage.swift).
@@ -74,6 +76,7 @@ package final class GatewayCore: Sendable {
             tickets: StreamTickets(
                 key: configuration.access.ticketKey ?? .random(), maxLifetime: configuration.access.ticketMaxLifetime),
             now: { clock.wallMilliseconds })
+        self.callerCaching = CallerCaching(authCookie: configuration.access.authCookie)
         self.pool = UpstreamPool(
             idleTimeout: configuration.identityIdleTimeout, maxIdentities: configuration.effectiveMaxIdentities,
             logger: logger, clock: clock
@@ -142,6 +145,7 @@ package final class GatewayCore: Sendable {
         } catch {
             return .now(completed(errorResponse(error, format: configuration.defaultFormat), context))
         }
+        if parsed.route.actsForCaller { context.callerHeaders = callerCaching.headers(for: parsed.identity) }
         // Typed inputs (Typed/): function calls and the functions document wait for the first function spec fetch.
         if let specs = functionSpecs, specs.firstFetchPending, parsed.usesFunctionSpec {
             let outcome = GatewayAnswer.later { [self, context] () async throws(GatewayError) -> GatewayOutcome in

@@ -8,6 +8,10 @@ struct ResponseContext: Sendable {
     var startedAt: Duration
     var headers: [(String, String)]
     var representation = RepresentationPreferences.identity
+    /// On a route that acts for its caller, how its answers may be cached (``CallerCaching``): added to every
+    /// response after the access stage's headers, as the hot path adds them; a response that says its own
+    /// `Cache-Control` keeps it.
+    var callerHeaders: [(String, String)] = []
 }
 
 extension GatewayCore {
@@ -56,6 +60,10 @@ extension GatewayCore {
     ) -> GatewayResponse {
         var response = response.negotiated(context.representation) { ContentCoding.gzip(response.body) }
         response.headers += context.headers
+        let ownCacheControl = response.header("Cache-Control") != nil
+        for header in context.callerHeaders where !(ownCacheControl && header.0 == "Cache-Control") {
+            response.headers.append(header)
+        }
         metrics.recordRequest(
             route: context.template, status: response.status, duration: clock.now - context.startedAt)
         return response

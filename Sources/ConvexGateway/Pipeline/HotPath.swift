@@ -110,6 +110,8 @@ struct HotPath: Sendable {
             let representation = RepresentationPreferences(method: "GET", header: request.header)
             var response = value.response.negotiated(representation) { value.gzipped }
             response.headers += accessHeaders
+            // Last, as full handling adds an anonymous caller's (Finish.swift); kept with the prepared variant.
+            response.headers += targets.anonymousCallerHeaders
             guard let made = try? HTTPPreparedResponse(HTTPResponse(response)) else { return nil }
             value.keep(.init(gzip: gzip, notModified: notModified, accessHeaders: accessHeaders, prepared: made))
             prepared = made
@@ -255,9 +257,12 @@ extension HotPath {
         /// `--auth-cookie`: a request that carries it answers for its caller, so its target is never remembered or
         /// answered here (``HotPath/answersByTargetAlone(method:fields:authCookie:)``).
         let authCookie: String?
+        /// The headers of an anonymous caller's answer (``CallerCaching``): every answer here is one.
+        let anonymousCallerHeaders: [(String, String)]
 
         init(metrics: GatewayMetrics, authCookie: String?) {
             self.authCookie = authCookie
+            anonymousCallerHeaders = CallerCaching(authCookie: authCookie).anonymous
             recorder = metrics.requestRecorder(route: Route.queryTemplate, status: 200)
             notModifiedRecorder = metrics.requestRecorder(route: Route.queryTemplate, status: 304)
         }

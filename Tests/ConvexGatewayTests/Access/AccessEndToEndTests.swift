@@ -9,6 +9,47 @@ import Testing
 /// The access controls and request limits through a real gateway on a real deployment.
 @Suite(.timeLimit(.minutes(2)))
 struct AccessEndToEndTests {
+    /// Every `Vary` header of an answer.
+    static func varies(_ response: TestResponse) -> [String] {
+        response.head.headers.filter { $0.0.lowercased() == "vary" }.map(\.1)
+    }
+
+    @Test func answersSayTheyDependOnTheCallerAndASignedInCallersArePrivate() async throws {
+        try await GatewayHarness.run(configure: { $0.access.authCookie = "convex_jwt" }) { h in
+            let token = HotPathTests.jwt(subject: "ann")
+            let target = "/query/mlb:teams"
+            let anonymous = try await h.get(target)
+            #expect(anonymous.status == 200)
+            #expect(Self.varies(anonymous).contains("Authorization, Cookie"))
+            #expect(anonymous.header("Cache-Control") == nil, "an anonymous answer may be shared")
+            // The hot path's answer of the same target says the same.
+            let hot = try await HotPathTests.warm(h, target)
+            #expect(h.gateway.core.hotPath.targets.route(for: target) != nil)
+            let again = try await h.get(target)
+            #expect(again.header("Cache-Control") == nil)
+            #expect(Self.varies(again) == Self.varies(hot))
+            #expect(Self.varies(again).contains("Authorization, Cookie"))
+
+            for caller in [["Authorization": "Bearer \(token)"], ["Cookie": "convex_jwt=\(token)"]] {
+                let signedIn = try await h.get(target, headers: caller)
+                #expect(signedIn.status == 200, "\(caller)")
+                #expect(signedIn.header("Cache-Control") == "private", "\(caller)")
+                #expect(Self.varies(signedIn).contains("Authorization, Cookie"))
+            }
+            let mutation = try await h.post(
+                "/mutation/messages:send", json: #"{"body":"x"}"#,
+                headers: ["Content-Type": "application/json", "Authorization": "Bearer \(token)"])
+            #expect(mutation.status == 200)
+            #expect(mutation.header("Cache-Control") == "private")
+            // A stream ticket keeps its own no-store; the gateway's own routes do not depend on the caller.
+            let ticket = try await h.post("/stream-tickets", json: "", headers: ["Authorization": "Bearer \(token)"])
+            #expect(ticket.status == 201)
+            #expect(ticket.head.headers.filter { $0.0.lowercased() == "cache-control" }.map(\.1) == ["no-store"])
+            let health = try await h.get("/healthz")
+            #expect(Self.varies(health).isEmpty)
+        }
+    }
+
     @Test func apiKeyIsRequiredExceptOnProbesAndIsComparedExactly() async throws {
         let key = try Secret("gw-key-0123456789", source: "test")
         try await GatewayHarness.run(configure: { $0.access.apiKey = key }) { h in
