@@ -155,9 +155,11 @@ extension GatewayError {
             code: .payloadTooLarge, message: "Request body is larger than the limit of \(limit) bytes")
     }
 
-    package static func upstreamUnavailable(_ detail: String, retryAfter: Int = 1) -> GatewayError {
+    /// The deployment cannot be reached. Why (an address, a port, an errno) is the log's, never the caller's: see
+    /// ``UpstreamFailure/gatewayError(logging:)``.
+    package static func upstreamUnavailable(retryAfter: Int = 1) -> GatewayError {
         GatewayError(
-            code: .upstreamUnavailable, message: "Convex deployment is unreachable: \(detail)",
+            code: .upstreamUnavailable, message: "Convex deployment is unreachable; try again later",
             headers: [("Retry-After", String(retryAfter))]
         )
     }

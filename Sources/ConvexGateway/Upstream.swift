@@ -125,8 +125,9 @@ public enum UpstreamFailure: Error, Sendable, Hashable {
 
 extension UpstreamFailure {
     /// The one mapping from upstream failures to HTTP statuses (docs/routes-and-errors.md). A failure of no known
-    /// kind is logged here with its detail (the client sees a generic 500), wherever it is answered: a call, a `GET`,
-    /// a batch or a stream.
+    /// kind is logged here with its detail (the client sees a generic 500), and so is an unreachable deployment (the
+    /// client sees a 503 without the detail, which names the deployment's address, port and the socket's error),
+    /// wherever it is answered: a call, a `GET`, a batch or a stream.
     package func gatewayError(logging logger: Logger) -> GatewayError {
         switch self {
         case .convexError(let message, let data):
@@ -138,7 +139,8 @@ extension UpstreamFailure {
         case .functionFailed(let message):
             return GatewayError(code: .functionFailed, message: message)
         case .unavailable(let detail):
-            return .upstreamUnavailable(detail)
+            logger.warning("Convex deployment is unreachable", metadata: ["error": "\(detail)"])
+            return .upstreamUnavailable()
         case .connectionLost(let detail):
             return GatewayError(code: .upstreamConnectionLost, message: detail)
         case .timeout(let seconds):

@@ -189,6 +189,10 @@ struct GatewayErrorTests {
             #expect(response.status == 503)
             #expect(response.header("Retry-After") != nil)
             #expect(response.errorCode == "UpstreamUnavailable")
+            // Where the deployment is, and why it could not be reached, is the log's, not the caller's.
+            let port = String(url.split(separator: ":").last ?? "")
+            #expect(!response.text.contains("127.0.0.1") && !response.text.contains(port), "\(response.text)")
+            #expect(!response.text.lowercased().contains("errno"), "\(response.text)")
             let mutation = try await h.post("/mutation/messages:send", json: #"{"body":"x"}"#)
             #expect(mutation.status == 503)
             let ready = try await h.get("/readyz")

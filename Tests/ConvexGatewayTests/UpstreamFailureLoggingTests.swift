@@ -38,4 +38,17 @@ import Testing
         _ = UpstreamFailure.functionFailed(message: "boom").gatewayError(logging: recorder.logger)
         #expect(recorder.messages.withLock { $0.count } == 1)
     }
+
+    @Test func anUnreachableDeploymentIsLoggedWithItsDetailAndAnsweredWithoutIt() {
+        let recorder = Recorder()
+        let detail = "Could not connect to ws://10.1.2.3:3210/api/sync: Connection refused (errno 111)"
+        let error = UpstreamFailure.unavailable(detail).gatewayError(logging: recorder.logger)
+        #expect(error.code == .upstreamUnavailable)
+        #expect(error.status == 503)
+        #expect(error.headers.contains { $0.0 == "Retry-After" })
+        for part in ["10.1.2.3", "3210", "errno", "refused"] {
+            #expect(!error.message.contains(part), "\(error.message)")
+        }
+        #expect(recorder.messages.withLock { $0 } == ["warning Convex deployment is unreachable error=\(detail)"])
+    }
 }

@@ -24,7 +24,7 @@ struct SystemRoutes: Sendable {
             try await upstream.waitUntilConnected(timeout: .seconds(1))
             return .json(Array(#"{"status":"ready"}"#.utf8))
         } catch {
-            throw .upstreamUnavailable("not connected")
+            throw .upstreamUnavailable()
         }
     }
 
