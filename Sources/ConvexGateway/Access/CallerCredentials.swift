@@ -18,7 +18,8 @@ struct CallerCredentials: Sendable {
     /// The identity `request` acts as. On routes that take a ticket, `ticket` is removed from `query`, so no later
     /// stage reads it as an argument.
     /// - Throws: 401 for an `Authorization` header that is not `Bearer <token>`, a malformed token in the header or
-    ///   the cookie, or a ticket that does not open; 400 for `ticket` given more than once.
+    ///   the cookie, the cookie sent twice with different values, or a ticket that does not open; 400 for `ticket`
+    ///   given more than once.
     func identity(of request: GatewayRequest, route: Route, query: inout QueryString) throws(GatewayError)
         -> UpstreamIdentity
     {
@@ -41,10 +42,17 @@ struct CallerCredentials: Sendable {
             }
             return .bearer(try tickets.open(ticket, now: now()))
         }
-        if let cookieName, let value = CookieHeader.value(named: cookieName, in: request.header("cookie")),
-            !value.isEmpty
-        {
-            return .bearer(try Self.token(value, malformed: "Malformed token in the '\(cookieName)' cookie"))
+        if let cookieName {
+            // Two of them (one set by a sibling subdomain for the parent domain, say): neither is taken for the user.
+            let values = CookieHeader.values(named: cookieName, in: request.header("cookie"))
+            if values.contains(where: { $0 != values[0] }) {
+                throw GatewayError.unauthenticated(
+                    "The '\(cookieName)' cookie was sent more than once, with different values; clear it and sign in "
+                        + "again")
+            }
+            if let value = values.first, !value.isEmpty {
+                return .bearer(try Self.token(value, malformed: "Malformed token in the '\(cookieName)' cookie"))
+            }
         }
         return .anonymous
     }

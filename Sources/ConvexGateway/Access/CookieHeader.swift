@@ -6,15 +6,26 @@ enum CookieHeader {
     static func value(named name: String, in header: String?) -> Substring? {
         guard let header else { return nil }
         for pair in header.split(separator: ";") {
-            guard let equals = pair.firstIndex(of: "=") else { continue }
-            guard pair[..<equals].trimmingWhitespace() == name else { continue }
-            var value = pair[pair.index(after: equals)...].trimmingWhitespace()
-            if value.count >= 2, value.first == "\"", value.last == "\"" {
-                value = value.dropFirst().dropLast()
-            }
-            return value
+            if let found = value(of: pair, named: name) { return found }
         }
         return nil
+    }
+
+    /// The values of every cookie called `name`, in the order sent. A browser sends several when cookies of one name
+    /// were set for different paths or domains (a sibling subdomain can set one for the parent domain).
+    static func values(named name: String, in header: String?) -> [Substring] {
+        guard let header else { return [] }
+        return header.split(separator: ";").compactMap { value(of: $0, named: name) }
+    }
+
+    /// The value of one `name=value` pair if its name is `name`.
+    private static func value(of pair: Substring, named name: String) -> Substring? {
+        guard let equals = pair.firstIndex(of: "="), pair[..<equals].trimmingWhitespace() == name else { return nil }
+        var value = pair[pair.index(after: equals)...].trimmingWhitespace()
+        if value.count >= 2, value.first == "\"", value.last == "\"" {
+            value = value.dropFirst().dropLast()
+        }
+        return value
     }
 
     /// Whether `name` can be a cookie name: an HTTP token (letters, digits and ``!#$%&'*+-.^_`|~``).

@@ -26,6 +26,12 @@ import Testing
         #expect(CookieHeader.value(named: "jwt", in: header) == nil)
     }
 
+    @Test func findsEveryCookieOfAName() {
+        #expect(CookieHeader.values(named: "jwt", in: "jwt=first; a=1; jwt=\"second\"") == ["first", "second"])
+        #expect(CookieHeader.values(named: "jwt", in: "a=1") == [])
+        #expect(CookieHeader.values(named: "jwt", in: nil) == [])
+    }
+
     @Test func validNames() {
         #expect(CookieHeader.isValidName("convex_jwt"))
         #expect(CookieHeader.isValidName("__Host-session"))
@@ -76,6 +82,9 @@ import Testing
             #expect(try Self.identity(target, headers: cookie).0 == .bearer("cookie.token.x"), "\(target)")
         }
         #expect(try Self.identity("/healthz", headers: cookie).0 == .anonymous)
+        // The same token twice is one token.
+        let twice = ["Cookie": "jwt=cookie.token.x; theme=dark; jwt=\"cookie.token.x\""]
+        #expect(try Self.identity("/query/m:f", headers: twice).0 == .bearer("cookie.token.x"))
         #expect(try Self.identity("/query/m:f", headers: ["Cookie": "theme=dark; jwt="]).0 == .anonymous)
         #expect(
             try Self.identity("/query/m:f", headers: cookie, credentials: Self.credentials(cookie: nil)).0 == .anonymous
@@ -98,6 +107,8 @@ import Testing
             ([:], "/subscribe/m:f?ticket", 401),
             ([:], "/subscribe/m:f?ticket=abc", 401),
             ([:], "/subscribe/m:f?ticket=a&ticket=b", 400),
+            (["Cookie": "jwt=a.b.c; theme=dark; jwt=d.e.f"], "/query/m:f", 401),
+            (["Cookie": "jwt=; jwt=d.e.f"], "/subscribe/m:f", 401),
         ] as [([String: String], String, Int)])
     func badCredentialsAreRefused(headers: [String: String], target: String, status: Int) throws {
         let refusal = StreamTicketTests.refusal { try Self.identity(target, headers: headers) }
