@@ -178,7 +178,9 @@ let package = Package(
         ),
         .target(name: "CMicroHTTPDShim", dependencies: ["CMicroHTTPD"]),
         // The one home of blocking calls (a thread of their own, never the concurrency pool) and of child processes.
-        .target(name: "OffThePool"),
+        // posix_spawn with the GNU extensions (closefrom, chdir) that ChildProcess starts children with.
+        .target(name: "CSpawn"),
+        .target(name: "OffThePool", dependencies: ["CSpawn"]),
         .target(
             name: "MicroHTTPD",
             dependencies: [

@@ -1,3 +1,4 @@
+import CSpawn
 import Foundation
 import Synchronization
 
@@ -12,28 +13,77 @@ public struct ChildProcessOutput: Sendable {
     public var stderr: String
 }
 
-/// A child process whose end is awaited, not waited for: Foundation's `Process` reports the exit through its
-/// termination handler, which resumes the tasks awaiting it. Output goes to files or to pipes read on threads of their
-/// own (`run(_:arguments:…)`).
+/// How a child process starts: its environment, directory and standard streams.
+public struct ChildProcessOptions {
+    /// The environment; `nil`: this process's.
+    public var environment: [String: String]?
+    /// The working directory; `nil`: this process's.
+    public var directory: URL?
+    /// Standard input, output and error; `nil`: `/dev/null`.
+    public var standardInput: FileHandle?
+    public var standardOutput: FileHandle?
+    public var standardError: FileHandle?
+
+    public init() {}
+}
+
+/// A child process whose end is awaited, not waited for: a thread of its own waits for the exit (`waitpid`) and
+/// resumes the tasks awaiting it. Output goes to files or to pipes read on threads of their own (`run(_:arguments:…)`).
+///
+/// Started with `posix_spawn` (CSpawn), not Foundation's `Process`: on Linux, `Process.run()` lists `/proc/self/fd`
+/// by copying each directory entry's whole 256-byte name, which can read past the end of readdir's buffer and crash
+/// the parent (swift-corelibs-foundation's `findMaximumOpenFromProcSelfFD`; seen in this project's test runs, which
+/// start hundreds of children beside thousands of sockets).
 public final class ChildProcess: Sendable {
-    /// The running process: its end is awaited through `exit`, never waited for.
-    private nonisolated(unsafe) let process: Process
+    /// The child's process id.
+    public let pid: Int32
     private let exit = ExitSignal()
 
-    /// Starts `executable` with `arguments`; `configure` sets its environment, directory and output before it runs.
+    /// Starts `executable` (a path, or a name looked up on the `PATH`) with `arguments`; `configure` sets its
+    /// environment, directory and standard streams.
+    /// - Throws: ``ChildProcessStartFailure`` naming the command and the system's reason.
     public init(
-        _ executable: String, arguments: [String], configure: (Process) throws -> Void = { _ in }
+        _ executable: String, arguments: [String], configure: (inout ChildProcessOptions) throws -> Void = { _ in }
     ) throws {
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        try configure(process)
+        var options = ChildProcessOptions()
+        try configure(&options)
+        let environment = (options.environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
+        var pid: pid_t = 0
+        let result = Self.withCStrings([executable] + arguments) { argv in
+            Self.withCStrings(environment) { envp in
+                cspawn_start(
+                    &pid, executable, argv, envp, options.directory?.path,
+                    options.standardInput?.fileDescriptor ?? -1, options.standardOutput?.fileDescriptor ?? -1,
+                    options.standardError?.fileDescriptor ?? -1)
+            }
+        }
+        guard result == 0 else {
+            throw ChildProcessStartFailure(
+                description: "\(executable) did not start: \(String(cString: strerror(result)))")
+        }
+        self.pid = pid
+        let child = pid
         let exit = exit
-        process.terminationHandler = { exit.fire($0.terminationStatus) }
-        try process.run()
+        // The one blocking wait for this child, on a thread of its own.
+        let waiter = Thread {
+            var status: Int32 = 0
+            while waitpid(child, &status, 0) == -1 && errno == EINTR {}
+            // As Foundation's terminationStatus: the exit code, or the number of the signal that ended it.
+            let signal = status & 0x7f
+            exit.fire(signal == 0 ? (status >> 8) & 0xff : signal)
+        }
+        waiter.start()
     }
 
-    public var pid: Int32 { process.processIdentifier }
+    /// Calls `body` with a NULL-terminated array of C strings copied from `strings`.
+    private static func withCStrings<R>(
+        _ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R
+    ) -> R {
+        let copies: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) } + [nil]
+        defer { for copy in copies { free(copy) } }
+        return copies.withUnsafeBufferPointer { body($0.baseAddress!) }
+    }
+
     public var isRunning: Bool { exit.status == nil }
     /// The exit status once the process has ended.
     public var status: Int32? { exit.status }
@@ -56,7 +106,7 @@ public final class ChildProcess: Sendable {
     /// signal ended it), or `-9` when it had to be killed.
     @discardableResult
     public func stop(grace: Duration = .seconds(2)) async -> Int32 {
-        if isRunning { process.terminate() }
+        if isRunning { kill(pid, SIGTERM) }
         if let status = await exited(within: grace) { return status }
         kill(pid, SIGKILL)
         _ = await exited(within: .seconds(30))
@@ -72,13 +122,17 @@ public final class ChildProcess: Sendable {
         let output = Pipe()
         let errors = Pipe()
         let inputPipe = input.map { _ in Pipe() }
-        let child = try ChildProcess(executable, arguments: arguments) { process in
-            if let environment { process.environment = environment }
-            if let directory { process.currentDirectoryURL = directory }
-            process.standardOutput = output
-            process.standardError = errors
-            process.standardInput = inputPipe ?? FileHandle.nullDevice
+        let child = try ChildProcess(executable, arguments: arguments) { options in
+            options.environment = environment
+            options.directory = directory
+            options.standardOutput = output.fileHandleForWriting
+            options.standardError = errors.fileHandleForWriting
+            options.standardInput = inputPipe?.fileHandleForReading
         }
+        // The child holds its own copies of the pipes' other ends: closing ours lets the reads below end with it.
+        try output.fileHandleForWriting.close()
+        try errors.fileHandleForWriting.close()
+        try inputPipe?.fileHandleForReading.close()
         // The pipes are read to their ends while the process runs (a full pipe would stall it), each on its own thread,
         // from before the input is written: a child that answers as it reads must not fill its output meanwhile.
         async let stdout = blocking { output.fileHandleForReading.readDataToEndOfFile() }
@@ -98,6 +152,11 @@ public final class ChildProcess: Sendable {
             status: status, stdout: String(decoding: try await stdout, as: UTF8.self),
             stderr: String(decoding: try await stderr, as: UTF8.self))
     }
+}
+
+/// A child process that could not be started.
+public struct ChildProcessStartFailure: Error, CustomStringConvertible {
+    public let description: String
 }
 
 /// A child process that outlasted its time; it was killed.

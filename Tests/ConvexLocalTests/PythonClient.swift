@@ -52,11 +52,11 @@ enum PythonClient {
         environment["PYTHONPATH"] = scriptsDirectory.path
         let child = try ChildProcess(
             python, arguments: ["-u", scriptsDirectory.appendingPathComponent(script).path, url] + arguments
-        ) { process in
-            process.currentDirectoryURL = scriptsDirectory
-            process.standardOutput = try FileHandle(forWritingTo: outURL)
-            process.standardError = try FileHandle(forWritingTo: errURL)
-            process.environment = environment
+        ) { options in
+            options.directory = scriptsDirectory
+            options.standardOutput = try FileHandle(forWritingTo: outURL)
+            options.standardError = try FileHandle(forWritingTo: errURL)
+            options.environment = environment
         }
         guard let status = await child.exited(within: timeout) else {
             // The official client may block signals in its runtime threads: SIGKILL if SIGTERM is not enough.

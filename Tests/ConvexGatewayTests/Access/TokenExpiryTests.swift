@@ -48,7 +48,9 @@ struct TokenExpiryTests {
         let time = GatewayClock(clock)
         try await GatewayHarness.run(clock: time) { h in
             let short = ["Authorization": "Bearer \(Self.jwt(subject: "brief", expiresIn: 60, now: time.wallSeconds))"]
-            let long = ["Authorization": "Bearer \(Self.jwt(subject: "lasting", expiresIn: 3600))"]
+            let long = [
+                "Authorization": "Bearer \(Self.jwt(subject: "lasting", expiresIn: 3600, now: time.wallSeconds))"
+            ]
             let expiring = try await h.openStream("/subscribe/conformance:whoami", headers: short)
             defer { expiring.close() }
             let lasting = try await h.openStream("/subscribe/conformance:whoami", headers: long)

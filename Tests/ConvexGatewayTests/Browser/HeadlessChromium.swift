@@ -49,9 +49,8 @@ enum HeadlessChromium {
             "--disable-background-timer-throttling", "--disable-renderer-backgrounding",
             "--disable-backgrounding-occluded-windows", "about:blank",
         ]
-        let browser = try ChildProcess(binary, arguments: arguments) { process in
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = try FileHandle(forWritingTo: logURL)
+        let browser = try ChildProcess(binary, arguments: arguments) { options in
+            options.standardError = try FileHandle(forWritingTo: logURL)
         }
         do {
             let result = try await drive(browser, profile: profile, logURL: logURL, body)

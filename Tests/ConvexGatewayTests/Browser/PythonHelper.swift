@@ -24,9 +24,9 @@ enum PythonHelper {
         defer { try? FileManager.default.removeItem(atPath: logPath) }
         let command = command
         let child = try ChildProcess(command[0], arguments: Array(command.dropFirst()) + ["-c", script] + arguments) {
-            process in
-            process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-            process.standardError = process.standardOutput
+            options in
+            options.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+            options.standardError = options.standardOutput
         }
         var port: Int?
         do {

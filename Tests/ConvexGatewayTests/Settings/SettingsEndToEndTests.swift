@@ -103,10 +103,9 @@ import Testing
         defer { try? FileManager.default.removeItem(at: logURL) }
         let gateway = try ChildProcess(
             "/usr/bin/taskset", arguments: ["-c", "0", try GatewayProcess.binaryPath(), "--port", "0"]
-        ) { process in
-            process.environment = GatewayProcess.inheritedEnvironment.merging(["LOG_LEVEL": "notice"]) { $1 }
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = try FileHandle(forWritingTo: logURL)
+        ) { options in
+            options.environment = GatewayProcess.inheritedEnvironment.merging(["LOG_LEVEL": "notice"]) { $1 }
+            options.standardError = try FileHandle(forWritingTo: logURL)
         }
         var log = ""
         let listening = await eventually(timeout: .seconds(30)) {

@@ -251,7 +251,8 @@ struct MultiSubscriptionEndToEndTests {
                 if case .string(let named)? = first["me"]?["identity"]?["subject"] { return named }
                 return nil
             }
-            let cookie = "\(StreamTicketEndToEndTests.cookie)=\(StreamTicketEndToEndTests.jwt("ada"))"
+            let cookie =
+                "\(StreamTicketEndToEndTests.cookie)=\(StreamTicketEndToEndTests.jwt("ada", now: time.wallSeconds))"
             let byCookie = try await h.openStream(target, headers: ["Cookie": cookie])
             defer { byCookie.close() }
             #expect(try await identity(byCookie) == "ada")

@@ -52,11 +52,10 @@ final class GatewayProcess: Sendable {
         // A closed stream is noticed at its next write: heartbeats every 2 s let descriptors settle quickly.
         environment["GATEWAY_HEARTBEAT_SECONDS"] = "2"
         environment.merge(extra) { _, new in new }
-        let process = try ChildProcess(try binaryPath(), arguments: arguments) { process in
-            process.currentDirectoryURL = packageRoot
-            process.environment = environment
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        let process = try ChildProcess(try binaryPath(), arguments: arguments) { options in
+            options.directory = packageRoot
+            options.environment = environment
+            options.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         }
         defer { try? FileManager.default.removeItem(atPath: logPath) }
 
