@@ -12,15 +12,18 @@ import Testing
 @Suite("Token expiry through the gateway", .timeLimit(.minutes(1)))
 struct TokenExpiryTests {
     /// An unsigned JWT for `subject` that expires `seconds` after `now` (seconds since 1970; before it, when
-    /// negative). `now` is the real wall clock unless a test passes its clock's (`ElapsedClock.wallSeconds`).
+    /// negative), issued `issuedIn` seconds after `now` (a second before it by default). `now` is the real wall clock
+    /// unless a test passes its clock's (`ElapsedClock.wallSeconds`).
     // Real time: the default reads the wall clock for tokens that live an hour or expired long ago; a test of expiry passes its test clock's `now`.
-    static func jwt(subject: String, expiresIn seconds: Double, now: Double = Date().timeIntervalSince1970) -> String {
+    static func jwt(
+        subject: String, expiresIn seconds: Double, issuedIn: Double = -1, now: Double = Date().timeIntervalSince1970
+    ) -> String {
         func part(_ text: String) -> String {
             Data(text.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
                 .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
         }
         let claims =
-            #"{"sub":"\#(subject)","iss":"https://issuer.test","iat":\#(Int(now) - 1),"exp":\#(Int(now + seconds))}"#
+            #"{"sub":"\#(subject)","iss":"https://issuer.test","iat":\#(Int(now + issuedIn)),"exp":\#(Int(now + seconds))}"#
         return part(#"{"alg":"none"}"#) + "." + part(claims) + ".sig"
     }
 
@@ -39,6 +42,25 @@ struct TokenExpiryTests {
             #expect(mutation.status == 401, "\(mutation.text)")
             let stream = try await h.get("/subscribe/conformance:whoami", headers: expired)
             #expect(stream.status == 401, "a stream that can never deliver is refused before it starts")
+        }
+    }
+
+    @Test("a token not valid yet (issued past the deployment's leeway ahead) is a 401 on every route, streams included")
+    func notYetValidTokenIs401() async throws {
+        let clock = TestClock<Duration>()
+        let time = GatewayClock(clock)
+        try await GatewayHarness.run(clock: time) { h in
+            let early = [
+                "Authorization":
+                    "Bearer \(Self.jwt(subject: "early", expiresIn: 3600, issuedIn: 60, now: time.wallSeconds))"
+            ]
+            let query = try await h.get("/query/conformance:whoami", headers: early)
+            #expect(query.status == 401, "\(query.text)")
+            #expect(query.text.contains("valid in"), "\(query.text)")
+            let stream = try await h.get("/subscribe/conformance:whoami", headers: early)
+            #expect(stream.status == 401, "\(stream.text)")
+            let batch = try await h.get("/query?q.me=conformance:whoami", headers: early)
+            #expect(batch.status == 401, "\(batch.text)")
         }
     }
 

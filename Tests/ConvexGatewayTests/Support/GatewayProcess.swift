@@ -72,14 +72,21 @@ final class GatewayProcess: Sendable {
         let gateway = GatewayProcess(process: process, port: port, logPath: logPath)
         do {
             let result = try await body(gateway)
-            #expect(process.isRunning, "the gateway process died during the test")
+            #expect(process.isRunning, "the gateway process died during the test\(Self.report(gateway.log))")
             let status = await gateway.stop()
-            #expect(status == 0, "the gateway exited with status \(status) after SIGTERM")
+            // A sanitizer's report (ThreadSanitizer exits 66) is in the log, which is deleted after the test.
+            #expect(status == 0, "the gateway exited with status \(status) after SIGTERM\(Self.report(gateway.log))")
             return result
         } catch {
             _ = await gateway.stop()
             throw error
         }
+    }
+
+    /// The end of the gateway's log (where a crash or a sanitizer's report is), for a failure message.
+    static func report(_ log: String) -> String {
+        let end = log.suffix(20_000)
+        return end.isEmpty ? "" : "; the end of its log:\n\(end)"
     }
 
     /// SIGTERM, then up to 15 s for a graceful exit (SIGKILL after that). Returns the exit status.
