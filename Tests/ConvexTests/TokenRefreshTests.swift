@@ -69,7 +69,7 @@ struct TokenRefreshTests {
         _ condition: @escaping @Sendable () -> Bool
     ) async throws {
         let held = try await clock.advance(by: .zero, thenBy: .milliseconds(50)) {
-            await TestSupport.eventually { condition() }
+            await TestSupport.eventually(timeout: .seconds(90)) { condition() }
         }
         if !held { Issue.record("gave up waiting until \(what)", sourceLocation: sourceLocation) }
     }
@@ -83,9 +83,12 @@ struct TokenRefreshTests {
         return recorded
     }
 
-    /// Returns once `results` holds a failure, or after TestSupport's generous bound.
+    /// Returns once `results` holds a failure, or after a generous bound (on half a core the whole suite can hold
+    /// the test process for seconds).
     static func failure(in results: Recorded<ConvexSubscription<ConvexValue>.Results.Element>) async -> Bool {
-        await TestSupport.eventually { results.all.contains { if case .failure = $0 { true } else { false } } }
+        await TestSupport.eventually(timeout: .seconds(90)) {
+            results.all.contains { if case .failure = $0 { true } else { false } }
+        }
     }
 
     /// When the clock has passed the moment the client refreshes the latest token (10 s before its `exp`, with 10 ms
@@ -214,7 +217,9 @@ struct TokenRefreshTests {
             }
             #expect(error.code == .authenticationFailed && error.message == "Convex token identity expired")
             #expect(client.connectionState == .authenticationFailed(message: "Convex token identity expired"))
-            client.setAuth(token: makeJWT(#"{"sub":"static","iss":"https://i","exp":\#(now + 600)}"#))
+            // Fresh from the clock's time now, which the moves above took past the first token's `exp`.
+            let later = Int(time.wallSeconds)
+            client.setAuth(token: makeJWT(#"{"sub":"static","iss":"https://i","iat":\#(later),"exp":\#(later + 600)}"#))
             try await Self.waitMoving(clock, "new credentials resume") { whoami.all.count >= 3 }
             guard case .success(let again)? = whoami.all.dropFirst(2).first else {
                 Issue.record("new credentials resume: \(whoami.all)"); return

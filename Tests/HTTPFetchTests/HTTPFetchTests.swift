@@ -70,14 +70,16 @@ struct HTTPFetchTests {
 
     @Test func aSilentServerTimesOut() async throws {
         try await withLoopbackServer({ _ in nil }) { port in
-            // Real time: HTTPFetch's timeout is a real network deadline; the check is a generous upper bound.
+            // Real time: HTTPFetch's timeout is a real network deadline; the check is a generous upper bound (a fetch
+            // that ignored its timeout would wait for the test's time limit), not a figure: on half a core the whole
+            // suite can hold the test process for seconds.
             let clock = ContinuousClock()
             let start = clock.now
             let error = await #expect(throws: HTTPFetchError.self) {
                 try await fetch(.GET, "http://127.0.0.1:\(port)/", timeout: .milliseconds(300))
             }
             #expect(error?.description == "127.0.0.1 did not answer within 0.3 seconds")
-            #expect(clock.now - start < .seconds(10))
+            #expect(clock.now - start < .seconds(60))
         }
     }
 
