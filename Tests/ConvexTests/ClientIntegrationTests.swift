@@ -299,7 +299,9 @@ struct ClientSubscriptionTests {
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct ClientReconnectTests {
     @Test func thousandConcurrentMutationsCompleteExactlyOnce() async throws {
-        try await withClientAndDeployment { client, deployment in
+        // A generous call deadline: a thousand mutations queued at once on half a core take longer than 20 s, and
+        // what is checked is exactly once, not how fast.
+        try await withClientAndDeployment(configuration: .init(callTimeout: .seconds(120))) { client, deployment in
             let results = try await withThrowingTaskGroup(of: ConvexValue.self) { group in
                 for _ in 0..<1000 {
                     group.addTask { try await client.mutation("conformance:increment", with: ["name": "bulk"]) }
