@@ -70,12 +70,16 @@ struct ConditionalGetTests {
     }
 
     @Test func theETagOutlivesTheSubscription() async throws {
-        try await GatewayHarness.run(configure: { $0.keepWarm = .milliseconds(200) }) { h in
+        // Keep-warm on a test clock: the subscription lives until the test moves the clock past it, however slowly the
+        // requests that warm it come.
+        let clock = TestClock<Duration>()
+        try await GatewayHarness.run(configure: { $0.keepWarm = .seconds(10) }, clock: GatewayClock(clock)) { h in
             let target = "/query/messages:list?channel=c304-expiry"
             let first = try await HotPathTests.warm(h, target)
             let etag = try #require(first.header("ETag"))
             let hub = h.gateway.core.hub
-            #expect(await eventually { hub.subscriptionCount == 0 }, "the subscription never expired")
+            let expired = try await clock.advance(by: .seconds(11)) { await eventually { hub.subscriptionCount == 0 } }
+            #expect(expired, "the subscription never expired")
             let again = try await h.get(target, headers: ["If-None-Match": etag])
             #expect(again.status == 304, "a new subscription to the same value answers the same tag")
             #expect(again.header("ETag") == etag)
