@@ -10,16 +10,17 @@ import Testing
 
 /// A token provider minting unsigned tokens that live `lifetime` seconds of `clock`'s wall time (the local deployment
 /// without an auth config takes unsigned tokens but enforces their `exp`), and recording how it was asked. After
-/// `tokens` calls it answers `nil`.
+/// `refreshes` forced refreshes it answers `nil` to the next one (a connect, or a reconnect after a connect that timed
+/// out on a loaded machine, still gets a token).
 final class ShortTokenProvider: Sendable {
     let lifetime: Int
-    let tokens: Int
+    let refreshes: Int
     let clock: ElapsedClock
     private let calls = Mutex<(forceRefreshes: [Bool], latestExpiration: Double?)>(([], nil))
 
-    init(lifetime: Int, tokens: Int = .max, clock: ElapsedClock) {
+    init(lifetime: Int, refreshes: Int = .max, clock: ElapsedClock) {
         self.lifetime = lifetime
-        self.tokens = tokens
+        self.refreshes = refreshes
         self.clock = clock
     }
 
@@ -32,7 +33,7 @@ final class ShortTokenProvider: Sendable {
         let now = Int(clock.wallSeconds)
         let minted = calls.withLock { calls -> Bool in
             calls.forceRefreshes.append(forceRefresh)
-            guard calls.forceRefreshes.count <= tokens else { return false }
+            guard !forceRefresh || calls.forceRefreshes.filter({ $0 }).count <= refreshes else { return false }
             calls.latestExpiration = Double(now + lifetime)
             return true
         }
@@ -59,6 +60,9 @@ struct TokenRefreshTests {
         var configuration = ConvexClientConfiguration(callTimeout: .seconds(20))
         configuration.clock = clock
         configuration.inactivityTimeout = .seconds(3600)
+        // Generous: the clock moves while a test waits for the first result, and a connect on a loaded machine can
+        // take seconds.
+        configuration.connectTimeout = .seconds(600)
         return configuration
     }
 
@@ -174,7 +178,7 @@ struct TokenRefreshTests {
         let time = ElapsedClock(clock)
         try await withClientAndDeployment(configuration: Self.configuration(time), clock: time) { client, _ in
             // Installing and connecting get a token; the first refresh, 10 s before its `exp`, gets nothing.
-            let provider = ShortTokenProvider(lifetime: 60, tokens: 2, clock: time)
+            let provider = ShortTokenProvider(lifetime: 60, refreshes: 0, clock: time)
             try await client.setAuthProvider { provider.token(forceRefresh: $0) }
             let whoami = Self.collect(client.subscribe(to: "conformance:whoami").results)
             try await Self.waitMoving(clock, "the first result") { !whoami.all.isEmpty }
