@@ -14,7 +14,8 @@ import Testing
 /// Runs `body` with a deployment on a free port and a client of it; both are always torn down.
 func withClientAndDeployment<R: Sendable>(
     adminKey: String? = nil,
-    configuration: ConvexClientConfiguration = .init(callTimeout: .seconds(20)),
+    // A generous connect deadline: on half a core a socket can take longer than the default 10 s to open.
+    configuration: ConvexClientConfiguration = .init(callTimeout: .seconds(20), connectTimeout: .seconds(60)),
     clock: ElapsedClock = .continuous,
     _ body: (ConvexClient, LocalDeployment) async throws -> R
 ) async throws -> R {
@@ -301,7 +302,9 @@ struct ClientReconnectTests {
     @Test func thousandConcurrentMutationsCompleteExactlyOnce() async throws {
         // A generous call deadline: a thousand mutations queued at once on half a core take longer than 20 s, and
         // what is checked is exactly once, not how fast.
-        try await withClientAndDeployment(configuration: .init(callTimeout: .seconds(120))) { client, deployment in
+        try await withClientAndDeployment(
+            configuration: .init(callTimeout: .seconds(120), connectTimeout: .seconds(60))
+        ) { client, deployment in
             let results = try await withThrowingTaskGroup(of: ConvexValue.self) { group in
                 for _ in 0..<1000 {
                     group.addTask { try await client.mutation("conformance:increment", with: ["name": "bulk"]) }
@@ -319,7 +322,8 @@ struct ClientReconnectTests {
     @Test func serverClosingSocketsMidMutationsAppliesEachExactlyOnce() async throws {
         // Eight closes in a row would back off for seconds under the default cap; what is tested is that every
         // mutation is applied once across them, not the backoff.
-        let configuration = ConvexClientConfiguration(callTimeout: .seconds(20), maxBackoff: .milliseconds(100))
+        let configuration = ConvexClientConfiguration(
+            callTimeout: .seconds(20), connectTimeout: .seconds(60), maxBackoff: .milliseconds(100))
         try await withClientAndDeployment(configuration: configuration) { client, deployment in
             let total = 300
             let batches = 8
@@ -421,7 +425,8 @@ struct ClientReconnectTests {
 
     @Test func stalledServerIsDroppedForInactivity() async throws {
         let configuration = ConvexClientConfiguration(
-            callTimeout: .seconds(20), inactivityTimeout: .milliseconds(800), pingInterval: nil)
+            callTimeout: .seconds(20), inactivityTimeout: .milliseconds(800), connectTimeout: .seconds(60),
+            pingInterval: nil)
         try await withClientAndDeployment(configuration: configuration) { client, deployment in
             var counter = client.subscribe(to: "conformance:counter", with: ["name": "stall"]).makeAsyncIterator()
             #expect(try await counter.next() == .int64(0))
@@ -631,7 +636,9 @@ struct ClientProtocolViolationTests {
 
     @Test(arguments: violations)
     func brokenServerMessageMakesTheClientReconnect(name: String, frame: String) async throws {
-        let configuration = ConvexClientConfiguration(callTimeout: .seconds(20), initialBackoff: .milliseconds(10))
+        // A generous connect deadline: the first socket must end by the violation, not by a slow open on half a core.
+        let configuration = ConvexClientConfiguration(
+            callTimeout: .seconds(20), connectTimeout: .seconds(60), initialBackoff: .milliseconds(10))
         try await ScriptedSyncServer.with(script: { socket, message, send in
             guard case .modifyQuerySet(let modify) = message else { return }
             if socket == 0 {

@@ -77,7 +77,7 @@ struct GatewayHarness: Sendable {
         configuration.connectTimeout = .seconds(30)
         configure(&configuration)
         var client = ConvexClientConfiguration()
-        client.connectTimeout = .seconds(10)
+        client.connectTimeout = .seconds(30)
         let factory = try ClientUpstream.factory(
             deploymentUrl: deployment.url, configuration: client, logger: quietLogger)
         let replica = Gateway(configuration: configuration, logger: quietLogger, upstreamFactory: factory)
