@@ -122,13 +122,13 @@ final class ClientCore: Sendable {
             l.loopTask = Task { [self] in await self.connectionLoop() }
         }
         deferred.wake = effects.wakeConnectionLoop
-        if effects.tokenConfirmed,
-            let plan = l.sync.planTokenRefresh(
-                now: configuration.clock.wallSeconds, leeway: configuration.tokenRefreshLeeway)
+        if effects.tokenConfirmed, case let reading = configuration.clock.read(),
+            let plan = l.sync.planTokenRefresh(now: reading.wallSeconds, leeway: configuration.tokenRefreshLeeway)
         {
             l.refreshTimer?.cancel()
-            // The deadline is read now, under the lock: a task that starts late still refreshes on time.
-            let deadline = configuration.clock.now + plan.delay
+            // The deadline is read now, under the lock, from the same reading as the plan's wall clock: a task that
+            // starts late still refreshes on time, and a clock that moves meanwhile cannot push the refresh later.
+            let deadline = reading.now + plan.delay
             l.refreshTimer = Task { [self] in
                 do { try await configuration.clock.sleep(until: deadline) } catch { return }
                 await refreshToken(generation: plan.generation)

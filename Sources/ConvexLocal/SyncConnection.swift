@@ -231,9 +231,11 @@ private struct Driver {
         let clock = core.clock
         // Rounded up to the next millisecond, plus one: the wall clock is a floating-point reading, and a timer that
         // woke a rounding error before `exp` would find nothing expired and never fire again.
-        let delay = Duration.milliseconds(Int64((max(0, expiration - clock.wallSeconds) * 1000).rounded(.up)) + 1)
-        // The deadline is read now: a timer task that starts late still fires at `exp`.
-        let deadline = clock.now + delay
+        let reading = clock.read()
+        let delay = Duration.milliseconds(Int64((max(0, expiration - reading.wallSeconds) * 1000).rounded(.up)) + 1)
+        // The deadline is read now, from one reading of both clocks: a timer task that starts late still fires at
+        // `exp`, and a clock that moves meanwhile does not push it later.
+        let deadline = reading.now + delay
         spawned.append {
             try? await clock.sleep(until: deadline)
             if !Task.isCancelled { connection.post(.expiryCheck) }

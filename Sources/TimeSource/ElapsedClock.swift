@@ -9,6 +9,7 @@ public struct ElapsedClock: Sendable {
     private let elapsed: @Sendable () -> Duration
     private let deadlineSleeper: @Sendable (Duration) async throws -> Void
     private let wall: @Sendable () -> Double
+    private let reader: @Sendable () -> Reading
 
     /// Time read from `clock`; the wall clock reads the real wall time when this value is made, moved on by `clock`
     /// from then on (so advancing a test clock past a token's `exp` expires it).
@@ -29,11 +30,33 @@ public struct ElapsedClock: Sendable {
         }
         if let wall {
             self.wall = wall
+            reader = { Reading(now: elapsed(), wallSeconds: wall()) }
         } else {
             let origin = Date().timeIntervalSince1970
             self.wall = { origin + elapsed().seconds }
+            reader = {
+                let now = elapsed()
+                return Reading(now: now, wallSeconds: origin + now.seconds)
+            }
         }
     }
+
+    /// Both clocks at one moment: ``now`` and ``wallSeconds``.
+    public struct Reading: Sendable, Hashable {
+        public var now: Duration
+        public var wallSeconds: Double
+
+        public init(now: Duration, wallSeconds: Double) {
+            self.now = now
+            self.wallSeconds = wallSeconds
+        }
+    }
+
+    /// ``now`` and ``wallSeconds`` read together. A deadline for a wall-clock moment (a token's `exp`) is
+    /// `reading.now + (moment - reading.wallSeconds)`: from two separate reads, a clock that moved between them (a test
+    /// clock moved by another task, or a thread preempted between the reads) would put the deadline off by the move.
+    /// Over a test clock both come from one reading; the real clocks are read one right after the other.
+    public func read() -> Reading { reader() }
 
     /// The real clocks: monotonic time for durations, the system's wall clock for wall time.
     public static var continuous: ElapsedClock {

@@ -35,6 +35,26 @@ struct ElapsedClockTests {
         #expect(elapsed.now == .zero)
     }
 
+    /// A deadline for a wall-clock moment comes from one reading of both clocks: while another task moves the clock,
+    /// every reading's wall clock is still its origin plus its elapsed time.
+    @Test func aReadingHoldsBothClocksAtOneMoment() async throws {
+        let clock = TestClock<Duration>()
+        let elapsed = ElapsedClock(clock)
+        let origin = elapsed.wallSeconds
+        let mover = Task {
+            for _ in 0..<500 { await clock.advance(by: .milliseconds(4)) }
+        }
+        var apart: [ElapsedClock.Reading] = []
+        for readings in 1...20000 {
+            let reading = elapsed.read()
+            if abs(reading.wallSeconds - (origin + reading.now.seconds)) > 1e-6 { apart.append(reading) }
+            if readings % 100 == 0 { await Task.yield() }
+        }
+        await mover.value
+        #expect(apart.isEmpty, "readings whose clocks disagree: \(apart.prefix(3))")
+        #expect(elapsed.read().now == .seconds(2))
+    }
+
     @Test func aCancelledDeadlineSleepThrows() async throws {
         let clock = TestClock<Duration>()
         let elapsed = ElapsedClock(clock)
