@@ -221,6 +221,8 @@ let package = Package(
                 .embedInCode("Resources/client/authentication.js"), .embedInCode("Resources/client/values.js"),
                 .embedInCode("Resources/client/patching.js"), .embedInCode("Resources/client/callbacks.js"),
                 .embedInCode("Resources/client/paginated.js"), .embedInCode("Resources/client/gateway.js"),
+                // The demo page served at `/` on the embedded deployment.
+                .embedInCode("Resources/demo/index.html"),
             ]
         ),
         .executableTarget(

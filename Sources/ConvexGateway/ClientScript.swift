@@ -32,23 +32,9 @@ enum ClientScript {
         line.starts(with: "import ".utf8) && String(decoding: line, as: UTF8.self).contains(#" from "./"#)
     }
 
-    /// A strong validator from the content: the same build answers the same ETag in every process.
-    static let etag: String = {
-        var hash = ContentHash()
-        hash.combine(body)
-        return "\"client-" + ContentHash.text(hash.value) + "\""
-    }()
+    /// The script, served as ``EmbeddedFile``: revalidated on each use, so a page always runs the client of the
+    /// gateway it talks to.
+    static let file = EmbeddedFile(body: body, contentType: "text/javascript; charset=utf-8", etagPrefix: "client")
 
-    /// The script; `If-None-Match` naming its ETag gets a 304 when the request completes (ConditionalGetAndGzip/).
-    /// Browsers keep it but revalidate on each use (`no-cache`), so a page always runs the client of the gateway it
-    /// talks to.
-    static var response: GatewayResponse {
-        GatewayResponse(
-            status: 200,
-            headers: [
-                ("Content-Type", "text/javascript; charset=utf-8"), ("ETag", etag), ("Cache-Control", "no-cache"),
-                ("X-Content-Type-Options", "nosniff"),
-            ],
-            body: body)
-    }
+    static var response: GatewayResponse { file.response }
 }

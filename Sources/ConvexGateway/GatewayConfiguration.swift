@@ -77,6 +77,10 @@ public struct GatewayConfiguration: Sendable {
     /// Typed inputs (Typed/): where to fetch the deployment's function spec; `nil` leaves arguments as sent.
     public var functionSpec: FunctionSpecSource?
 
+    /// Whether `GET /` serves the demo page (DemoPage.swift), which calls the embedded deployment's demo functions:
+    /// `convex-gateway` turns it on when it starts that deployment. Off, `/` is a 404 like any unknown path.
+    public var demoPage = false
+
     /// Whether the hot path answers `GET`s of remembered targets (Pipeline/HotPath.swift); off only to compare it with
     /// full handling.
     package var hotPath = true

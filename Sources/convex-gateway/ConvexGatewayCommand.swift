@@ -98,6 +98,8 @@ enum ConvexGatewayCommand {
         }
         let factory = try ClientUpstream.factory(deploymentUrl: deploymentURL, logger: logger)
         var configuration = settings.gateway
+        // The demo page calls the demo functions, which only the embedded deployment has.
+        configuration.demoPage = deployment != nil
         if let adminKey {
             configuration.functionSpec = FunctionSpecSource(deploymentURL: deploymentURL, adminKey: adminKey)
         }
@@ -114,6 +116,11 @@ enum ConvexGatewayCommand {
                 "convex.url": "\(RedactedURL(deploymentURL))",
                 "convex.deployment": "\(deployment == nil ? "given" : "embedded")",
             ])
+        if configuration.demoPage, let port = gateway.port {
+            let host = ["0.0.0.0", "::"].contains(settings.gateway.host) ? "127.0.0.1" : settings.gateway.host
+            let address = host.contains(":") ? "[\(host)]" : host
+            logger.notice("Demo page: open http://\(address):\(port)/ in a browser")
+        }
         // SIGTERM and SIGINT drain the gateway (Gateway is a Service); the embedded deployment stops after it.
         let group = ServiceGroup(configuration: .init(services: [gateway], logger: logger))
         do {

@@ -25,6 +25,10 @@ extension Route {
             return try core.systemRoutes.openAPI(request)
         },
         .exact("/client.js", methods: read, access: .open) { _, _, _ in .now(ClientScript.response) },
+        .exact("/", methods: read, access: .open) { core, _, _ throws(GatewayError) in
+            guard core.configuration.demoPage else { throw GatewayError.routeNotFound("/") }
+            return .now(DemoPage.file.response)
+        },
         .exact("/stream-tickets", methods: ["POST"], access: .rateLimited) { core, request, _ throws(GatewayError) in
             .now(try core.systemRoutes.streamTicket(for: request))
         },

@@ -1,0 +1,50 @@
+import Foundation
+import Testing
+
+/// The newcomer's first page: `convex-gateway` on the embedded deployment serves its demo page at `/`; in headless
+/// Chromium the page shows the live standings, records a win when its button is clicked (the table follows), and posts
+/// to the live feed.
+@Suite("The demo page in a real browser", .browser, .serialized, .timeLimit(.minutes(1)))
+struct BrowserDemoPageTests {
+    struct Report: Decodable {
+        var teams: Int
+        var before: Int
+        var after: Int
+        var status: String
+    }
+
+    @Test("the page at / shows live standings, records a win on a click, and posts to the feed")
+    func demoPage() async throws {
+        try await BrowserPage.withGatewayPage { gateway, _, page in
+            try await page.navigate(to: "http://127.0.0.1:\(gateway.port)/")
+            let report = try await page.evaluate(
+                """
+                (async () => {
+                  // The page has no hook for the test: the waits are re-checked every 20 ms.
+                  const poll = setInterval(() => changed(), 20);
+                  const row = () => document.querySelector('#standings tr[data-team="Guardians"]');
+                  const wins = () => Number(row()?.cells[2].textContent);
+                  await until(() => row() !== null, "the standings");
+                  const before = wins();
+                  row().querySelector("button").click();
+                  await until(() => wins() === before + 1, () => `the win (wins ${wins()}, was ${before})`);
+                  const input = document.querySelector("#post input");
+                  input.value = "hello from the demo page";
+                  document.querySelector("#post button").click();
+                  const posts = () => [...document.querySelectorAll("#feed li")].map((item) => item.textContent);
+                  await until(() => posts().includes("anonymous: hello from the demo page"),
+                    () => `the post (feed ${JSON.stringify(posts())})`);
+                  // Cleared when the mutation's answer comes, which may be after the live feed shows the post.
+                  await until(() => input.value === "", () => `the post box cleared (it holds "${input.value}")`);
+                  clearInterval(poll);
+                  return { teams: document.querySelectorAll("#standings tbody tr").length, before, after: wins(),
+                           status: document.getElementById("status").textContent };
+                })()
+                """, as: Report.self)
+            #expect(report.teams > 1)
+            #expect(report.after == report.before + 1)
+            #expect(report.status.isEmpty, "no error shown: \(report.status)")
+            #expect(gateway.log.contains("Demo page: open http://127.0.0.1:\(gateway.port)/"), "\(gateway.log)")
+        }
+    }
+}
