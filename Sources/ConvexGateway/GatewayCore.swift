@@ -69,7 +69,7 @@ package final class GatewayCore: Sendable {
             keepWarm: configuration.keepWarm, maxSubscriptions: configuration.maxSubscriptions,
             maxSubscriptionsPerCaller: configuration.effectiveMaxSubscriptionsPerCaller, metrics: metrics,
             logger: logger, clock: clock, fanOutThreads: fanOutThreads, render: render)
-        let access = AccessControl(configuration: configuration.access, clock: clock)
+        let access = AccessControl(configuration: configuration.access, clock: clock, logger: logger)
         self.access = access
         self.credentials = CallerCredentials(
             cookieName: configuration.access.authCookie,

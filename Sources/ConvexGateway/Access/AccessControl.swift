@@ -1,5 +1,6 @@
 import Convex
 import HTTPFields
+import Logging
 
 extension GatewayError {
     static func invalidAPIKey(missing: Bool) -> GatewayError {
@@ -48,9 +49,15 @@ package final class AccessControl: Sendable {
     private let corsHeadersByOrigin: [(origin: [UInt8], headers: [(String, String)])]
     /// With `*` and no credentials, the one set of CORS headers every origin gets.
     private let corsHeadersForAnyOrigin: [(String, String)]?
+    /// Names each origin whose pages cannot use the gateway once, with the flag that allows them.
+    private let refusedOrigins: RefusedOriginLog
 
-    package init(configuration: AccessConfiguration, clock: GatewayClock = .continuous) {
+    package init(
+        configuration: AccessConfiguration, clock: GatewayClock = .continuous,
+        logger: Logger = Logger(label: "convex-gateway", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) {
         self.configuration = configuration
+        refusedOrigins = RefusedOriginLog(logger: logger)
         rateLimiter =
             configuration.rateLimit > 0
             ? RateLimiter(rate: configuration.rateLimit, burst: configuration.effectiveBurst, clock: clock) : nil
@@ -78,6 +85,7 @@ package final class AccessControl: Sendable {
             case .absent:
                 if method == "OPTIONS" { return .answer(cors.preflightResponse()) }
             case .refused(let origin):
+                refusedOrigins.record(origin, corsEnabled: true)
                 return .answer(refusal(.originNotAllowed(origin)))
             case .allowed(let corsHeaders):
                 headers = corsHeaders
@@ -87,6 +95,10 @@ package final class AccessControl: Sendable {
                     return .answer(preflight)
                 }
             }
+        } else if let origin = fields.withField("Origin", { $0?.text }),
+            !CrossSiteCheck.isOwnOrigin(origin, host: fields.withField("Host", { $0?.text }))
+        {
+            refusedOrigins.record(origin, corsEnabled: false)
         }
         if configuration.apiKey != nil, accessClass().needsAPIKey, let error = apiKeyRefusal(fields) {
             return .answer(refusal(error, headers: headers))

@@ -72,8 +72,13 @@ struct CrossSiteCheck: Sendable {
     /// Whether `origin` may act as the cookie's user: a CORS origin, or the request's own (its host and port are
     /// `host`, the request's `Host`; the scheme is not compared, since a proxy in front may end TLS).
     func allows(origin: String, host: String?) -> Bool {
+        origins.contains(origin.lowercased()) || Self.isOwnOrigin(origin, host: host)
+    }
+
+    /// Whether `origin` (an `Origin` field) is the request's own: its host and port are `host`, the request's `Host`
+    /// (the scheme is not compared, since a proxy in front may end TLS). `null` never is.
+    static func isOwnOrigin(_ origin: String, host: String?) -> Bool {
         let origin = origin.lowercased()
-        if origins.contains(origin) { return true }
         guard let host = host?.lowercased(), !host.isEmpty, let schemeEnd = origin.range(of: "://") else {
             return false
         }
