@@ -61,7 +61,8 @@ public final class ConvexClient: Sendable {
     }
 
     /// `http`→`ws`, `https`→`wss`, path `/api/sync`.
-    static func syncURL(for deploymentUrl: String) throws(ConvexClientError) -> String {
+    /// - Throws: ``ConvexClientError`` with `.invalidURL` for a URL without a host or with another scheme.
+    package static func syncURL(for deploymentUrl: String) throws(ConvexClientError) -> String {
         guard var components = URLComponents(string: deploymentUrl), let scheme = components.scheme?.lowercased(),
             let host = components.host, !host.isEmpty
         else {

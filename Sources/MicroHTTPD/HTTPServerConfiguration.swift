@@ -85,6 +85,13 @@ public struct HTTPServerConfiguration: Sendable {
     /// The number of cores available to the process (at least 1): the CPUs of its affinity mask (`taskset`, a
     /// container's `--cpuset-cpus`), at most its cgroup CPU quota (a container's `--cpus`). Not the machine's count:
     /// a gateway held to one CPU of a large host would otherwise start a thread per host core.
+    /// Whether `host` is an address ``host`` takes: numeric IPv4 or IPv6 (a server binds no names).
+    public static func isNumericAddress(_ host: String) -> Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
+    }
+
     public static var activeCoreCount: Int {
         max(1, Int(cmhd_available_cpus()))
     }

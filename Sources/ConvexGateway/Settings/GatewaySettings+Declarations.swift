@@ -1,5 +1,7 @@
+import Convex
 import ConvexValues
 import Logging
+import MicroHTTPD
 
 /// Every setting of `convex-gateway`, each declared once: flag, environment variable, help and kind; the default is
 /// the value ``GatewaySettings`` starts with. `--help`, the lookup and the documentation check (SettingsDocumentationTests)
@@ -10,13 +12,17 @@ extension GatewaySettings {
         section(
             .configuration,
             [
-                .text(
-                    "--host", "GATEWAY_HOST", \.gateway.host, help: "Address to listen on (`0.0.0.0` in a container)."),
+                .value(
+                    "--host", "GATEWAY_HOST", \.gateway.host, valueName: "<address>",
+                    help: "Numeric IPv4 or IPv6 address to listen on (`0.0.0.0` in a container, `::` for IPv6); "
+                        + "`localhost` means `127.0.0.1`.",
+                    parse: listeningAddress),
                 .integer("--port", "GATEWAY_PORT", \.gateway.port, in: 0...65535, help: "Port (0 picks a free one)."),
-                .text(
+                .value(
                     "--convex-url", "CONVEX_URL", \.convexURL, valueName: "<url>", default: "embedded deployment",
                     help: "The Convex deployment URL (`https://<name>.convex.cloud`); without it the gateway starts "
-                        + "the embedded local deployment with its demo functions."),
+                        + "the embedded local deployment with its demo functions.",
+                    parse: deploymentURL),
                 .choice(
                     "--format", "GATEWAY_FORMAT", \.gateway.defaultFormat,
                     help: "Output mode of a request without `?format=`."),
@@ -189,6 +195,29 @@ extension GatewaySettings {
                         "Open event streams before a new one gets 503, so that calls and GETs always find a connection."
                 ),
             ])
+
+    /// The address to listen on, checked before anything starts: libmicrohttpd binds numeric addresses only, so a
+    /// name other than `localhost` is refused here rather than after the embedded deployment has started.
+    static func listeningAddress(_ text: String, _ name: String) throws(SettingError) -> String {
+        if text.lowercased() == "localhost" { return "127.0.0.1" }
+        guard HTTPServerConfiguration.isNumericAddress(text) else {
+            throw SettingError(
+                "\(name) must be a numeric IPv4 or IPv6 address (127.0.0.1, 0.0.0.0, ::) or localhost, not '\(printable(text))'"
+            )
+        }
+        return text
+    }
+
+    /// The deployment URL, checked with the other settings, so a mistake gets the same `--help` pointer.
+    static func deploymentURL(_ text: String, _ name: String) throws(SettingError) -> String? {
+        do {
+            _ = try ConvexClient.syncURL(for: text)
+        } catch {
+            let message = error.message
+            throw SettingError(name + ": " + message)
+        }
+        return text
+    }
 
     private static func section(_ section: Setting.Section, _ settings: [Setting]) -> [Setting] {
         settings.map { setting in

@@ -1,5 +1,5 @@
-/// The command line of `convex-gateway`: `--flag value` or `--flag=value` for declared settings (the last one wins
-/// when a flag is repeated), or `-h`/`--help`.
+/// The command line of `convex-gateway`: `--flag value` or `--flag=value` for declared settings (each at most once),
+/// or `-h`/`--help`.
 ///
 /// Why not a library parser: swift-argument-parser declares each option as a stored property, which would declare
 /// every setting a second time; swift-configuration's `CommandLineArgumentsProvider` (behind its
@@ -14,7 +14,8 @@ package enum SettingsCommandLine: Sendable, Equatable {
     case values([String: String])
 
     /// Reads `arguments` (without the program name).
-    /// - Throws: ``SettingError`` for an unknown option, an option without its value, or a stray argument.
+    /// - Throws: ``SettingError`` for an unknown option, an option without its value or given twice, or a stray
+    ///   argument.
     package static func parse(
         _ arguments: [String], settings: [Setting] = GatewaySettings.declarations
     ) throws(SettingError) -> SettingsCommandLine {
@@ -40,6 +41,11 @@ package enum SettingsCommandLine: Sendable, Equatable {
             }
             guard let setting = settings.first(where: { $0.flag == flag }) else {
                 throw SettingError("Unknown option '\(printable(flag))'")
+            }
+            // A flag given twice is a mistake (an edited command line, a script's default and a caller's choice):
+            // keeping one silently would hide which one is in force.
+            guard values[setting.environment] == nil else {
+                throw SettingError("'\(flag)' is given twice; give it once")
             }
             values[setting.environment] = value
         }

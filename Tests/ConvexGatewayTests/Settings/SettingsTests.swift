@@ -29,7 +29,6 @@ import Testing
         #expect(try Self.settings(["--port=9001"], ["GATEWAY_PORT": "7000"]).gateway.port == 9001)
         #expect(try Self.settings([], ["GATEWAY_PORT": "7000"]).gateway.port == 7000)
         #expect(try Self.settings().gateway.port == 8080)
-        #expect(try Self.settings(["--port", "1", "--port", "2"]).gateway.port == 2)
     }
 
     @Test func anEmptyVariableIsUnset() throws {
@@ -193,9 +192,25 @@ import Testing
         (["--api-key", "k"], "Unknown option '--api-key'"),
         (["serve"], "Unexpected argument 'serve'; options are written --name value"),
         (["--port"], "Missing value for '--port'"),
+        (["--port", "1", "--port=2"], "'--port' is given twice; give it once"),
     ])
     func aBadCommandLineIsRefused(arguments: [String], message: String) {
         #expect(throws: SettingError(message)) { try SettingsCommandLine.parse(arguments) }
+    }
+
+    @Test func theListeningAddressIsNumericOrLocalhostAndCheckedFirst() throws {
+        #expect(try Self.settings(["--host", "localhost"]).gateway.host == "127.0.0.1")
+        #expect(try Self.settings(["--host", "::"]).gateway.host == "::")
+        #expect(try Self.settings(["--host", "10.1.2.3"]).gateway.host == "10.1.2.3")
+        let error = Self.error(["--host", "gateway.internal"])
+        #expect(error?.contains("must be a numeric IPv4 or IPv6 address") == true, "\(error ?? "")")
+        #expect(error?.contains("'gateway.internal'") == true, "\(error ?? "")")
+    }
+
+    @Test(arguments: ["convex.cloud/x", "ftp://x.convex.cloud", "https://"])
+    func aConvexURLMistakeIsASettingError(url: String) {
+        let error = Self.error(["--convex-url", url])
+        #expect(error?.hasPrefix("--convex-url/CONVEX_URL: Deployment URL") == true, "\(error ?? "")")
     }
 
     @Test func helpIsAskedFor() throws {
