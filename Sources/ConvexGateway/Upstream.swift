@@ -124,6 +124,25 @@ public enum UpstreamFailure: Error, Sendable, Hashable {
 }
 
 extension UpstreamFailure {
+    /// Convex's message for a function called as the wrong kind (`Trying to execute a:b as Query, but it is defined
+    /// as Mutation.`), with the route that calls it as its kind: the caller used the wrong route, not a wrong name.
+    static func routeHint(_ message: String) -> String {
+        guard
+            let match = message.firstMatch(
+                of:
+                    /Trying to execute (?<path>[^ ]+) as (Query|Mutation|Action), but it is defined as (?<kind>Query|Mutation|Action)\./
+            )
+        else { return message }
+        let path = match.output.path
+        let route =
+            switch match.output.kind {
+            case "Query": "GET or POST /query/\(path)"
+            case "Mutation": "POST /mutation/\(path)"
+            default: "POST /action/\(path)"
+            }
+        return message + " Call it with \(route)."
+    }
+
     /// The one mapping from upstream failures to HTTP statuses (docs/routes-and-errors.md). A failure of no known
     /// kind is logged here with its detail (the client sees a generic 500), and so is an unreachable deployment (the
     /// client sees a 503 without the detail, which names the deployment's address, port and the socket's error),
@@ -133,7 +152,7 @@ extension UpstreamFailure {
         case .convexError(let message, let data):
             return GatewayError(code: .convexError, message: message, data: data)
         case .unknownFunction(let message):
-            return GatewayError(code: .functionNotFound, message: message)
+            return GatewayError(code: .functionNotFound, message: Self.routeHint(message))
         case .invalidArguments(let message):
             return GatewayError(code: .argumentValidation, message: message)
         case .functionFailed(let message):
