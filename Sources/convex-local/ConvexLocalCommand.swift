@@ -74,7 +74,9 @@ struct ConvexLocalCommand: AsyncParsableCommand {
                 "url": "\(deployment.url)", "admin": "\(key == nil ? "disabled" : "enabled")",
                 "auth.providers": "\(authConfig.map { "\($0.providers.count)" } ?? "unverified")",
             ])
-        print(deployment.url)
+        // Written straight to the descriptor: `print` to a pipe is block-buffered, so a script that reads the URL
+        // (`--port 0`) would get it only at exit.
+        FileHandle.standardOutput.write(Data((deployment.url + "\n").utf8))
         let service = DeploymentService(deployment: deployment)
         let group = ServiceGroup(configuration: .init(services: [service], logger: logger))
         try await shutdownSignals.run(group, logger: logger)
