@@ -1,5 +1,4 @@
 import CMicroHTTPDShim
-import Synchronization
 
 /// Notices at once when the client of a waiting request or an idle stream goes away.
 ///
@@ -24,7 +23,9 @@ final class HangUpWatcher: Sendable {
         var writers: [UInt64: HTTPStreamWriter] = [:]
     }
 
-    private let watched = Mutex(Watched())
+    /// Behind a POSIX mutex rather than a `Mutex`: the watcher's thread takes writers from here that pool threads
+    /// made, and ThreadSanitizer sees that hand-over only through a lock it intercepts (``POSIXLocked``).
+    private let watched = POSIXLocked(Watched())
 
     /// Starts the watcher's thread; `false` if the system refused (the server then serves without it).
     func start() -> Bool {

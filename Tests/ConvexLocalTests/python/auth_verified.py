@@ -1,13 +1,15 @@
 """set_auth against a deployment with an auth config. argv[2:6]: a valid signed token, the same token with a
 tampered payload, a token from another issuer and an expired token, all made by the Swift test with keys it
-generated."""
+generated; argv[6]: a file the Swift test creates once the deployment has seen the rejected clients reconnect."""
+import os
 import subprocess
 import sys
+import time
 
 from convex.http_client import ConvexHttpClient
 from common import client, expect_raises, url
 
-valid, tampered, wrong_issuer, expired = sys.argv[2:6]
+valid, tampered, wrong_issuer, expired, seen_reconnects = sys.argv[2:7]
 
 c = client()
 assert c.query("conformance:whoami") == {"identity": None, "isAdmin": False}
@@ -35,14 +37,21 @@ for token, message in rejections:
     expect_raises(lambda: http.query("conformance:whoami"), Exception, message)
 
 # The WebSocket client gets an AuthError for each; like against Convex, it then reconnects with the same token,
-# so the query never completes. It blocks inside the client without releasing the interpreter, so it runs in a
-# child process that is killed after 3 s.
+# so the query never completes. It blocks inside the client without releasing the interpreter, so each runs in a
+# child process, stopped once the Swift test has seen every one reconnect (it then creates the file named by argv[6]).
 PROBE = "import sys, convex; c = convex.ConvexClient(sys.argv[1]); c.set_auth(sys.argv[2]); print(c.query('conformance:whoami'))"
-for token, _ in rejections:
-    try:
-        done = subprocess.run([sys.executable, "-c", PROBE, url(), token], capture_output=True, timeout=3)
-    except subprocess.TimeoutExpired:
-        continue
-    raise AssertionError(f"a query with a rejected token finished: {done}")
+probes = [subprocess.Popen([sys.executable, "-c", PROBE, url(), token], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+          for token, _ in rejections]
+try:
+    deadline = time.monotonic() + 120
+    while not os.path.exists(seen_reconnects) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for probe in probes:
+        if probe.poll() is not None:
+            raise AssertionError(f"a query with a rejected token finished: {probe.communicate()}")
+finally:
+    for probe in probes:
+        probe.kill()
+        probe.wait()
 
 print("OK")
