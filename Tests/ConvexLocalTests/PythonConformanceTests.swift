@@ -89,7 +89,10 @@ struct PythonConformanceTests {
     @Test func subscriptionResumesAfterServerClose() async throws {
         try await withDeployment { deployment in
             async let script = PythonClient.run("reconnect_subscription.py", url: deployment.url)
-            try await waitUntil { (try? deployment.query("conformance:counter", ["name": "ready-sub"])) == .int64(1) }
+            // The script's interpreter starts, imports the client and connects first: seconds on a loaded machine.
+            try await waitUntil(timeout: .seconds(40)) {
+                (try? deployment.query("conformance:counter", ["name": "ready-sub"])) == .int64(1)
+            }
             let acceptedBefore = deployment.acceptedSyncConnections
             deployment.closeSyncConnections(code: 1011, reason: "TestClose")
             try await waitUntil {
@@ -103,7 +106,10 @@ struct PythonConformanceTests {
     @Test func resentMutationTakesEffectOnce() async throws {
         try await withDeployment { deployment in
             async let script = PythonClient.run("reconnect_mutation.py", url: deployment.url)
-            try await waitUntil { (try? deployment.query("conformance:counter", ["name": "ready-mut"])) == .int64(1) }
+            // The script's interpreter starts, imports the client and connects first: seconds on a loaded machine.
+            try await waitUntil(timeout: .seconds(40)) {
+                (try? deployment.query("conformance:counter", ["name": "ready-mut"])) == .int64(1)
+            }
             deployment.setStalled(true)
             _ = try deployment.mutation("conformance:increment", ["name": "stalled"])
             // The mutation commits, but its response is held by the stall.
