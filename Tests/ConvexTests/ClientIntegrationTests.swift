@@ -636,9 +636,10 @@ struct ClientProtocolViolationTests {
 
     @Test(arguments: violations)
     func brokenServerMessageMakesTheClientReconnect(name: String, frame: String) async throws {
-        // A generous connect deadline: the first socket must end by the violation, not by a slow open on half a core.
+        // Generous deadlines: the first socket must end by the violation, not by a slow open on half a core, and the
+        // query waits for a reconnect (20 s did not do beside a container build on a loaded machine).
         let configuration = ConvexClientConfiguration(
-            callTimeout: .seconds(20), connectTimeout: .seconds(60), initialBackoff: .milliseconds(10))
+            callTimeout: .seconds(45), connectTimeout: .seconds(60), initialBackoff: .milliseconds(10))
         try await ScriptedSyncServer.with(script: { socket, message, send in
             guard case .modifyQuerySet(let modify) = message else { return }
             if socket == 0 {
