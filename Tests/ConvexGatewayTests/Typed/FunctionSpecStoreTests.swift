@@ -12,15 +12,19 @@ import Testing
 @Suite(.timeLimit(.minutes(1)))
 struct FunctionSpecStoreTests {
     @Test func aFirstFetchThatFailsIsTriedAgain() async throws {
-        let port = try BrowserPaginationTests.freePort()
-        let source = FunctionSpecSource(
-            deploymentURL: "http://127.0.0.1:\(port)", adminKey: try Secret("spec-retry-key", source: "test admin key"),
-            fetchTimeout: .seconds(30))
-        let store = FunctionSpecStore(source: source, logger: quietLogger)
-        // The first attempt meets a closed port (refused at once); the deployment starts during the first pause.
-        let first = Task { await store.refresh(force: true) }
-        // Real time: lets the first fetch meet the closed port; whether it did or not, the store must end with the spec.
-        try await Task.sleep(for: .milliseconds(50))
+        // The port is held (bound, not listening: refused at once) until the deployment takes it: a port found free
+        // and let go was once taken meanwhile by one of the parallel run's many outgoing connections.
+        let (port, store, first) = try await withRefusingPort { port in
+            let source = FunctionSpecSource(
+                deploymentURL: "http://127.0.0.1:\(port)",
+                adminKey: try Secret("spec-retry-key", source: "test admin key"), fetchTimeout: .seconds(30))
+            let store = FunctionSpecStore(source: source, logger: quietLogger)
+            let first = Task { await store.refresh(force: true) }
+            // Real time: lets the first fetch meet the refusing port; whether it did or not, the store must end with
+            // the spec.
+            try await Task.sleep(for: .milliseconds(50))
+            return (port, store, first)
+        }
         let typed = try UdfPath(parsing: "conformance:typed")
         try await withLocalDeployment(.init(port: port, adminKey: "spec-retry-key"), logger: quietLogger) { _ in
             let fetched = await first.value
