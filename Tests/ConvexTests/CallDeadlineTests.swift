@@ -15,6 +15,9 @@ struct CallDeadlineTests {
         configuration.clock = ElapsedClock(clock)
         // The socket watchdog reads the same clock: moving it past the deadlines must not also mean a silent server.
         configuration.inactivityTimeout = .seconds(3600)
+        // No WebSocket pings of the client's own: websocket-kit times their pongs on real time, and on a loaded
+        // machine a pong more than 10 s late dropped the socket under the action in flight.
+        configuration.pingInterval = nil
         // A deployment that never answers.
         try await ScriptedSyncServer.with(script: { _, _, _ in }) { url, server in
             try await ConvexClient.withClient(deploymentUrl: url, configuration: configuration) {
