@@ -1,26 +1,18 @@
 /// A file built into the binary and served as it is (`/client.js`, the demo page): SwiftPM embeds it at build time, so
 /// the installed executable and the container image serve it with no resource files beside them.
 struct EmbeddedFile: Sendable {
-    let body: [UInt8]
-    let contentType: String
     /// A strong validator from the content: the same build answers the same ETag in every process.
     let etag: String
-    /// Headers beyond the content's own (a page's `Content-Security-Policy`).
-    let extraHeaders: [(String, String)]
+    /// The file, made once; `If-None-Match` naming its ETag gets a 304 when the request completes
+    /// (ConditionalGetAndGzip/). Browsers keep it but revalidate on each use (`no-cache`), so a page gets the file of the
+    /// gateway it talks to. `extraHeaders` go beyond the content's own (a page's `Content-Security-Policy`).
+    let response: GatewayResponse
 
     init(body: [UInt8], contentType: String, etagPrefix: String, extraHeaders: [(String, String)] = []) {
-        self.body = body
-        self.contentType = contentType
         var hash = ContentHash()
         hash.combine(body)
         etag = "\"\(etagPrefix)-" + ContentHash.text(hash.value) + "\""
-        self.extraHeaders = extraHeaders
-    }
-
-    /// The file; `If-None-Match` naming its ETag gets a 304 when the request completes (ConditionalGetAndGzip/).
-    /// Browsers keep it but revalidate on each use (`no-cache`), so a page gets the file of the gateway it talks to.
-    var response: GatewayResponse {
-        GatewayResponse(
+        response = GatewayResponse(
             status: 200,
             headers: [
                 ("Content-Type", contentType), ("ETag", etag), ("Cache-Control", "no-cache"),
