@@ -81,14 +81,20 @@ extension ClientCore {
     /// the caller or subscriber waiting for it is resumed from there.
     private func runSocket() async -> String {
         let clock = configuration.clock
-        let activity = ActivityClock(clock: clock)
+        let activity = SocketActivity(clock: clock)
         let outcome = OneShot<String>()
-        let generation: UInt64 = state.withLock { $0.generation }
+        let generation: UInt64 = state.withLock { l in
+            l.activity = activity
+            return l.generation
+        }
+        let watchdog = SocketWatchdog(
+            startedAt: clock.now, connectTimeout: configuration.connectTimeout,
+            inactivityTimeout: configuration.inactivityTimeout, pingInterval: configuration.pingInterval,
+            url: webSocketURL)
         let socket = ClientSocket.connect(
             url: webSocketURL,
             clientID: configuration.clientID,
             maxMessageSize: configuration.maxMessageSize,
-            pingInterval: configuration.pingInterval,
             on: MultiThreadedEventLoopGroup.singleton.next(),
             opened: { [self] socket in
                 activity.opened()
@@ -98,7 +104,7 @@ extension ClientCore {
                 }
             },
             text: { [self] socket, text in
-                activity.touch()
+                activity.messageReceived()
                 let decoded: ServerMessage
                 do throws(SyncProtocolError) {
                     decoded = try ServerMessage(json: text.utf8)
@@ -112,24 +118,22 @@ extension ClientCore {
                     socket.close()
                 }
             },
+            pong: { activity.pongReceived() },
             ended: { reason in outcome.complete(reason) })
 
-        let connectTimeout = configuration.connectTimeout
-        let inactivityTimeout = configuration.inactivityTimeout
         // On the configuration's clock: a test clock moves through these timeouts instead of sleeping.
-        let watchdog = Task { [webSocketURL] in
-            let start = clock.now
-            let interval = min(inactivityTimeout / 5, connectTimeout / 5, .seconds(1))
+        let watching = Task {
             while !Task.isCancelled {
-                do { try await clock.sleep(for: interval) } catch { return }
-                let (opened, last) = activity.snapshot
+                do { try await clock.sleep(for: watchdog.tick) } catch { return }
                 let now = clock.now
-                if !opened, now - start > connectTimeout {
-                    outcome.complete("Connection to \(webSocketURL) timed out after \(connectTimeout)")
-                    return
-                }
-                if opened, now - last > inactivityTimeout {
-                    outcome.complete("InactiveServer")
+                switch watchdog.check(activity.snapshot, now: now) {
+                case .carryOn:
+                    break
+                case .sendPing:
+                    activity.pingSent(at: now)
+                    socket.sendPing()
+                case .end(let reason):
+                    outcome.complete(reason)
                     return
                 }
             }
@@ -139,7 +143,7 @@ extension ClientCore {
         } onCancel: {
             outcome.complete("Client closed")
         }
-        watchdog.cancel()
+        watching.cancel()
         socket.close()
         return reason
     }

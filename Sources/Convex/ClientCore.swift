@@ -23,6 +23,8 @@ final class ClientCore: Sendable {
         var waiters: [RequestID: PendingCall] = [:]
         /// The open socket, which takes the outbound frames; `nil` while disconnected.
         var outbound: ClientSocket?
+        /// Signs of life of the current socket (its watchdog's readings); `nil` before the first.
+        var activity: SocketActivity?
         /// Increments per socket, so a stale socket cannot touch the state.
         var generation: UInt64 = 0
         var loopTask: Task<Void, Never>?

@@ -18,9 +18,9 @@ import WebSocketKit
 /// is taken under the client's lock, never the reverse.
 ///
 /// Inbound text frames, the end of the socket and its reason are reported through the callbacks given to
-/// ``connect(url:clientID:maxMessageSize:pingInterval:on:opened:text:ended:)``, all on the event loop, in
-/// order. WebSocket pings from the server are answered by websocket-kit; with a ping interval the socket sends its
-/// own pings and closes itself when one goes unanswered for a whole interval.
+/// ``connect(url:clientID:maxMessageSize:on:opened:text:pong:ended:)``, all on the event loop, in order. WebSocket
+/// pings from the server are answered by websocket-kit; the client's own pings (``sendPing()``) are timed by its
+/// watchdog (``SocketWatchdog``), on the client's clock.
 final class ClientSocket: Sendable {
     private struct State {
         var pending: [ClientMessage] = []
@@ -103,6 +103,13 @@ final class ClientSocket: Sendable {
         // Still connecting: `connected(_:)` closes the channel once it exists.
     }
 
+    /// Sends a WebSocket ping (its pong is reported to the `pong` callback), on the event loop; nothing once closed
+    /// or before the handshake has finished.
+    func sendPing() {
+        guard let webSocket = state.withLock({ $0.closed ? nil : $0.webSocket }) else { return }
+        eventLoop.execute { webSocket.sendPing() }
+    }
+
     private var isClosed: Bool { state.withLock { $0.closed } }
 
     /// The TCP connection exists; closes it at once if the socket was closed meanwhile.
@@ -134,10 +141,10 @@ final class ClientSocket: Sendable {
         url: String,
         clientID: String,
         maxMessageSize: Int,
-        pingInterval: Duration?,
         on eventLoop: any EventLoop,
         opened: @escaping @Sendable (ClientSocket) -> Void,
         text: @escaping @Sendable (ClientSocket, String) -> Void,
+        pong: @escaping @Sendable () -> Void,
         ended: @escaping @Sendable (String) -> Void
     ) -> ClientSocket {
         let socket = ClientSocket(eventLoop: eventLoop)
@@ -174,7 +181,6 @@ final class ClientSocket: Sendable {
             configuration.maxAccumulatedFrameSize = maxMessageSize
             return configuration
         }()
-        let pingAmount = pingInterval.map(TimeAmount.init)
 
         let bootstrap = ClientBootstrap(group: eventLoop)
             .channelOption(ChannelOptions.socket(SocketOptionLevel(IPPROTO_TCP), TCP_NODELAY), value: 1)
@@ -203,7 +209,7 @@ final class ClientSocket: Sendable {
                             return channel.eventLoop.makeFailedFuture(error)
                         }
                         return WebSocket.client(on: channel, config: webSocketConfiguration) { webSocket in
-                            socket.upgraded(webSocket, pingInterval: pingAmount, opened: opened, text: text, end: end)
+                            socket.upgraded(webSocket, opened: opened, text: text, pong: pong, end: end)
                         }
                     }
                     try sync.addHTTPClientHandlers(
@@ -244,9 +250,9 @@ final class ClientSocket: Sendable {
     /// On the event loop, before any frame of the upgraded connection is read.
     private func upgraded(
         _ webSocket: WebSocket,
-        pingInterval: TimeAmount?,
         opened: @Sendable (ClientSocket) -> Void,
         text: @escaping @Sendable (ClientSocket, String) -> Void,
+        pong: @escaping @Sendable () -> Void,
         end: OnceCallback
     ) {
         // The callbacks hold the socket until its channel closes, which drops the socket's hold on the WebSocket.
@@ -255,6 +261,7 @@ final class ClientSocket: Sendable {
             guard !self.isClosed else { return }
             text(self, message)
         }
+        webSocket.onPong { _, _ in pong() }
         webSocket.onBinary { _, _ in
             end("Server sent a binary frame")
             self.close()
@@ -265,7 +272,6 @@ final class ClientSocket: Sendable {
         }
         // Closed while upgrading: the channel is already closing.
         if closed { return }
-        if let pingInterval { webSocket.pingInterval = pingInterval }
         opened(self)
     }
 

@@ -92,36 +92,3 @@ final class WakeSignal: Sendable {
         }
     }
 }
-
-/// When the current socket last showed signs of life, as readings of the client's clock.
-final class ActivityClock: Sendable {
-    private struct State {
-        var opened = false
-        var last: Duration
-    }
-
-    private let clock: ElapsedClock
-    private let state: Mutex<State>
-
-    init(clock: ElapsedClock) {
-        self.clock = clock
-        state = Mutex(State(last: clock.now))
-    }
-
-    func opened() {
-        let now = clock.now
-        state.withLock {
-            $0.opened = true
-            $0.last = now
-        }
-    }
-
-    func touch() {
-        let now = clock.now
-        state.withLock { $0.last = now }
-    }
-
-    var snapshot: (opened: Bool, last: Duration) {
-        state.withLock { ($0.opened, $0.last) }
-    }
-}
