@@ -5,7 +5,7 @@ import Testing
 
 /// `GET /client.js`: the browser client is served from the binary, cacheable with an ETag. Its behaviour in a real
 /// browser is tested in Browser/.
-@Suite("The browser client route", .timeLimit(.minutes(1)))
+@Suite("The browser client route", .timeLimit(.minutes(5)))
 struct ClientScriptTests {
     /// The module files, in the order ClientScript joins them.
     static let moduleFiles = ClientScript.modules.map {

@@ -5,7 +5,7 @@ import Testing
 
 /// `GET /`: the demo page, served from the binary when the gateway runs on the embedded deployment. Its behaviour in a
 /// real browser is tested in Browser/BrowserDemoPageTests.swift.
-@Suite("The demo page route", .timeLimit(.minutes(1)))
+@Suite("The demo page route", .timeLimit(.minutes(5)))
 struct DemoPageTests {
     @Test("with the demo page on, GET / answers the repository's page as HTML with an ETag and a content policy")
     func served() async throws {

@@ -12,7 +12,7 @@ import Testing
 
 /// The example of docs/configuration.md, "Embedding the gateway in a Swift app", with only the public API: the page
 /// shows it as written here, and it compiles and serves.
-@Suite(.timeLimit(.minutes(1))) struct EmbeddingExampleTests {
+@Suite(.timeLimit(.minutes(5))) struct EmbeddingExampleTests {
     static let page = "docs/configuration.md"
 
     /// The example as the page prints it. ``theDocumentedExampleServesAQuery()`` runs the same code, on port 0,

@@ -5,7 +5,7 @@ import TestSupport
 import Testing
 
 /// End to end: HTTP clients on raw sockets → gateway (libmicrohttpd) → Convex client over WebSocket → local deployment.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(5)))
 struct GatewayEndToEndTests {
     @Test func queryInEveryOutputMode() async throws {
         try await GatewayHarness.run { h in

@@ -7,7 +7,7 @@ import Testing
 
 /// The error statuses of docs/routes-and-errors.md's error table, against a real gateway and deployment; the table
 /// must list every error these tests meet.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(5)))
 struct GatewayErrorTests {
     static let page = "docs/routes-and-errors.md"
 

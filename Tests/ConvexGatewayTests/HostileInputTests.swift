@@ -10,7 +10,7 @@ import Testing
 /// Hostile clients against the real `convex-gateway` process: each test checks that the gateway answers with the
 /// right status or closes the connection cleanly, that a normal request succeeds after every case, and that the
 /// process's descriptors come back to where they were and its memory stays within a bound.
-@Suite(.serialized, .timeLimit(.minutes(2)))
+@Suite(.serialized, .timeLimit(.minutes(5)))
 struct HostileInputTests {
     /// How a raw exchange ended.
     enum Outcome: Equatable, CustomStringConvertible {

@@ -9,7 +9,7 @@ import Testing
 /// The hot path (Pipeline/HotPath.swift) and full handling give the same answer, byte for byte: the same requests go
 /// to a gateway that answers remembered targets on the hot path and to one that handles every request in full, both on one
 /// deployment, and the answers are compared whole (status line, every header but `Date`, body).
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(5)))
 struct HotPathParityTests {
     static let origin = "https://app.test"
 

@@ -9,7 +9,7 @@ import Testing
 
 /// A wrong or down deployment speaks up: failures to connect are logged at `warning`, once per interval for all caller
 /// identities, with the cause in plain words; the start-up log names the deployment URL without secrets.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct UpstreamConnectWarningsTests {
     typealias Recorder = UpstreamFailureLoggingTests.Recorder
 

@@ -9,7 +9,7 @@ import Testing
 #endif
 
 /// The HTTP functions API (reference §3) over real HTTP.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct HTTPAPITests {
     static let adminKey = "http-admin"
 

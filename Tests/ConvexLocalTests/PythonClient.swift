@@ -33,7 +33,7 @@ enum PythonClient {
 
     /// Runs `script` with the deployment URL and extra arguments; fails the test when Python is missing or the
     /// script does not finish within `timeout`.
-    static func run(_ script: String, url: String, _ arguments: [String] = [], timeout: Duration = .seconds(45))
+    static func run(_ script: String, url: String, _ arguments: [String] = [], timeout: Duration = .seconds(120))
         async throws -> Result
     {
         guard let python = interpreter else {

@@ -5,7 +5,7 @@ import Logging
 import Testing
 
 /// The official Python client (`convex==0.8.1`) against a deployment on a free loopback port.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct PythonConformanceTests {
     static let adminKey = "test-admin-key"
 
@@ -126,7 +126,7 @@ struct PythonConformanceTests {
 
 /// Polls `condition` every 20 ms for up to `timeout`; records an issue at the caller and throws if it never holds.
 func waitUntil(
-    timeout: Duration = .seconds(20), _ condition: () throws -> Bool,
+    timeout: Duration = .seconds(60), _ condition: () throws -> Bool,
     sourceLocation: SourceLocation = #_sourceLocation
 ) async throws {
     guard try await poll(timeout: timeout, condition) else {

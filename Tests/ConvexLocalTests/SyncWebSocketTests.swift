@@ -56,7 +56,7 @@ func connectFrame(session: String = UUID().uuidString, maxObserved: ConvexTimest
     ).jsonText
 }
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct SyncWebSocketTests {
     static var quietLogger: Logger {
         var logger = Logger(label: "convex-local-test")

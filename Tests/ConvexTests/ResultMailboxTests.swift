@@ -4,7 +4,7 @@ import Testing
 
 @testable import Convex
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct ResultMailboxTests {
     @Test func slowConsumerGetsOnlyTheNewestResult() async throws {
         let mailbox = ResultMailbox()

@@ -5,7 +5,7 @@ import Testing
 @testable import Convex
 
 /// Transition boundaries: ``ConvexClient/transitions()`` and ``ConvexQuerySet``, against the local deployment.
-@Suite(.serialized, .timeLimit(.minutes(1)))
+@Suite(.serialized, .timeLimit(.minutes(5)))
 struct TransitionTests {
     static let division: [String: ConvexValue] = ["division": "AL Central"]
 

@@ -78,7 +78,7 @@ import Testing
         }
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(5)))
     func officialClientAgreesBothWays() async throws {
         let python = try Self.python()
         let corpusBytes = try Data(contentsOf: Self.directory.appendingPathComponent("corpus.json"))

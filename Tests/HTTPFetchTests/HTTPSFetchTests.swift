@@ -5,7 +5,7 @@ import Testing
 
 /// https through NIOSSL: a loopback server with a self-signed certificate for 127.0.0.1 and localhost (valid until
 /// 2126), refused under the default verification and accepted when it is the trust root.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct HTTPSFetchTests {
     static let certificatePEM = """
         -----BEGIN CERTIFICATE-----

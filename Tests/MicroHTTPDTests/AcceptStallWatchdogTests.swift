@@ -33,7 +33,7 @@ import Testing
     }
 }
 
-@Suite("Accepted connections left unread", .serialized, .timeLimit(.minutes(1)))
+@Suite("Accepted connections left unread", .serialized, .timeLimit(.minutes(5)))
 struct AcceptStallWatchdogTests {
     /// A connection that sends nothing looks, to the server, like one libmicrohttpd set aside: the watchdog connects
     /// to the server's own port (the wake-up a stalled worker needs). Once the request comes, the pokes stop.

@@ -5,7 +5,7 @@ import Testing
 @testable import MicroHTTPD
 
 /// The bound on request bodies held at once (``BodyBudget``): the accounting alone, then through a server.
-@Suite("Request bodies in flight", .serialized, .timeLimit(.minutes(1)))
+@Suite("Request bodies in flight", .serialized, .timeLimit(.minutes(5)))
 struct BodyBudgetTests {
     /// `budget.take(bytes)` outside `#expect`, which cannot call a mutating method.
     func take(_ bytes: Int, from budget: inout BodyBudget) -> Bool {

@@ -10,7 +10,7 @@ import Testing
 
 /// A client that leaves while its stream is idle or its request waits is noticed by the hang-up watcher, with no
 /// write to the connection: without it, nothing in these tests would ever end the requests.
-@Suite("Clients that leave", .serialized, .timeLimit(.minutes(1)))
+@Suite("Clients that leave", .serialized, .timeLimit(.minutes(5)))
 struct ClientDepartureTests {
     @Test("idle streams whose clients close end at once, with no write")
     func idleStreamsAreReleased() async throws {

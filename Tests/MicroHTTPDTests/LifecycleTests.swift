@@ -4,7 +4,7 @@ import Testing
 
 @testable import MicroHTTPD
 
-@Suite("Limits and shutdown", .serialized, .timeLimit(.minutes(1)))
+@Suite("Limits and shutdown", .serialized, .timeLimit(.minutes(5)))
 struct LifecycleTests {
     @Test("connections over the limit get 503 with Connection: close")
     func connectionLimit() async throws {
@@ -187,7 +187,7 @@ struct LifecycleTests {
     }
 }
 
-@Suite("Exchange state machine", .timeLimit(.minutes(1)))
+@Suite("Exchange state machine", .timeLimit(.minutes(5)))
 struct ExchangeStateMachineTests {
     @Test func answerDuringHandlerIsQueuedOnReturn() {
         var machine = ExchangeStateMachine()

@@ -3,7 +3,7 @@ import MicroHTTPD
 import TestSupport
 import Testing
 
-@Suite("Requests and responses", .serialized, .timeLimit(.minutes(1)))
+@Suite("Requests and responses", .serialized, .timeLimit(.minutes(5)))
 struct RequestResponseTests {
     @Test("synchronous response, and two requests reuse one TCP connection")
     func synchronousKeepAlive() async throws {

@@ -23,7 +23,7 @@ final class WriterCollector: Sendable {
     }
 }
 
-@Suite("Streaming responses", .serialized, .timeLimit(.minutes(1)))
+@Suite("Streaming responses", .serialized, .timeLimit(.minutes(5)))
 struct StreamingTests {
     /// Opens `GET /events` over HTTP/1.1 and reads its head and first chunk: the connection and the stream's writer.
     private func openStream(on server: HTTPServer, _ collector: WriterCollector) async throws -> (
@@ -276,7 +276,7 @@ struct StreamingTests {
     }
 }
 
-@Suite("Stream buffer state machine", .timeLimit(.minutes(1)))
+@Suite("Stream buffer state machine", .timeLimit(.minutes(5)))
 struct StreamBufferTests {
     /// A suspended stream whose socket may be written (an HTTP/1.1 chunked stream).
     private func idleDirectBuffer() -> StreamBuffer {

@@ -25,7 +25,7 @@ public final class Box<Value: Sendable>: Sendable {
 
 /// Polls `condition` until it holds or `timeout` passes, and says whether it held: callers `#expect` the result
 /// (this target does not link Swift Testing), or throw, so a wait that gives up fails the test.
-public func eventually(timeout: Duration = .seconds(20), _ condition: () async -> Bool) async -> Bool {
+public func eventually(timeout: Duration = .seconds(60), _ condition: () async -> Bool) async -> Bool {
     // Real time: a poll for something that has no event to await, bounded generously by `timeout`.
     let clock = ContinuousClock()
     let deadline = clock.now.advanced(by: timeout)

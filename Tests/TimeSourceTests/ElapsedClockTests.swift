@@ -5,7 +5,7 @@ import Testing
 import TimeSource
 
 /// `ElapsedClock` over a test clock: readings and deadlines.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct ElapsedClockTests {
     @Test func aDeadlineSleepEndsWhenTheClockReadsItNotLater() async throws {
         let clock = TestClock<Duration>()

@@ -7,7 +7,7 @@ import Testing
 @testable import ConvexGateway
 
 /// The access controls and request limits through a real gateway on a real deployment.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(5)))
 struct AccessEndToEndTests {
     /// Every `Vary` header of an answer.
     static func varies(_ response: TestResponse) -> [String] {

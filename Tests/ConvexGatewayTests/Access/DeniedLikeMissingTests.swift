@@ -8,7 +8,7 @@ import Testing
 /// A function the denylist refuses answers as a function the deployment does not have, through every route (`GET`,
 /// `POST`, an event stream, a stream of many subscriptions, a batch), Request ID included: each answer has a fresh one
 /// of the same form, so neither the text nor two answers tell a denied function from a missing one.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(5)))
 struct DeniedLikeMissingTests {
     /// One way to ask for a function (a route and a method): its target for a function with a distinguishing argument
     /// `n`, and where its answer's error object is.

@@ -9,7 +9,7 @@ import Testing
 
 /// Signed-in pages end to end: the auth cookie and stream tickets carry a user's token to streams, each stream sees
 /// its own user, tickets travel between replicas sharing a key, and no credential reaches the log.
-@Suite("Auth cookie and stream tickets", .timeLimit(.minutes(2)))
+@Suite("Auth cookie and stream tickets", .timeLimit(.minutes(5)))
 struct StreamTicketEndToEndTests {
     static let cookie = "convex_jwt"
 

@@ -9,7 +9,7 @@ import Testing
 /// A caller's token expiring, end to end: the embedded deployment enforces `exp` even in its unverified mode, so
 /// unsigned tokens show what a signed-in user's stream goes through after about an hour. The gateway and the
 /// deployment share a test clock, which the test moves past `exp`: no decision waits for real time.
-@Suite("Token expiry through the gateway", .timeLimit(.minutes(1)))
+@Suite("Token expiry through the gateway", .timeLimit(.minutes(5)))
 struct TokenExpiryTests {
     /// An unsigned JWT for `subject` that expires `seconds` after `now` (seconds since 1970; before it, when
     /// negative), issued `issuedIn` seconds after `now` (a second before it by default). `now` is the real wall clock

@@ -4,7 +4,7 @@ import Testing
 /// Signed-in pages in headless Chromium against the real `convex-gateway` binary: the auth cookie, stream tickets
 /// (an EventSource cannot send `Authorization`), tickets across replicas, and client.js through a token's expiry.
 /// Tokens are unsigned JWTs, which the embedded deployment accepts in its development mode (checking `exp`).
-@Suite("Signed-in pages in a real browser", .browser, .serialized, .timeLimit(.minutes(1)))
+@Suite("Signed-in pages in a real browser", .browser, .serialized, .timeLimit(.minutes(5)))
 struct BrowserAuthTests {
     /// Page code: `whoami(url)` opens an EventSource on `url` (a `conformance:whoami` stream) and resolves to the
     /// subject it sees (null when anonymous); a refused stream rejects.

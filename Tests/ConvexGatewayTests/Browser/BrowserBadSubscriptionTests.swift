@@ -5,7 +5,7 @@ import Testing
 /// live queries (a plain one and a paginated feed) beside every kind of bad one. The gateway refuses the stream for a
 /// bad one before it opens, naming it in the error's `sub` field; client.js drops that one, tells its `onError`, and
 /// opens the stream again with the others, which get their values and their updates.
-@Suite("Bad subscriptions beside good ones in a real browser", .browser, .serialized, .timeLimit(.minutes(1)))
+@Suite("Bad subscriptions beside good ones in a real browser", .browser, .serialized, .timeLimit(.minutes(5)))
 struct BrowserBadSubscriptionTests {
     struct Report: Decodable {
         /// The error code each bad subscription heard, by its name in the page.

@@ -3,7 +3,7 @@ import Testing
 
 /// client.js's one-shot calls in headless Chromium against the real `convex-gateway` binary: the page loads the
 /// module from the gateway it talks to (same origin, no build step).
-@Suite("client.js calls in a real browser", .browser, .serialized, .timeLimit(.minutes(1)))
+@Suite("client.js calls in a real browser", .browser, .serialized, .timeLimit(.minutes(5)))
 struct BrowserCallTests {
     struct Calls: Decodable {
         var queried: Team

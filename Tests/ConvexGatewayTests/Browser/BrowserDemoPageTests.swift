@@ -4,7 +4,7 @@ import Testing
 /// The newcomer's first page: `convex-gateway` on the embedded deployment serves its demo page at `/`; in headless
 /// Chromium the page shows the live standings, records a win when its button is clicked (the table follows), and posts
 /// to the live feed.
-@Suite("The demo page in a real browser", .browser, .serialized, .timeLimit(.minutes(1)))
+@Suite("The demo page in a real browser", .browser, .serialized, .timeLimit(.minutes(5)))
 struct BrowserDemoPageTests {
     struct Report: Decodable {
         var teams: Int

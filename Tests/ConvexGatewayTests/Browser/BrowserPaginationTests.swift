@@ -10,7 +10,7 @@ import Testing
 /// grows until it splits, the gateway restarts (a new process on the same port, so nothing of the page's state is
 /// left on the server side: pages hold their boundaries by their own cursors), and the feed's order changes, which
 /// makes every cursor an `InvalidCursor` and starts the list over.
-@Suite("Live paginated feeds in a real browser", .browser, .serialized, .timeLimit(.minutes(2)))
+@Suite("Live paginated feeds in a real browser", .browser, .serialized, .timeLimit(.minutes(5)))
 struct BrowserPaginationTests {
     struct Report: Decodable {
         /// Callbacks whose list was not the deployment's posts for its range, and why.

@@ -4,7 +4,7 @@ import Testing
 /// Live queries in headless Chromium against the real `convex-gateway` binary. A browser opens at most six HTTP/1.1
 /// connections per origin: a page that held one EventSource per live query stalled past six, its `fetch` calls
 /// included. On one multi-subscription stream a page holds twenty and still gets every mutation answered.
-@Suite("Live queries in a real browser", .browser, .serialized, .timeLimit(.minutes(1)))
+@Suite("Live queries in a real browser", .browser, .serialized, .timeLimit(.minutes(5)))
 struct BrowserStreamTests {
     static let count = 20
 

@@ -7,7 +7,7 @@ import Testing
 /// `delta=json-patch` end to end: after the first full value, a list of documents that changes one document at a
 /// time (`items:*`) is followed by one-operation patches, chained by their hashes, on single- and
 /// multi-subscription streams, beside a stream of the same query that gets full values.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(5)))
 struct DeltaStreamEndToEndTests {
     func json(_ event: ReceivedEvent) throws -> ConvexValue { try ConvexValue(plainJSON: Array(event.data.utf8)) }
 

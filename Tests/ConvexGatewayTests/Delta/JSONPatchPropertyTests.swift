@@ -11,7 +11,7 @@ import Testing
 /// value, byte for byte once both are parsed, in every output mode. The sequences are also written to
 /// `.build/patch-sequences/<mode>.json`, where client.js's unit tests (`node --test Tests/ClientScriptTests/`) replay
 /// them through its own `applyPatch`, so server and client are checked against each other.
-@Suite(.timeLimit(.minutes(2))) struct JSONPatchPropertyTests {
+@Suite(.timeLimit(.minutes(5))) struct JSONPatchPropertyTests {
     static let sequences = 60
     static let steps = 40
 

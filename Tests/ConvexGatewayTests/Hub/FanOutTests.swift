@@ -8,7 +8,7 @@ import Testing
 
 /// A change that reaches many streams is split between threads (SubscriptionHub+FanOut.swift): every stream still gets
 /// it once, rendered in its own mode, and a stream's changes stay in order.
-@Suite(.timeLimit(.minutes(1))) struct FanOutTests {
+@Suite(.timeLimit(.minutes(5))) struct FanOutTests {
     let function = try! UdfPath(parsing: "messages:list")
 
     /// A hub splitting its deliveries between two threads, rendering a value with its mode's name in front.

@@ -7,7 +7,7 @@ import Testing
 @testable import ConvexGateway
 
 /// The hub's side of the long-poll `GET` (`SubscriptionHub.nextChange`), against a scripted upstream and a test clock.
-@Suite(.timeLimit(.minutes(1))) struct LongPollHubTests {
+@Suite(.timeLimit(.minutes(5))) struct LongPollHubTests {
     let clock = TestClock<Duration>()
     let upstream = ScriptedUpstream()
     let key = SubscriptionHub.Key(identity: "", function: try! UdfPath(parsing: "messages:list"), args: [:])

@@ -163,7 +163,7 @@ func held(fromEventID id: String) -> UInt64? {
     ResumeID(parsing: id, count: 1)?.held.first ?? nil
 }
 
-@Suite(.timeLimit(.minutes(1))) struct SubscriptionHubTests {
+@Suite(.timeLimit(.minutes(5))) struct SubscriptionHubTests {
     let function = try! UdfPath(parsing: "messages:list")
 
     func makeHub(keepWarm: Duration = .milliseconds(100), max: Int = 100, clock: TestClock<Duration> = TestClock())
@@ -359,7 +359,7 @@ func held(fromEventID id: String) -> UInt64? {
     }
 }
 
-@Suite(.timeLimit(.minutes(1))) struct UpstreamPoolTests {
+@Suite(.timeLimit(.minutes(5))) struct UpstreamPoolTests {
     @Test func oneConnectionPerIdentityAndIdleUserConnectionsClose() async throws {
         let made = Mutex<[UpstreamIdentity]>([])
         let clock = TestClock<Duration>()

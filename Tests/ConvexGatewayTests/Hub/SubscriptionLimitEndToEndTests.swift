@@ -8,7 +8,7 @@ import Testing
 /// is answered at once (a stream and a batch `GET` with 503 `Overloaded` and `Retry-After`, a `GET` of one query with
 /// a one-shot call), and keeps nothing in the hub. The upstream timeout is longer than the time limit, so a request
 /// that waited for it would fail the test; each answer must come within the test connection's receive timeout.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(5)))
 struct SubscriptionLimitEndToEndTests {
     @Test func newReadsAtTheLimitAreAnsweredAtOnce() async throws {
         try await GatewayHarness.run(configure: { configuration in

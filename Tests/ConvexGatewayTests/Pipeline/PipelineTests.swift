@@ -8,7 +8,7 @@ import Testing
 @testable import ConvexGateway
 
 /// The request pipeline end to end, on the defects it was built to fix.
-@Suite("Request pipeline", .timeLimit(.minutes(1)))
+@Suite("Request pipeline", .timeLimit(.minutes(5)))
 struct PipelineTests {
     static let adminKey = "pipeline-test-admin-key"
 

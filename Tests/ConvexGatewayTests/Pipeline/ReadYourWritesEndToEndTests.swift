@@ -11,7 +11,7 @@ import Testing
 /// Read-your-writes over HTTP through real gateways on a real local deployment, measured as the issue measured it: a
 /// signed-in writer and an anonymous reader whose `GET` is answered from a live subscription of another upstream
 /// connection.
-@Suite(.timeLimit(.minutes(4)))
+@Suite(.timeLimit(.minutes(5)))
 struct ReadYourWritesEndToEndTests {
     static let writer = ["Authorization": "Bearer " + HotPathTests.jwt(subject: "ryw-writer")]
 

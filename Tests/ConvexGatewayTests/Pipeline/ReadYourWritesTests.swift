@@ -9,7 +9,7 @@ import Testing
 /// Read-your-writes without I/O: the snapshot-floor rule, the commit watermark, the hub's per-connection timestamp, and
 /// the hub moving a connection that lags behind a commit (against a scripted upstream that behaves as the Convex
 /// backend does: a connection's timestamp moves only when one of its queries changes, or when it asks).
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct ReadYourWritesTests {
     @Test func theFloorIsTheNewestCommitAndTheCallersMinimum() {
         #expect(SnapshotFloor.required(minTimestamp: nil, lastCommit: 0, readYourWrites: true) == 0)
@@ -140,7 +140,7 @@ struct ReadYourWritesTests {
 }
 
 /// The hub's waits end at their deadline whenever it falls: even when it has passed before the wait is registered.
-@Suite(.timeLimit(.minutes(1))) struct HubDeadlineTests {
+@Suite(.timeLimit(.minutes(5))) struct HubDeadlineTests {
     let key = SubscriptionHub.Key(identity: "", function: try! UdfPath(parsing: "messages:list"), args: [:])
 
     /// A connection whose view reaches any timestamp asked for, after the whole timeout, with no transition.

@@ -5,7 +5,7 @@ import Testing
 
 /// A function called as the wrong kind is, for the caller, no function of that kind: 404, never a 5xx (found by
 /// schemathesis calling a query's example path as a mutation), whose message names the route for its kind.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct WrongKindTests {
     @Test func aQueryCalledAsAMutationOrActionIs404() async throws {
         try await GatewayHarness.run { h in

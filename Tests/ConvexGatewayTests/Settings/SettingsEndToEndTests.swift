@@ -16,7 +16,7 @@ import Testing
         return (run.status, run.stdout, run.stderr)
     }
 
-    @Test(.timeLimit(.minutes(1))) func helpListsEveryFlagAndVariable() async throws {
+    @Test(.timeLimit(.minutes(5))) func helpListsEveryFlagAndVariable() async throws {
         let (status, help, _) = try await Self.run(["--help"])
         #expect(status == 0)
         for name in ["--port", "GATEWAY_PORT", "--api-key-file", "GATEWAY_API_KEY", "--log-level", "LOG_LEVEL"] {
@@ -25,7 +25,7 @@ import Testing
     }
 
     @Test(
-        .timeLimit(.minutes(1)),
+        .timeLimit(.minutes(5)),
         arguments: [
             (["--prot", "80"], [:], "Error: Unknown option '--prot'"),
             (
@@ -47,7 +47,7 @@ import Testing
 
     /// The embedded deployment without an auth config takes any well-formed token, signed or not: the gateway says so
     /// at start, and does not once it is given one.
-    @Test(.timeLimit(.minutes(1))) func anEmbeddedDeploymentThatTakesUnsignedTokensIsAWarning() async throws {
+    @Test(.timeLimit(.minutes(5))) func anEmbeddedDeploymentThatTakesUnsignedTokensIsAWarning() async throws {
         let warning = "The embedded deployment accepts any well-formed JWT"
         let open = try await GatewayProcess.run { gateway in gateway.log }
         #expect(open.contains(warning), "log:\n\(open)")
@@ -62,7 +62,7 @@ import Testing
     }
 
     /// `--admin-key` shows in the process list: the gateway warns, without ever printing the key; the variable does not.
-    @Test(.timeLimit(.minutes(1))) func anAdminKeyOnTheCommandLineIsAWarningThatNeverShowsIt() async throws {
+    @Test(.timeLimit(.minutes(5))) func anAdminKeyOnTheCommandLineIsAWarningThatNeverShowsIt() async throws {
         let key = "admin-\(UUID().uuidString)"
         let warning = "The admin key given as --admin-key shows in the process list"
         let flagged = try await GatewayProcess.run(arguments: ["--admin-key", key]) { gateway in gateway.log }
@@ -74,7 +74,7 @@ import Testing
     }
 
     /// `CONFIG_ACCESS_LOG_FILE` makes swift-configuration log every setting read: the secrets appear redacted.
-    @Test(.timeLimit(.minutes(1))) func secretsStayOutOfTheLogs() async throws {
+    @Test(.timeLimit(.minutes(5))) func secretsStayOutOfTheLogs() async throws {
         let accessLog = FileManager.default.temporaryDirectory
             .appendingPathComponent("config-access-\(UUID().uuidString).log").path
         defer { try? FileManager.default.removeItem(atPath: accessLog) }
@@ -97,7 +97,7 @@ import Testing
 
     /// With no `--threads`, libmicrohttpd gets one thread per CPU the process may use: held to one CPU (`taskset`, as a
     /// container's `--cpuset-cpus 0` holds it), the gateway starts one, not one per CPU of the machine.
-    @Test(.timeLimit(.minutes(1))) func aGatewayHeldToOneCPUStartsOneThread() async throws {
+    @Test(.timeLimit(.minutes(5))) func aGatewayHeldToOneCPUStartsOneThread() async throws {
         let logURL = FileManager.default.temporaryDirectory.appendingPathComponent("one-cpu-\(UUID().uuidString).log")
         _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: logURL) }
@@ -122,7 +122,7 @@ import Testing
     /// it and exits 0, because the signal is trapped before anything starts, not only once the service group runs.
     /// `GatewayProcess.run` sends it as soon as its body returns and checks the exit status; each round is one more
     /// chance at the gap a late trap would leave.
-    @Test(.timeLimit(.minutes(2))) func aSigtermRightAfterThePortIsAnnouncedDrains() async throws {
+    @Test(.timeLimit(.minutes(5))) func aSigtermRightAfterThePortIsAnnouncedDrains() async throws {
         for _ in 0..<3 {
             try await GatewayProcess.run { _ in }
         }

@@ -6,7 +6,7 @@ import Testing
 
 /// Clients that leave, and the stream limit, through a real gateway on real sockets. The heartbeat and the long-poll
 /// wait are a minute here, so only the hang-up watcher can release what the tests drop.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(5)))
 struct ClientDepartureEndToEndTests {
     static func quietHeartbeat(_ configuration: inout GatewayConfiguration) {
         configuration.heartbeatInterval = .seconds(60)
@@ -128,7 +128,7 @@ struct ClientDepartureEndToEndTests {
 /// The figure: 500 streams and 100 long-polls dropped at once are all released within a second. Run alone,
 /// after the parallel run (scripts/test), where a second means a second.
 @Suite(
-    .timeLimit(.minutes(2)),
+    .timeLimit(.minutes(5)),
     .enabled(if: ProcessInfo.processInfo.environment["CONVEX_TEST_REAL_TIME"] == "1", "run alone by scripts/test"))
 struct ClientDepartureTimingTests {
     @Test func fiveHundredStreamsAndAHundredLongPollsAreReleasedWithinASecond() async throws {

@@ -6,7 +6,7 @@ import TestSupport
 import Testing
 
 /// `/subscribe?sub.<id>=…` end to end: raw HTTP streams → gateway → Convex client → local deployment.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(5)))
 struct MultiSubscriptionEndToEndTests {
     /// A `/subscribe?sub.<id>=…` target (with `batch`, the `GET /query?q.<id>=…` of the same functions).
     static func query(_ subscriptions: [(id: String, function: String, args: String?)], batch: Bool = false) -> String {

@@ -5,7 +5,7 @@ import TestSupport
 import Testing
 
 /// A paginated query's page as a live stream: raw HTTP stream → gateway → Convex client → local deployment.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct PaginatedStreamEndToEndTests {
     static func bodies(_ event: ReceivedEvent) throws -> [String] {
         let value = try ConvexValue(plainJSON: Array(event.data.utf8))

@@ -7,7 +7,7 @@ import Testing
 
 /// `GET /openapi.yaml?functions=1`: the per-deployment document, checked for content and validated with
 /// `openapi-spec-validator` from the test virtualenv.
-@Suite("Per-deployment OpenAPI document", .timeLimit(.minutes(1)))
+@Suite("Per-deployment OpenAPI document", .timeLimit(.minutes(5)))
 struct FunctionOpenAPITests {
     static let installHint = """
         openapi-spec-validator is needed to validate the generated document. Install it with `scripts/test` \

@@ -9,7 +9,7 @@ import Testing
 /// The first fetch of the function spec survives one failure: the deployment is not listening yet when the gateway
 /// asks (as a connection lost under load would fail it), and a retry a moment later gets the spec, so typed inputs are
 /// on from the first request that waits for it.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct FunctionSpecStoreTests {
     @Test func aFirstFetchThatFailsIsTriedAgain() async throws {
         // The port is held (bound, not listening: refused at once) until the deployment takes it: a port found free

@@ -7,7 +7,7 @@ import TestSupport
 import Testing
 
 /// Typed inputs end to end: a real gateway fetching the function spec of a real local deployment with its admin key.
-@Suite("Typed inputs from the function spec", .timeLimit(.minutes(1)))
+@Suite("Typed inputs from the function spec", .timeLimit(.minutes(5)))
 struct TypedInputTests {
     static let adminKey = "typed-test-admin-key"
 
@@ -167,7 +167,7 @@ struct TypedInputTests {
 
 /// The `convex-gateway` executable: the embedded deployment gets a random admin key, a configured key comes from the
 /// environment or a file and never reaches the log.
-@Suite("Typed inputs in the executable", .timeLimit(.minutes(1)))
+@Suite("Typed inputs in the executable", .timeLimit(.minutes(5)))
 struct TypedInputProcessTests {
     static func typedCall(_ gateway: GatewayProcess) async throws -> TestResponse {
         let port = gateway.port

@@ -10,7 +10,7 @@ import Testing
 import TimeSource
 
 /// Verified tokens and live-session expiry over real sockets.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct AuthEndToEndTests {
     static var verifiedConfiguration: LocalDeployment.Configuration {
         .init(

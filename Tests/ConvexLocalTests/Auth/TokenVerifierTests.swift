@@ -6,7 +6,7 @@ import Testing
 
 /// Token verification with Convex's rules and messages (`crates/authentication/src/lib.rs`), against keys made at
 /// test time.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct TokenVerifierTests {
     /// Generous: the whole suite shares half a core in load mode, and a loopback key server then answers late.
     static let keyFetchTimeout: Duration = .seconds(60)

@@ -31,7 +31,7 @@ def expect_raises(fn, exc_type, contains):
     raise AssertionError(f"expected {exc_type.__name__} containing {contains!r}")
 
 
-def wait_for(fn, timeout=20.0):
+def wait_for(fn, timeout=60.0):
     deadline = time.time() + timeout
     while time.time() < deadline:
         value = fn()
