@@ -23,12 +23,15 @@ const invalidCursorBody = {
 };
 const invalidCursor = () => new ConvexGatewayError(undefined, invalidCursorBody);
 
+/** `paginationOpts` without the list's id: the tests below name pages by their bounds (the ids have tests of their own). */
+const withoutId = ({ id, ...paginationOpts }) => paginationOpts;
+
 /** PaginatedQueryState with the set of subscriptions its effects describe, checked to be consistent. */
 class Pages {
   subscribed = new Map();
   errors = [];
-  constructor(initialNumItems) {
-    this.state = new PaginatedQueryState(initialNumItems);
+  constructor(initialNumItems, options) {
+    this.state = new PaginatedQueryState(initialNumItems, options);
     this.apply(this.state.start());
   }
   apply(effects) {
@@ -42,9 +45,9 @@ class Pages {
     this.errors.push(...effects.errors);
     return effects;
   }
-  /** The id of the subscription whose paginationOpts are `opts`. */
+  /** The id of the subscription whose paginationOpts, but for the list's id, are `opts`. */
   id(opts) {
-    const found = [...this.subscribed].filter(([, value]) => JSON.stringify(value) === JSON.stringify(opts));
+    const found = [...this.subscribed].filter(([, value]) => JSON.stringify(withoutId(value)) === JSON.stringify(withoutId(opts)));
     assert.equal(found.length, 1, `one subscription ${JSON.stringify(opts)} in ${JSON.stringify([...this.subscribed])}`);
     return found[0][0];
   }
@@ -58,8 +61,9 @@ class Pages {
     const effects = this.state.loadMore(numItems);
     return effects && this.apply(effects);
   }
+  /** The subscribed pages' paginationOpts, but for the list's id. */
   get opts() {
-    return [...this.subscribed.values()];
+    return [...this.subscribed.values()].map(withoutId);
   }
   get results() {
     return ids(this.state.results);
@@ -101,11 +105,36 @@ test("the first page: LoadingFirstPage, then its items, CanLoadMore or Exhausted
   assert.throws(() => new PaginatedQueryState(2.5), TypeError);
 });
 
+test("pages with an open end carry the list's id, pages pinned at both ends none; each list and start-over has its own", () => {
+  let next = 41;
+  const pages = new Pages(3, { newId: () => ++next });
+  assert.deepEqual([...pages.subscribed.values()], [{ numItems: 3, cursor: null, id: 42 }]);
+  pages.receive(first, result(["a", "b", "c"], "after-c"));
+  const more = pages.loadMore(2);
+  assert.deepEqual(more.add.map((add) => add.paginationOpts), [
+    { numItems: 3, cursor: null, endCursor: "after-c" },
+    { numItems: 2, cursor: "after-c", id: 42 },
+  ], "the pinned page is shared by every reader; the new last page is this list's");
+  pages.receive({ numItems: 3, cursor: null, endCursor: "after-c" }, result(["a", "b", "c"], "after-c"));
+  pages.receive({ numItems: 2, cursor: "after-c" }, result(["d", "e"], "after-e"));
+  const last = pages.loadMore(2);
+  assert.deepEqual(last.add.map((add) => add.paginationOpts), [
+    { numItems: 2, cursor: "after-c", endCursor: "after-e" },
+    { numItems: 2, cursor: "after-e", id: 42 },
+  ]);
+  assert.equal(new Pages(3, { newId: () => ++next }).state.pages[0].paginationOpts.id, 43, "another list, another id");
+  const restart = pages.fail({ numItems: 3, cursor: null, endCursor: "after-c" }, invalidCursor());
+  assert.equal(restartedFirst(restart).id, 44, "a start-over takes a new id");
+  // Without a test's ids: whole numbers, each above the last.
+  const ids = [new PaginatedQueryState(1), new PaginatedQueryState(1)].map((state) => state.start().add[0].paginationOpts.id);
+  assert.ok(ids.every(Number.isSafeInteger) && ids[1] > ids[0], `ids ${ids}`);
+});
+
 test("loadMore pins the last page and swaps it for the pinned page and the new one only when both have values", () => {
   const pages = new Pages(3);
   pages.receive(first, result(["a", "b", "c"], "after-c"));
   const effects = pages.loadMore(2);
-  assert.deepEqual(effects.add.map((add) => add.paginationOpts), [
+  assert.deepEqual(effects.add.map((add) => withoutId(add.paginationOpts)), [
     { numItems: 3, cursor: null, endCursor: "after-c" },
     { numItems: 2, cursor: "after-c" },
   ]);
@@ -128,7 +157,7 @@ test("loadMore pins the last page and swaps it for the pinned page and the new o
   assert.deepEqual(pages.results, ["z", "a", "b", "c", "d", "e"], "no gap, no duplicate");
   assert.equal(pages.status, "CanLoadMore");
   assert.deepEqual(
-    pages.state.pages.map((page) => page.paginationOpts),
+    pages.state.pages.map((page) => withoutId(page.paginationOpts)),
     [{ numItems: 3, cursor: null, endCursor: "after-c" }, { numItems: 2, cursor: "after-c" }],
   );
 
@@ -168,7 +197,7 @@ test("a page is split in two when it holds more than twice initialNumItems, swap
   const grown = result(["x", "y", "z", "a", "b"], "after-b", { splitCursor: "after-z" });
   const effects = pages.receive(pinned, grown);
   assert.deepEqual(pages.results, ["x", "y", "z", "a", "b", "c", "d"]);
-  assert.deepEqual(effects.add.map((add) => add.paginationOpts), [
+  assert.deepEqual(effects.add.map((add) => withoutId(add.paginationOpts)), [
     { numItems: 2, cursor: null, endCursor: "after-z" },
     { numItems: 2, cursor: "after-z", endCursor: "after-b" },
   ]);
@@ -187,7 +216,7 @@ test("a page is split in two when it holds more than twice initialNumItems, swap
   assert.equal(swap.remove.length, 1, "the split page goes");
   assert.deepEqual(pages.results, ["w", "x", "y", "z", "a", "b", "c", "d"]);
   assert.deepEqual(
-    pages.state.pages.map((page) => page.paginationOpts),
+    pages.state.pages.map((page) => withoutId(page.paginationOpts)),
     [
       { numItems: 2, cursor: null, endCursor: "after-z" },
       { numItems: 2, cursor: "after-z", endCursor: "after-b" },
@@ -215,7 +244,7 @@ test("a pageStatus splits a small page; a SplitRequired page splits up to its en
     { numItems: 3, cursor: null, endCursor: "after-c" },
     result(["a", "b"], "after-b", { splitCursor: "after-a", pageStatus: "SplitRequired" }),
   );
-  assert.deepEqual(effects.add.map((add) => add.paginationOpts), [
+  assert.deepEqual(effects.add.map((add) => withoutId(add.paginationOpts)), [
     { numItems: 3, cursor: null, endCursor: "after-a" },
     { numItems: 3, cursor: "after-a", endCursor: "after-c" },
   ]);
@@ -224,7 +253,7 @@ test("a pageStatus splits a small page; a SplitRequired page splits up to its en
     { numItems: 3, cursor: "after-c" },
     result(["d", "e"], "after-f", { splitCursor: "after-d", pageStatus: "SplitRecommended" }),
   );
-  assert.deepEqual(last.add.map((add) => add.paginationOpts), [
+  assert.deepEqual(last.add.map((add) => withoutId(add.paginationOpts)), [
     { numItems: 3, cursor: "after-c", endCursor: "after-d" },
     { numItems: 3, cursor: "after-d", endCursor: "after-f" },
   ]);
@@ -238,7 +267,7 @@ test("a pageStatus splits a small page; a SplitRequired page splits up to its en
   tail.receive({ numItems: 1, cursor: "after-b", endCursor: "after-c" },
     result(["b2", "b3"], "after-b3", { splitCursor: "after-b2", pageStatus: "SplitRequired" }));
   const fromEnd = tail.loadMore(2);
-  assert.deepEqual(fromEnd.add.map((add) => add.paginationOpts).at(-1), { numItems: 2, cursor: "after-c" });
+  assert.deepEqual(fromEnd.add.map((add) => withoutId(add.paginationOpts)).at(-1), { numItems: 2, cursor: "after-c" });
   // Without a splitCursor nothing splits, whatever the size.
   const lone = new Pages(1);
   const lonePage = result(["a"], "after-a", { pageStatus: "SplitRecommended" });
@@ -305,9 +334,13 @@ test("InvalidCursor drops every page and starts again; the list stays shown unti
   pages.receive(fresh, result(["A", "B", "C"], "new-after-C"));
   assert.deepEqual(pages.results, ["A", "B", "C"]);
   assert.equal(pages.status, "CanLoadMore");
-  // The pinned page keeps the id: all of a start-over's first page's range is new to the deployment.
-  pages.loadMore(3);
-  assert.deepEqual(pages.opts.at(-2), { ...fresh, endCursor: "new-after-C" });
+  // The pinned page is pinned at the new query's cursor, with no id (shared by every reader); the new last page has
+  // the start-over's id.
+  const more = pages.loadMore(3);
+  assert.deepEqual(more.add.map((add) => add.paginationOpts), [
+    { ...withoutId(fresh), endCursor: "new-after-C" },
+    { numItems: 3, cursor: "new-after-C", id: fresh.id },
+  ]);
 });
 
 test("InvalidCursor on the very first page (a journal's old cursor) starts over with a new subscription", () => {
@@ -344,7 +377,7 @@ test("InvalidCursor that starting over did not cure is reported and given up, no
   const givenUp = pages.fail({ numItems: 3, cursor: "after-c" }, invalidCursor());
   assert.deepEqual([givenUp.add.length, givenUp.remove.length, givenUp.errors.length], [0, 2, 1]);
   assert.equal(pages.status, "CanLoadMore", "the loadMore is given up, so it may be asked again");
-  assert.deepEqual(pages.opts, [fresh]);
+  assert.deepEqual(pages.opts, [withoutId(fresh)]);
 
   // Once a loadMore completed, cursors are proven again, and a later InvalidCursor starts over once more.
   pages.loadMore(3);
@@ -694,8 +727,10 @@ test("paginatedQuery: pages ride the one stream, and each transition makes one c
   assert.deepEqual(feed.results, []);
   assert.equal(feed.loadMore(2), false);
   await until(() => FakeEventStream.instances.length === 1);
+  const listId = FakeEventStream.instances[0].subscriptions[0][2].paginationOpts.id;
+  assert.ok(Number.isInteger(listId), "the first page carries the list's id");
   assert.deepEqual(FakeEventStream.instances[0].subscriptions.map(([, fn, args]) => [fn, args]), [
-    ["feed:list", { channel: "general", paginationOpts: { numItems: 2, cursor: null } }],
+    ["feed:list", { channel: "general", paginationOpts: { numItems: 2, cursor: null, id: listId } }],
     ["messages:list", {}],
   ], "one stream for the pages and the other live queries");
   const all = ids(server.matching("general"));
@@ -750,6 +785,7 @@ test("paginatedQuery: pages ride the one stream, and each transition makes one c
   assert.equal(restarted.length, 1);
   assert.deepEqual(restarted[0], { channel: "general", paginationOpts: { numItems: 2, cursor: null, id: restarted[0].paginationOpts.id } });
   assert.ok(Number.isInteger(restarted[0].paginationOpts.id), "a new subscription: the old one's journal is of the old query");
+  assert.notEqual(restarted[0].paginationOpts.id, listId);
 
   feed.stop();
   const count = updates.length;

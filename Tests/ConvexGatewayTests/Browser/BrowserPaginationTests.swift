@@ -105,6 +105,68 @@ struct BrowserPaginationTests {
         }
     }
 
+    /// A first reader's live first page grows with the feed; a second reader who comes later gets `initialNumItems`
+    /// items, as convex-js's client does, not the first reader's grown page. Pages pinned at both ends are shared: two
+    /// readers of one feed, a page and a half each, hold three upstream subscriptions, not four.
+    @Test("a second reader's first page holds initialNumItems while a first reader's page has grown")
+    func aSecondReadersFirstPage() async throws {
+        struct Readers: Decodable {
+            var grown: [String]
+            var second: [String]
+            var secondStatus: String
+            var upstream: Int
+        }
+        // Released subscriptions are not kept warm, so the upstream count is that of the pages read.
+        try await BrowserPage.withGatewayPage(arguments: ["--keep-warm-seconds", "0.001"]) { _, _, page in
+            let readers = try await page.evaluate(
+                """
+                (async () => {
+                  const { ConvexGateway } = await import(`${location.origin}/client.js`);
+                  const writer = new ConvexGateway(location.origin);
+                  const post = (body, channel) => writer.mutation("feed:post", { body, channel });
+                  const follow = (channel) => new ConvexGateway(location.origin)
+                    .paginatedQuery("feed:list", { channel }, { initialNumItems: 3 }, () => changed());
+                  const upstream = async () => Number((await (await fetch("/metrics")).text())
+                    .match(/^convex_gateway_upstream_active_subscriptions (\\d+)/m)?.[1]);
+                  for (let i = 0; i < 4; i++) await post(`seed ${i}`, "grows");
+                  const first = follow("grows");
+                  await until(() => first.status === "CanLoadMore" && first.results.length === 3, "the first reader's page");
+                  for (let i = 0; i < 5; i++) await post(`new ${i}`, "grows");
+                  await until(() => first.results.length === 8, "the first reader's page grown by the new posts");
+                  const second = follow("grows");
+                  await until(() => second.status !== "LoadingFirstPage", "the second reader's first page");
+                  const result = {
+                    grown: first.results.map((post) => post.body),
+                    second: second.results.map((post) => post.body),
+                    secondStatus: second.status,
+                  };
+                  first.stop();
+                  second.stop();
+
+                  for (let i = 0; i < 4; i++) await post(`seed ${i}`, "shared");
+                  const readers = [follow("shared"), follow("shared")];
+                  await until(() => readers.every((reader) => reader.status === "CanLoadMore"), "two first pages");
+                  for (const reader of readers) reader.loadMore(1);
+                  await until(() => readers.every((reader) => reader.results.length === 4), "a page more each");
+                  // The released pages leave within the sweeper's tick: the count is polled (it has no event) until
+                  // it has held for a second.
+                  let count = await upstream(), held = 0;
+                  for (let tries = 0; tries < 300 && held < 10; tries++) {
+                    await new Promise((resolve) => setTimeout(resolve, 100));
+                    const now = await upstream();
+                    held = now === count ? held + 1 : 0;
+                    count = now;
+                  }
+                  return { ...result, upstream: count };
+                })()
+                """, as: Readers.self)
+            #expect(readers.grown == ["new 4", "new 3", "new 2", "new 1", "new 0", "seed 3", "seed 2", "seed 1"])
+            #expect(readers.second == ["new 4", "new 3", "new 2"])
+            #expect(readers.secondStatus == "CanLoadMore")
+            #expect(readers.upstream == 3)
+        }
+    }
+
     static func check(_ report: Report, _ phase: String, sourceLocation: SourceLocation = #_sourceLocation) {
         #expect(report.violations.isEmpty, "\(phase): \(report.violations.prefix(3))", sourceLocation: sourceLocation)
         #expect(report.errors.isEmpty, "\(phase): \(report.errors.prefix(3))", sourceLocation: sourceLocation)

@@ -109,19 +109,24 @@ export class PaginatedQuery {
  * `paginationOpts` argument of each), those to stop, and the failures to report. `results` and `status` are the
  * visible list and the status.
  *
- * - The first page is `{ numItems: initialNumItems, cursor: null }`.
+ * - The first page is `{ numItems: initialNumItems, cursor: null, id }`. `id`, the list's own number, is in every page
+ *   whose end is open (the first, and the last one `loadMore` adds), as convex-js puts its list's id in its pages: such
+ *   a page grows with its query's journal (Convex keeps where it ended), so another reader's page of the same
+ *   arguments, subscribed earlier, may have grown far past `numItems`; with the id, this list's page is a subscription
+ *   of its own and starts at `numItems`. Pages pinned at both ends carry no id: they hold the same items whoever
+ *   reads them, so every reader shares one subscription of each.
  * - `loadMore(n)`, when the last page has loaded and is not done and no other page is loading, adds the page
- *   `{ numItems: n, cursor: <the last page's end> }`. A last page without an end cursor (only the last page can lack
- *   one) is pinned: subscribed again with `endCursor: <its continueCursor>`, so its end no longer moves and the page
- *   boundaries are all in the subscriptions' arguments. The unpinned page stays shown until the pinned one and the
+ *   `{ numItems: n, cursor: <the last page's end>, id }`. A last page without an end cursor (only the last page can
+ *   lack one) is pinned: subscribed again with `endCursor: <its continueCursor>` (and no id), so its end no longer
+ *   moves and the page boundaries are all in the subscriptions' arguments. The unpinned page stays shown until the pinned one and the
  *   new page both have values; then both replace it at once. A split pending on that page is given up (the pinned
  *   page may split in its turn).
  * - A page whose value has a `splitCursor` and a `pageStatus` or more than twice `initialNumItems` items is split
  *   once: `(cursor, endCursor: splitCursor)` and `(splitCursor, endCursor: <its endCursor, else its
  *   continueCursor>)` replace it when both have values.
  * - `InvalidCursor` on any page drops every page and starts again from a first page `{ numItems: initialNumItems,
- *   cursor: null, id }`: `id`, a number this client has not used, makes it a new subscription, since the deployment
- *   may hold the old one's journal (where the page ended), a cursor of the query as it was. The list shown stays until
+ *   cursor: null, id }` with a new id, which makes it a new subscription, since the deployment may hold the old one's
+ *   journal (where the page ended), a cursor of the query as it was. The list shown stays until
  *   the new first page arrives (status `"LoadingFirstPage"` meanwhile). After a start-over and until a loadMore or
  *   split completes, an `InvalidCursor` is reported instead (and the loadMore or split it belongs to given up): the
  *   new first page refused before its first value, or a cursor it gave refused. Only the new first page failing after
@@ -130,6 +135,10 @@ export class PaginatedQuery {
  */
 export class PaginatedQueryState {
   #initialNumItems;
+  /** The list's `paginationOpts.id`, in each page whose end is open; a start-over takes a new one. */
+  #listId;
+  /** Makes list ids. */
+  #newId;
   /** The shown pages, in order: { id, paginationOpts, value, loaded, split: [first, second] | null, wasSplit }. */
   #pages = [];
   /** Every subscribed page by id: the shown ones and the ones waiting to replace some. */
@@ -145,16 +154,21 @@ export class PaginatedQueryState {
   #results = [];
   #dirty = false;
 
-  /** @param {number} initialNumItems The first page's size, and the measure of a page to split (twice this). */
-  constructor(initialNumItems) {
+  /**
+   * @param {number} initialNumItems The first page's size, and the measure of a page to split (twice this).
+   * @param {{ newId?: () => number }} [options] Where list ids come from (`newPaginationId` unless a test says).
+   */
+  constructor(initialNumItems, { newId = newPaginationId } = {}) {
     checkNumItems(initialNumItems, "initialNumItems");
     this.#initialNumItems = initialNumItems;
+    this.#newId = newId;
+    this.#listId = newId();
   }
 
   /** Subscribes the first page. */
   start() {
     const effects = noEffects();
-    this.#pages = [this.#add({ numItems: this.#initialNumItems, cursor: null }, effects)];
+    this.#pages = [this.#add({ numItems: this.#initialNumItems, cursor: null, id: this.#listId }, effects)];
     return effects;
   }
 
@@ -186,7 +200,8 @@ export class PaginatedQueryState {
     const last = this.#pages.at(-1);
     const { endCursor } = last.paginationOpts;
     if (endCursor !== undefined) {
-      this.#loading = { last: null, pinned: null, next: this.#add({ numItems, cursor: endCursor }, effects) };
+      const next = this.#add({ numItems, cursor: endCursor, id: this.#listId }, effects);
+      this.#loading = { last: null, pinned: null, next };
     } else {
       const end = last.value.continueCursor;
       if (last.split) {
@@ -195,8 +210,8 @@ export class PaginatedQueryState {
       }
       this.#loading = {
         last,
-        pinned: this.#add({ ...last.paginationOpts, endCursor: end }, effects),
-        next: this.#add({ numItems, cursor: end }, effects),
+        pinned: this.#add({ ...withoutId(last.paginationOpts), endCursor: end }, effects),
+        next: this.#add({ numItems, cursor: end, id: this.#listId }, effects),
       };
     }
     return effects;
@@ -239,7 +254,8 @@ export class PaginatedQueryState {
     this.#subscribed.clear();
     this.#loading = null;
     this.#restarted = true;
-    this.#pages = [this.#add({ numItems: this.#initialNumItems, cursor: null, id: newPaginationId() }, effects)];
+    this.#listId = this.#newId();
+    this.#pages = [this.#add({ numItems: this.#initialNumItems, cursor: null, id: this.#listId }, effects)];
     this.#dirty = true;
     return effects;
   }
@@ -313,10 +329,18 @@ export class PaginatedQueryState {
 
 let lastPaginationId = 0;
 
-/** A `paginationOpts.id` this page has not used: the time in milliseconds, or more. */
+/**
+ * A `paginationOpts.id` no other list of this page has used, and most likely no other reader: the time in milliseconds
+ * times 1024 plus a random part (below 2^53 until the year 2248), above every id this page gave before.
+ */
 function newPaginationId() {
-  lastPaginationId = Math.max(Date.now(), lastPaginationId + 1);
+  lastPaginationId = Math.max(Date.now() * 1024 + Math.floor(Math.random() * 1024), lastPaginationId + 1);
   return lastPaginationId;
+}
+
+/** `paginationOpts` without the list's id (a page pinned at both ends is shared by every reader). */
+function withoutId({ id, ...paginationOpts }) {
+  return paginationOpts;
 }
 
 function noEffects() {
