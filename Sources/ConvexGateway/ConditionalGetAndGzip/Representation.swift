@@ -26,7 +26,8 @@ extension GatewayResponse {
     /// - a body from 1 KiB varies by `Accept-Encoding` (`Vary`), and is gzip-coded when the request accepts gzip;
     ///   its `ETag` then names the gzip variant (``EntityTag/gzipVariant(of:)``);
     /// - a 200 with an `ETag` that `If-None-Match` names (either variant) becomes a 304 with the same headers, less
-    ///   the body and its `Content-Type`.
+    ///   its `Content-Type`. It keeps the body the 200 would send, which libmicrohttpd never sends with a 304 but
+    ///   counts in its `Content-Length`: that must be the 200's length (RFC 9110 §8.6), not 0.
     ///
     /// - Parameter compressed: the gzip-coded body, asked for only when it is sent (the hot path keeps one per value).
     func negotiated(_ preferences: RepresentationPreferences, compressed: () -> [UInt8]?) -> GatewayResponse {
@@ -37,9 +38,11 @@ extension GatewayResponse {
         var response = self
         if compressible { response.headers.append(("Vary", "Accept-Encoding")) }
         if let etag, let ifNoneMatch = preferences.ifNoneMatch, EntityTag.ifNoneMatch(ifNoneMatch, matches: etag) {
-            if gzip { response.setHeader("ETag", EntityTag.gzipVariant(of: etag)) }
+            if gzip {
+                response.setHeader("ETag", EntityTag.gzipVariant(of: etag))
+                if let coded = compressed() { response.body = coded }
+            }
             response.status = 304
-            response.body = []
             response.headers.removeAll { $0.0.lowercased() == "content-type" }
             return response
         }

@@ -40,6 +40,7 @@ struct ConditionalGetTests {
                 let hot = try await h.get(target, headers: ["If-None-Match": field])
                 #expect(hot.status == 304, "If-None-Match: \(field)")
                 #expect(hot.body.isEmpty)
+                #expect(hot.header("Content-Length") == "\(first.body.count)", "the 200's length (RFC 9110 §8.6)")
                 #expect(hot.header("ETag") == etag)
                 #expect(hot.header("Content-Type") == nil)
             }
@@ -55,6 +56,7 @@ struct ConditionalGetTests {
                 let full = try await h.get(target, headers: signedIn)
                 #expect(full.status == 304)
                 #expect(full.body.isEmpty)
+                #expect(full.header("Content-Length") == "\(first.body.count)")
                 #expect(full.header("ETag") == etag)
             }
 
@@ -129,10 +131,12 @@ struct ConditionalGetTests {
                 let unchanged = try await h.get(
                     target + "&format=plain", headers: ["Accept-Encoding": "gzip", "If-None-Match": held])
                 #expect(unchanged.status == 304)
+                #expect(unchanged.header("Content-Length") == "\(hot.body.count)", "the gzip-coded 200's length")
                 #expect(unchanged.header("ETag") == EntityTag.gzipVariant(of: etag))
                 #expect(unchanged.header("Vary") == "Accept-Encoding")
                 let plain = try await h.get(target + "&format=plain", headers: ["If-None-Match": held])
                 #expect(plain.status == 304)
+                #expect(plain.header("Content-Length") == "\(identity.body.count)")
                 #expect(plain.header("ETag") == etag)
             }
 
