@@ -24,24 +24,6 @@ struct BrowserPaginationTests {
         var results: Int
     }
 
-    /// A port that was free a moment ago, for a gateway that must come back on the same origin.
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestFailure("socket() failed") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                bind(fd, socketAddress, length) == 0 && getsockname(fd, socketAddress, &length) == 0
-            }
-        }
-        guard bound else { throw TestFailure("bind() failed") }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
     @Test(
         "a feed of three pages stays one gap-free list through inserts, deletes, edits, a split, a gateway restart and a reset"
     )
@@ -49,7 +31,7 @@ struct BrowserPaginationTests {
         try await GatewayProcess.run { deploymentHost in
             let deployment = try #require(
                 BrowserCallTests.deploymentPort(inLog: deploymentHost.log), "no convex.url in the log")
-            let port = try Self.freePort()
+            let port = try portBelowTheEphemeralRange()
             let arguments = ["--convex-url", "http://127.0.0.1:\(deployment)", "--port", "\(port)"]
             try await HeadlessChromium.run { browser in
                 let page: BrowserPage = try await GatewayProcess.run(arguments: arguments) { _ in

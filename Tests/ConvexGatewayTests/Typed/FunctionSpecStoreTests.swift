@@ -12,8 +12,8 @@ import Testing
 @Suite(.timeLimit(.minutes(5)))
 struct FunctionSpecStoreTests {
     @Test func aFirstFetchThatFailsIsTriedAgain() async throws {
-        // The port is held (bound, not listening: refused at once) until the deployment takes it: a port found free
-        // and let go was once taken meanwhile by one of the parallel run's many outgoing connections.
+        // The port is held (bound, not listening: refused at once) until the deployment takes it, and is below the
+        // ephemeral range, so none of the parallel run's many outgoing connections can take it in between.
         let (port, store, first) = try await withRefusingPort { port in
             let source = FunctionSpecSource(
                 deploymentURL: "http://127.0.0.1:\(port)",

@@ -93,7 +93,7 @@ struct AuthEndToEndTests {
             let url = "ws://127.0.0.1:\(d.port)/api/sync"
             var logger = Logger(label: "raw-sync-client")
             logger.logLevel = .critical
-            _ = try await WebSocketClient.connect(url: url, logger: logger) { inbound, outbound, _ in
+            _ = try await connectRetryingTimeouts(url: url, logger: logger) { inbound, outbound, _ in
                 for frame in [
                     connectFrame(),
                     ClientMessage.authenticate(.init(baseVersion: 0, token: .user(shortLived))).jsonText,
