@@ -525,3 +525,89 @@ test("Authentication reuses a ticket while its token is the same and has time le
   };
   await assert.rejects(auth.streamTicket(true), { status: 0, code: "NetworkError" });
 });
+
+// MARK: Connection state
+
+test("the connection state follows the stream and the calls in flight, as convex-js' connectionState does", async () => {
+  FakeEventStream.instances = [];
+  const answers = [];
+  globalThis.fetch = (url) => new Promise((resolve) => answers.push({ url: String(url), resolve }));
+  const answer = (index, value) =>
+    answers[index].resolve({ ok: true, status: 200, headers: new Map(), json: async () => value });
+  const gateway = new ConvexGateway("http://gateway.test", { debounceMs: 0, eventStreamReader: FakeEventStream });
+  const initial = gateway.connectionState();
+  assert.deepEqual(initial, {
+    hasInflightRequests: false, isStreamConnected: false, timeOfOldestInflightRequest: null, hasEverConnected: false,
+    connectionCount: 0, connectionRetries: 0, inflightMutations: 0, inflightActions: 0,
+  });
+  const seen = [];
+  const stop = gateway.subscribeToConnectionState((state) => seen.push(state));
+
+  // Calls in flight: counted by kind, the oldest one's time given, until each is answered.
+  const before = Date.now();
+  const mutation = gateway.mutation("messages:send", { body: "hi" });
+  const action = gateway.action("conformance:add", { a: 1, b: 2 });
+  await until(() => answers.length === 2);
+  let state = gateway.connectionState();
+  assert.equal(state.hasInflightRequests, true);
+  assert.deepEqual([state.inflightMutations, state.inflightActions], [1, 1]);
+  assert.ok(state.timeOfOldestInflightRequest instanceof Date);
+  assert.ok(state.timeOfOldestInflightRequest.getTime() >= before && state.timeOfOldestInflightRequest.getTime() <= Date.now());
+  answer(0, null);
+  await mutation;
+  assert.deepEqual([gateway.connectionState().inflightMutations, gateway.connectionState().inflightActions], [0, 1]);
+  answer(1, 3);
+  assert.equal(await action, 3);
+  assert.equal(gateway.connectionState().hasInflightRequests, false);
+  assert.equal(gateway.connectionState().timeOfOldestInflightRequest, null);
+
+  // The stream: open, lost (a retry), open again; a changed set of live queries opens a new stream without a gap.
+  gateway.subscribe("messages:list", {}, () => {});
+  await until(() => FakeEventStream.instances.length === 1);
+  FakeEventStream.instances[0].emit("open", {});
+  state = gateway.connectionState();
+  assert.deepEqual([state.isStreamConnected, state.hasEverConnected, state.connectionCount, state.connectionRetries], [true, true, 1, 0]);
+  FakeEventStream.instances[0].emit("lost", {});
+  FakeEventStream.instances[0].emit("lost", {});
+  state = gateway.connectionState();
+  assert.deepEqual([state.isStreamConnected, state.hasEverConnected, state.connectionRetries], [false, true, 2]);
+  FakeEventStream.instances[0].emit("open", {});
+  assert.deepEqual([gateway.connectionState().connectionCount, gateway.connectionState().connectionRetries], [2, 0]);
+  const count = seen.length;
+  gateway.subscribe("mlb:teams", {}, () => {});
+  await until(() => FakeEventStream.instances.length === 2);
+  assert.equal(gateway.connectionState().isStreamConnected, true, "still open while the new stream opens");
+  FakeEventStream.instances[1].emit("open", {});
+  assert.equal(gateway.connectionState().connectionCount, 3);
+  FakeEventStream.instances[0].emit("lost", {});
+  assert.equal(gateway.connectionState().isStreamConnected, true, "the replaced stream is no longer heard");
+  assert.ok(seen.length > count);
+
+  // A refusal is a failure too; closing leaves no stream open; a stopped listener hears nothing more.
+  FakeEventStream.instances[1].refuse(503, { code: "UpstreamUnavailable", message: "down" });
+  assert.deepEqual([gateway.connectionState().isStreamConnected, gateway.connectionState().connectionRetries], [false, 1]);
+  assert.deepEqual(seen.at(-1), gateway.connectionState(), "each change is told with the state after it");
+  stop();
+  const heard = seen.length;
+  gateway.close();
+  assert.equal(gateway.connectionState().isStreamConnected, false);
+  assert.equal(seen.length, heard);
+});
+
+test("close() ends the stream and every live query: no stream opens again, and the state says none is open", async () => {
+  FakeEventStream.instances = [];
+  const gateway = new ConvexGateway("http://gateway.test", { debounceMs: 0, eventStreamReader: FakeEventStream });
+  const values = [];
+  gateway.subscribe("messages:list", {}, (value) => values.push(value));
+  await until(() => FakeEventStream.instances.length === 1);
+  const source = FakeEventStream.instances[0];
+  source.emit("open", {});
+  assert.equal(gateway.connectionState().isStreamConnected, true);
+  gateway.close();
+  assert.equal(source.closed, true);
+  assert.equal(gateway.connectionState().isStreamConnected, false);
+  source.emit("transition", { ts: "1", changes: [{ sub: "q1", value: ["late"], v: "a" }] });
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.deepEqual(values, [], "nothing is delivered after close()");
+  assert.equal(FakeEventStream.instances.length, 1, "no stream opens again");
+});

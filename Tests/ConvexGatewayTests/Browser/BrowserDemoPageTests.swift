@@ -25,6 +25,8 @@ struct BrowserDemoPageTests {
                   const row = () => document.querySelector('#standings tr[data-team="Guardians"]');
                   const wins = () => Number(row()?.cells[2].textContent);
                   await until(() => row() !== null, "the standings");
+                  const connection = document.getElementById("connection");
+                  await until(() => connection.textContent.startsWith("Live"), () => `live (${connection.textContent})`);
                   const before = wins();
                   row().querySelector("button").click();
                   await until(() => wins() === before + 1, () => `the win (wins ${wins()}, was ${before})`);

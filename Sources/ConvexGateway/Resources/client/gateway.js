@@ -43,6 +43,10 @@
  * as new as this client's last mutation, whichever gateway replica answers (one that cannot reach it in time answers
  * 504 `UpstreamTimeout`). `gateway.timestamp` is that timestamp, a decimal string (undefined before the first). A
  * live query follows the stream's own replica, which catches up.
+ *
+ * Connection state: `gateway.connectionState()` and `gateway.subscribeToConnectionState(callback)` give what
+ * convex-js' ConvexClient gives, for the stream in place of its WebSocket (ConnectionState below): calls in flight,
+ * whether the stream is open, how often it opened and how often it failed since it was last open.
  */
 
 import { Authentication, callHeaders } from "./authentication.js";
@@ -76,6 +80,13 @@ export class ConvexGateway {
   #pass = null;
   /** The class that reads the stream: EventStreamReader, or a stand-in a test gives. */
   #Reader;
+  /** The stream's side of the connection state. */
+  #stream = { open: false, hasEverConnected: false, connectionCount: 0, connectionRetries: 0 };
+  /** Calls in flight, by a number of their own: { kind, since } (`since` in milliseconds since 1970). */
+  #inflight = new Map();
+  #nextCall = 0;
+  /** Who hears of each change of the connection state. */
+  #connectionListeners = new Set();
 
   /**
    * @param {string} url The gateway's base URL, e.g. "https://gateway.example.com".
@@ -113,17 +124,52 @@ export class ConvexGateway {
 
   /** Runs a query once and resolves to its value; rejects with a ConvexGatewayError. */
   query(fn, args = {}) {
-    return this.#call("query", fn, args);
+    return this.#inFlight("query", () => this.#call("query", fn, args));
   }
 
   /** Runs a mutation and resolves to its value; rejects with a ConvexGatewayError. */
   mutation(fn, args = {}) {
-    return this.#call("mutation", fn, args);
+    return this.#inFlight("mutation", () => this.#call("mutation", fn, args));
   }
 
   /** Runs an action and resolves to its value; rejects with a ConvexGatewayError. */
   action(fn, args = {}) {
-    return this.#call("action", fn, args);
+    return this.#inFlight("action", () => this.#call("action", fn, args));
+  }
+
+  /**
+   * The connection state, as convex-js' `ConvexClient.connectionState()` gives it, with the stream in place of the
+   * WebSocket: `{ hasInflightRequests, isStreamConnected, timeOfOldestInflightRequest (a Date, or null),
+   * hasEverConnected, connectionCount, connectionRetries, inflightMutations, inflightActions }`.
+   * `isStreamConnected` is true while the stream of the page's live queries is open (false while it has none);
+   * `connectionCount` counts the times a stream opened (a changed set of live queries opens a new one), and
+   * `connectionRetries` the failures since one was last open.
+   */
+  connectionState() {
+    const calls = [...this.#inflight.values()];
+    const oldest = calls.length === 0 ? null : Math.min(...calls.map((call) => call.since));
+    return {
+      hasInflightRequests: calls.length > 0,
+      isStreamConnected: this.#stream.open,
+      timeOfOldestInflightRequest: oldest === null ? null : new Date(oldest),
+      hasEverConnected: this.#stream.hasEverConnected,
+      connectionCount: this.#stream.connectionCount,
+      connectionRetries: this.#stream.connectionRetries,
+      inflightMutations: calls.filter((call) => call.kind === "mutation").length,
+      inflightActions: calls.filter((call) => call.kind === "action").length,
+    };
+  }
+
+  /**
+   * Calls `callback(state)` with the connection state (see connectionState()) whenever it changes, as convex-js'
+   * `subscribeToConnectionState` does. Returns a function that stops it.
+   */
+  subscribeToConnectionState(callback) {
+    const listener = { callback };
+    this.#connectionListeners.add(listener);
+    return () => {
+      this.#connectionListeners.delete(listener);
+    };
   }
 
   /**
@@ -189,6 +235,36 @@ export class ConvexGateway {
     this.#replaceStream(null);
   }
 
+  /** Runs `call`, counted in the connection state while it is in flight. */
+  async #inFlight(kind, call) {
+    const id = ++this.#nextCall;
+    this.#inflight.set(id, { kind, since: Date.now() });
+    this.#connectionChanged();
+    try {
+      return await call();
+    } finally {
+      this.#inflight.delete(id);
+      this.#connectionChanged();
+    }
+  }
+
+  /** The stream opened (`true`) or failed (`false`): the connection state changes. */
+  #streamIs(open) {
+    const stream = this.#stream;
+    if (open) {
+      Object.assign(stream, { open, hasEverConnected: true, connectionCount: stream.connectionCount + 1, connectionRetries: 0 });
+    } else {
+      Object.assign(stream, { open, connectionRetries: stream.connectionRetries + 1 });
+    }
+    this.#connectionChanged();
+  }
+
+  #connectionChanged() {
+    if (this.#connectionListeners.size === 0) return;
+    const state = this.connectionState();
+    for (const listener of [...this.#connectionListeners]) notify(listener.callback, state);
+  }
+
   async #call(kind, fn, args, forceRefresh = false) {
     checkCall(fn, args);
     const token = await this.#auth.token(forceRefresh);
@@ -240,9 +316,14 @@ export class ConvexGateway {
     this.#timer = setTimeout(() => this.#open(), delay);
   }
 
+  /** Puts `source` in place of the current stream; with `null` (no live query left, or closed) none is open. */
   #replaceStream(source) {
     this.#source?.close();
     this.#source = source;
+    if (source === null && this.#stream.open) {
+      this.#stream.open = false;
+      this.#connectionChanged();
+    }
   }
 
   /** Opens a stream for the current set; the old one goes on until the new one replaces it. */
@@ -263,14 +344,22 @@ export class ConvexGateway {
       const ticket = await this.#auth.streamTicket(forceRefresh);
       if (ticket) url.searchParams.set("ticket", ticket);
     } catch (error) {
-      if (generation === this.#generation) this.#retry(error, byId);
+      if (generation !== this.#generation) return;
+      this.#streamIs(false);
+      this.#retry(error, byId);
       return;
     }
     if (generation !== this.#generation) return;
     const source = new this.#Reader(url);
     this.#replaceStream(source);
     const current = () => generation === this.#generation;
-    source.addEventListener("open", () => current() && (this.#failures = 0));
+    // A stream that replaces an open one (a changed set of live queries) leaves the state open until it opens or fails.
+    source.addEventListener("open", () => {
+      if (!current()) return;
+      this.#failures = 0;
+      this.#streamIs(true);
+    });
+    source.addEventListener("lost", () => current() && this.#streamIs(false));
     const decode = this.#convex ? decodeConvexValue : (value) => value;
     source.addEventListener("transition", (event) => {
       if (!current()) return;
@@ -296,6 +385,7 @@ export class ConvexGateway {
       const { error } = JSON.parse(event.data);
       this.#generation += 1;
       this.#replaceStream(null);
+      this.#streamIs(false);
       this.#retry(new ConvexGatewayError(undefined, error), byId);
     });
     // Lost connections are tried again by the reader (with Last-Event-ID); a refusal ends it.
@@ -304,6 +394,7 @@ export class ConvexGateway {
 
   /** Reacts to the gateway's refusal of the stream: its status and error body (`error.sub` names a subscription). */
   #refused(status, error, byId) {
+    this.#streamIs(false);
     const failure = new ConvexGatewayError(status, error);
     const named = typeof error?.sub === "string" ? byId.get(error.sub) : undefined;
     const refused = status >= 400 && status < 500 && status !== 401 && status !== 429;
