@@ -1,5 +1,6 @@
 import Foundation
 import TestSupport
+import Testing
 
 /// A browser tab attached over the DevTools protocol, in the default browser context or a separate one (its own
 /// cookies and storage, like another user's browser).
@@ -117,6 +118,30 @@ struct BrowserPage: Sendable {
 extension BrowserPage {
     /// Runs the real `convex-gateway` (``GatewayProcess``) and headless Chromium with one tab open on the gateway's
     /// `/healthz`, so the page is same-origin with every route.
+    /// A gateway a test can stop and start again under a page: `body` gets `restart(_:)`, which runs a new
+    /// `convex-gateway` process on the same port (so the page keeps its origin) for as long as its closure runs, with
+    /// the deployment of another gateway process that lives for the whole test (so the data outlives each restart), the
+    /// browser, and the page's URL on that port.
+    static func withRestartableGateway<T: Sendable>(
+        _ body: (
+            _ restart: (_ run: (GatewayProcess) async throws -> Void) async throws -> Void,
+            _ browser: DevToolsConnection,
+            _ origin: String
+        ) async throws -> T
+    ) async throws -> T {
+        try await GatewayProcess.run { deploymentHost in
+            let deployment = try #require(
+                BrowserCallTests.deploymentPort(inLog: deploymentHost.log), "no convex.url in the log")
+            let port = try portBelowTheEphemeralRange()
+            let arguments = ["--convex-url", "http://127.0.0.1:\(deployment)", "--port", "\(port)"]
+            return try await HeadlessChromium.run { browser in
+                try await body(
+                    { run in try await GatewayProcess.run(arguments: arguments, run) }, browser,
+                    "http://127.0.0.1:\(port)")
+            }
+        }
+    }
+
     static func withGatewayPage<T: Sendable>(
         environment: [String: String] = [:], arguments: [String] = [],
         _ body: (GatewayProcess, DevToolsConnection, BrowserPage) async throws -> T

@@ -28,25 +28,21 @@ struct BrowserPaginationTests {
         "a feed of three pages stays one gap-free list through inserts, deletes, edits, a split, a gateway restart and a reset"
     )
     func feedThroughEveryKindOfChange() async throws {
-        try await GatewayProcess.run { deploymentHost in
-            let deployment = try #require(
-                BrowserCallTests.deploymentPort(inLog: deploymentHost.log), "no convex.url in the log")
-            let port = try portBelowTheEphemeralRange()
-            let arguments = ["--convex-url", "http://127.0.0.1:\(deployment)", "--port", "\(port)"]
-            try await HeadlessChromium.run { browser in
-                let page: BrowserPage = try await GatewayProcess.run(arguments: arguments) { _ in
-                    let page = try await BrowserPage.open(browser, url: "http://127.0.0.1:\(port)/healthz")
-                    let before = try await page.evaluate(Self.beforeRestart, as: Report.self, timeout: .seconds(60))
-                    Self.check(before, "before the restart")
-                    #expect(before.results == 24)
-                    return page
-                }
-                // A new gateway process on the same port: the page's streams reconnect to it.
-                try await GatewayProcess.run(arguments: arguments) { _ in
-                    let after = try await page.evaluate(Self.afterRestart, as: Report.self, timeout: .seconds(60))
-                    Self.check(after, "after the restart")
-                    #expect(after.statuses.last == "CanLoadMore")
-                }
+        try await BrowserPage.withRestartableGateway { restart, browser, origin in
+            var opened: BrowserPage?
+            try await restart { _ in
+                let page = try await BrowserPage.open(browser, url: "\(origin)/healthz")
+                opened = page
+                let before = try await page.evaluate(Self.beforeRestart, as: Report.self, timeout: .seconds(60))
+                Self.check(before, "before the restart")
+                #expect(before.results == 24)
+            }
+            let page = try #require(opened)
+            // A new gateway process on the same port: the page's streams reconnect to it.
+            try await restart { _ in
+                let after = try await page.evaluate(Self.afterRestart, as: Report.self, timeout: .seconds(60))
+                Self.check(after, "after the restart")
+                #expect(after.statuses.last == "CanLoadMore")
             }
         }
     }
