@@ -9,7 +9,7 @@ import TimeSource
 /// | ``inactivityTimeout`` | 30 s | drop the socket after this long without a message from the server |
 /// | ``connectTimeout`` | 10 s | give up on a socket that is not open after this long |
 /// | ``initialBackoff`` / ``maxBackoff`` | 100 ms / 15 s | reconnect delay: full jitter over `min(initial·2ⁿ, max)` |
-/// | ``pingInterval`` | 10 s | the client's own WebSocket pings; one unanswered when the next is due drops the socket |
+/// | ``pingInterval`` | 10 s | the client's own WebSocket pings; one unanswered as the next is due drops the socket |
 /// | ``maxMessageSize`` | 64 MiB | the largest server message accepted |
 /// | ``tokenRefreshLeeway`` | 10 s | a provider's token is refreshed this long before `exp` (at most half its lifetime) |
 public struct ConvexClientConfiguration: Sendable {
@@ -44,7 +44,8 @@ public struct ConvexClientConfiguration: Sendable {
     /// of the token's lifetime (`exp - iat`) ahead, so short-lived tokens are refreshed too.
     public var tokenRefreshLeeway: Duration
     /// Where call deadlines, token refreshes, reconnect backoff and the socket watchdog (connect and inactivity
-    /// timeouts, pings) read time from; tests pass a test clock (`ElapsedClock(TestClock())`) to advance through a deadline instead of sleeping.
+    /// timeouts, pings) read time from; tests pass a test clock (`ElapsedClock(TestClock())`) to advance through a
+    /// deadline instead of sleeping.
     public var clock: ElapsedClock = .continuous
 
     public init(

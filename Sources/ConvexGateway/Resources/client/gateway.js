@@ -252,7 +252,8 @@ export class ConvexGateway {
   #streamIs(open) {
     const stream = this.#stream;
     if (open) {
-      Object.assign(stream, { open, hasEverConnected: true, connectionCount: stream.connectionCount + 1, connectionRetries: 0 });
+      Object.assign(stream, { open, hasEverConnected: true, connectionRetries: 0 });
+      stream.connectionCount += 1;
     } else {
       Object.assign(stream, { open, connectionRetries: stream.connectionRetries + 1 });
     }
