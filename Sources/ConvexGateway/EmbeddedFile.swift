@@ -5,7 +5,8 @@ struct EmbeddedFile: Sendable {
     let etag: String
     /// The file, made once; `If-None-Match` naming its ETag gets a 304 when the request completes
     /// (ConditionalGetAndGzip/). Browsers keep it but revalidate on each use (`no-cache`), so a page gets the file of the
-    /// gateway it talks to. `extraHeaders` go beyond the content's own (a page's `Content-Security-Policy`).
+    /// gateway it talks to. `extraHeaders` go beyond the content's own (a page's `Content-Security-Policy`). Its
+    /// gzip-coded body is made once too: a revalidation's 304 gives the coded length.
     let response: GatewayResponse
 
     init(body: [UInt8], contentType: String, etagPrefix: String, extraHeaders: [(String, String)] = []) {
@@ -18,6 +19,6 @@ struct EmbeddedFile: Sendable {
                 ("Content-Type", contentType), ("ETag", etag), ("Cache-Control", "no-cache"),
                 ("X-Content-Type-Options", "nosniff"),
             ] + extraHeaders,
-            body: body)
+            body: body, gzipped: body.count >= ContentCoding.minimumBytes ? ContentCoding.gzip(body) : nil)
     }
 }

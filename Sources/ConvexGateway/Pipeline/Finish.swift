@@ -58,7 +58,9 @@ extension GatewayCore {
     static func completed(
         _ response: GatewayResponse, _ context: ResponseContext, metrics: GatewayMetrics, clock: GatewayClock
     ) -> GatewayResponse {
-        var response = response.negotiated(context.representation) { ContentCoding.gzip(response.body) }
+        var response = response.negotiated(context.representation) {
+            response.gzipped ?? ContentCoding.gzip(response.body)
+        }
         response.headers += context.headers
         let ownCacheControl = response.header("Cache-Control") != nil
         for header in context.callerHeaders where !(ownCacheControl && header.0 == "Cache-Control") {
