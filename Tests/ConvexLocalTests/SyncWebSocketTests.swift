@@ -1,3 +1,4 @@
+import Clocks
 import ConvexLocal
 import ConvexSyncProtocol
 import ConvexValues
@@ -8,6 +9,7 @@ import NIOCore
 import NIOWebSocket
 import Synchronization
 import Testing
+import TimeSource
 
 /// Frames exchanged with a deployment over a real WebSocket.
 struct RawSyncExchange {
@@ -81,8 +83,12 @@ struct SyncWebSocketTests {
         return logger
     }
 
+    /// A deployment whose heartbeats and JSON pings are on a test clock nobody moves: a raw exchange that counts the
+    /// frames it reads gets only the ones its test asked for, however slowly the machine answers (on the real clock,
+    /// a `Ping` came before a mutation's answer on a loaded machine and took its place).
     func withDeployment(_ body: (LocalDeployment) async throws -> Void) async throws {
-        try await withLocalDeployment(.init(port: 0, adminKey: "k"), logger: Self.quietLogger, body)
+        try await withLocalDeployment(
+            .init(port: 0, adminKey: "k", clock: ElapsedClock(TestClock())), logger: Self.quietLogger, body)
     }
 
     @Test func transitionsAreSequencedAsTheReferenceRequires() async throws {
