@@ -220,7 +220,8 @@ let package = Package(
                 .embedInCode("Resources/client/errors.js"), .embedInCode("Resources/client/event-stream.js"),
                 .embedInCode("Resources/client/authentication.js"), .embedInCode("Resources/client/values.js"),
                 .embedInCode("Resources/client/patching.js"), .embedInCode("Resources/client/callbacks.js"),
-                .embedInCode("Resources/client/paginated.js"), .embedInCode("Resources/client/gateway.js"),
+                .embedInCode("Resources/client/paginated.js"), .embedInCode("Resources/client/optimistic.js"),
+                .embedInCode("Resources/client/gateway.js"),
                 // The demo page served at `/` on the embedded deployment.
                 .embedInCode("Resources/demo/index.html"),
             ]

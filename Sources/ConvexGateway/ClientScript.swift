@@ -10,7 +10,8 @@ enum ClientScript {
         ("errors.js", PackageResources.errors_js), ("event-stream.js", PackageResources.event_stream_js),
         ("authentication.js", PackageResources.authentication_js), ("values.js", PackageResources.values_js),
         ("patching.js", PackageResources.patching_js), ("callbacks.js", PackageResources.callbacks_js),
-        ("paginated.js", PackageResources.paginated_js), ("gateway.js", PackageResources.gateway_js),
+        ("paginated.js", PackageResources.paginated_js), ("optimistic.js", PackageResources.optimistic_js),
+        ("gateway.js", PackageResources.gateway_js),
     ]
 
     static let body: [UInt8] = join(modules.map(\.text))

@@ -6,8 +6,10 @@ export class FakeEventStream {
   static instances = [];
   closed = false;
   listeners = new Map();
-  constructor(url) {
+  constructor(url, options = {}) {
     this.url = new URL(url);
+    /** The headers the gateway asked for besides Accept (Convex-Min-Timestamp). */
+    this.headers = options.headers ?? {};
     FakeEventStream.instances.push(this);
   }
   addEventListener(type, listener) {

@@ -14,6 +14,7 @@
 export class EventStreamReader {
   #url;
   #fetch;
+  #headers;
   #listeners = new Map();
   #controller = null;
   #closed = false;
@@ -25,10 +26,12 @@ export class EventStreamReader {
 
   /**
    * @param {string | URL} url
-   * @param {{ fetch?: typeof fetch, retry?: number }} [options] `fetch` for tests; `retry` the first reconnection delay.
+   * @param {{ fetch?: typeof fetch, retry?: number, headers?: Record<string, string> }} [options] `fetch` for tests;
+   *   `retry` the first reconnection delay; `headers` sent on every connection besides `Accept` and `Last-Event-ID`.
    */
   constructor(url, options = {}) {
     this.#url = String(url);
+    this.#headers = options.headers ?? {};
     this.#fetch = options.fetch ?? ((...args) => globalThis.fetch(...args));
     this.retry = options.retry ?? 1000;
     queueMicrotask(() => this.#connect());
@@ -57,7 +60,7 @@ export class EventStreamReader {
   async #connect() {
     if (this.#closed) return;
     const controller = (this.#controller = new AbortController());
-    const headers = { Accept: "text/event-stream" };
+    const headers = { ...this.#headers, Accept: "text/event-stream" };
     if (this.lastEventId !== "") headers["Last-Event-ID"] = this.lastEventId;
     let response;
     try {

@@ -2,7 +2,7 @@
  * client.js: the gateway's browser client, a dependency-free ES module served at `GET /client.js`. Its modules are
  * the files of Sources/ConvexGateway/Resources/client/, served as one file (ClientScript.swift) with this one,
  * gateway.js, last: errors.js, event-stream.js (the transport), authentication.js (tokens and stream tickets),
- * values.js, patching.js, callbacks.js, paginated.js.
+ * values.js, patching.js, callbacks.js, paginated.js, optimistic.js (optimistic updates).
  *
  *   import { ConvexGateway } from "http://127.0.0.1:8080/client.js";
  *   const gateway = new ConvexGateway("http://127.0.0.1:8080", { token: async () => currentJwtOrNull });
@@ -13,6 +13,12 @@
  *   const feed = gateway.paginatedQuery("feed:list", { channel: "general" }, { initialNumItems: 10 },
  *                                       (posts, status) => render(posts, status));
  *   feed.loadMore(10);                                    // live pages, as convex-js' usePaginatedQuery
+ *   await gateway.mutation("messages:send", { body: "hi", channel: "general" }, {
+ *     optimisticUpdate: (localStore, args) => {            // shown at once, as with convex-js
+ *       const list = localStore.getQuery("messages:list", { channel: args.channel });
+ *       if (list !== undefined) localStore.setQuery("messages:list", { channel: args.channel }, [...list, args]);
+ *     },
+ *   });
  *
  * All subscriptions of one ConvexGateway share ONE event stream (`GET /subscribe?sub.<id>=…&args.<id>=…`), so a
  * page holds any number of live queries on a single HTTP/1.1 connection. When the set changes the stream is
@@ -44,6 +50,15 @@
  * 504 `UpstreamTimeout`). `gateway.timestamp` is that timestamp, a decimal string (undefined before the first). A
  * live query follows the stream's own replica, which catches up.
  *
+ * Optimistic updates: a mutation's `optimisticUpdate` changes the values the page shows at once, in one callback pass,
+ * through a local store (`getQuery`, `setQuery`, `getAllQueries`, and the paginated helpers of optimistic.js), as
+ * convex-js' does. The page shows the stream's values with every pending update applied again on top, in the order
+ * the mutations were called. An update is dropped in the pass of the first transition at or after its mutation's
+ * commit (`Convex-Timestamp`), whose values replace it, so the page never shows the value from before the mutation in
+ * between; a failed mutation rolls it back at once. When the mutation changed none of the stream's queries, no
+ * transition comes (a Convex session's snapshot moves only when one of its queries changes): after `catchUpMs` the
+ * stream is opened again with `Convex-Min-Timestamp`, whose first transition holds at the commit or later.
+ *
  * Connection state: `gateway.connectionState()` and `gateway.subscribeToConnectionState(callback)` give what
  * convex-js' ConvexClient gives, for the stream in place of its WebSocket (ConnectionState below): calls in flight,
  * whether the stream is open, how often it opened and how often it failed since it was last open.
@@ -54,6 +69,7 @@ import { notify } from "./callbacks.js";
 import { ConvexGatewayError } from "./errors.js";
 import { EventStreamReader } from "./event-stream.js";
 import { PaginatedQuery } from "./paginated.js";
+import { OptimisticUpdates, queryKey } from "./optimistic.js";
 import { applyTransition } from "./patching.js";
 import { decodeConvexValue, encodeConvexValue, stableKey } from "./values.js";
 
@@ -62,9 +78,10 @@ export class ConvexGateway {
   /** The page's tokens and the stream tickets minted from them (authentication.js). */
   #auth;
   #debounceMs;
-  /** Live queries by function and arguments: { id, fn, args, listeners, hash, value, refused }; `hash` is the
-   * gateway's hash of `value` (what a patch names as its base), `refused` the error of a query whose input the
-   * gateway refused. */
+  /** Live queries by function and arguments: { id, fn, args, listeners, hash, value, shown, refused }; `value` is the
+   * server's, `hash` the gateway's hash of it (what a patch names as its base), `shown` what the listeners were last
+   * given (the value with the optimistic updates applied), `refused` the error of a query whose input the gateway
+   * refused. */
   #queries = new Map();
   #nextId = 0;
   #source = null;
@@ -87,13 +104,25 @@ export class ConvexGateway {
   #nextCall = 0;
   /** Who hears of each change of the connection state. */
   #connectionListeners = new Set();
+  /** The optimistic updates of the mutations in flight (optimistic.js). */
+  #optimistic = new OptimisticUpdates();
+  /** The Convex timestamp (BigInt) the values held hold at: the `ts` of the last transition applied. */
+  #heldTs = undefined;
+  /** Milliseconds an answered mutation's update waits for a transition before the stream is opened again. */
+  #catchUpMs;
+  #catchUpTimer = undefined;
+  /** Whether the values last shown had optimistic updates applied (so dropping the last one shows the server's). */
+  #showsOptimistic = false;
 
   /**
    * @param {string} url The gateway's base URL, e.g. "https://gateway.example.com".
    * @param {{ token?: (options: { forceRefresh: boolean, forceRefreshToken: boolean }) =>
    *             Promise<string | null | undefined> | string | null | undefined,
-   *           debounceMs?: number, values?: "json" | "convex", eventStreamReader?: typeof EventStreamReader }} [options]
-   *   `eventStreamReader` replaces the stream's transport, as convex-js' `webSocketConstructor` does (tests).
+   *           debounceMs?: number, values?: "json" | "convex", eventStreamReader?: typeof EventStreamReader,
+   *           catchUpMs?: number }} [options]
+   *   `eventStreamReader` replaces the stream's transport, as convex-js' `webSocketConstructor` does (tests);
+   *   `catchUpMs` (default 250) is how long an optimistic update whose mutation was answered waits for the stream to
+   *   reach the mutation's commit before the stream is opened again at it.
    */
   constructor(url, options = {}) {
     this.#base = new URL(String(url), globalThis.location?.href).href.replace(/\/+$/, "");
@@ -104,6 +133,7 @@ export class ConvexGateway {
     }
     this.#convex = options.values === "convex";
     this.#Reader = options.eventStreamReader ?? EventStreamReader;
+    this.#catchUpMs = options.catchUpMs ?? 250;
   }
 
   /**
@@ -115,11 +145,11 @@ export class ConvexGateway {
   }
 
   /**
-   * The value a live query holds now (undefined before its first value): inside a callback, the value of the same
-   * transition as the one being delivered.
+   * The value a live query shows now, optimistic updates included (undefined before its first value): inside a
+   * callback, the value of the same transition as the one being delivered.
    */
   current(fn, args = {}) {
-    return this.#queries.get(`${fn}\n${stableKey(args)}`)?.value;
+    return this.#queries.get(queryKey(fn, args))?.shown;
   }
 
   /** Runs a query once and resolves to its value; rejects with a ConvexGatewayError. */
@@ -127,9 +157,30 @@ export class ConvexGateway {
     return this.#inFlight("query", () => this.#call("query", fn, args));
   }
 
-  /** Runs a mutation and resolves to its value; rejects with a ConvexGatewayError. */
-  mutation(fn, args = {}) {
-    return this.#inFlight("mutation", () => this.#call("mutation", fn, args));
+  /**
+   * Runs a mutation and resolves to its value; rejects with a ConvexGatewayError. With `optimisticUpdate`, as with
+   * convex-js, `optimisticUpdate(localStore, args)` changes the values the page shows at once (see the top of this
+   * file): `localStore.getQuery(fn, args)`, `localStore.setQuery(fn, args, value)` and `localStore.getAllQueries(fn)`
+   * read and write the page's live queries, and `insertAtTop`, `insertAtBottomIfLoaded` and
+   * `optimisticallyUpdateValueInPaginatedQuery` its paginated lists. Make new values; never change one in place.
+   * @param {{ optimisticUpdate?: (localStore: object, args: object) => void }} [options]
+   */
+  mutation(fn, args = {}, options = {}) {
+    const update = options?.optimisticUpdate;
+    if (update === undefined) return this.#inFlight("mutation", () => this.#call("mutation", fn, args));
+    checkCall(fn, args);
+    if (typeof update !== "function") throw new TypeError("optimisticUpdate must be a function");
+    const id = this.#optimistic.add((localStore) => update(localStore, args));
+    this.#inPass(() => this.#show());
+    return this.#inFlight("mutation", async () => {
+      try {
+        return await this.#call("mutation", fn, args, false, (ts) => this.#answered(id, ts));
+      } catch (error) {
+        // The mutation failed (or its answer was lost): its update is rolled back at once.
+        if (this.#optimistic.remove(id)) this.#inPass(() => this.#show());
+        throw error;
+      }
+    });
   }
 
   /** Runs an action and resolves to its value; rejects with a ConvexGatewayError. */
@@ -179,19 +230,19 @@ export class ConvexGateway {
   subscribe(fn, args, onValue, onError = (error) => console.error(`${fn}:`, error)) {
     args ??= {};
     checkCall(fn, args);
-    const key = `${fn}\n${stableKey(args)}`;
+    const key = queryKey(fn, args);
     let query = this.#queries.get(key);
     const listener = { onValue, onError };
     if (!query) {
-      query = { id: `q${++this.#nextId}`, fn, args, listeners: new Set(), hash: undefined, value: undefined };
+      query = { id: `q${++this.#nextId}`, fn, args, listeners: new Set(), hash: undefined, value: undefined, shown: undefined };
       this.#queries.set(key, query);
       this.#scheduleOpen();
-    } else if (query.refused || query.hash !== undefined) {
+    } else if (query.refused || query.shown !== undefined) {
       queueMicrotask(() =>
         this.#inPass(() => {
           if (!query.listeners.has(listener)) return;
           if (query.refused) notify(listener.onError, query.refused);
-          else notify(listener.onValue, query.value);
+          else notify(listener.onValue, query.shown);
         }),
       );
     }
@@ -231,6 +282,8 @@ export class ConvexGateway {
   close() {
     this.#queries.clear();
     clearTimeout(this.#timer);
+    clearTimeout(this.#catchUpTimer);
+    this.#catchUpTimer = undefined;
     this.#generation += 1;
     this.#replaceStream(null);
   }
@@ -266,7 +319,8 @@ export class ConvexGateway {
     for (const listener of [...this.#connectionListeners]) notify(listener.callback, state);
   }
 
-  async #call(kind, fn, args, forceRefresh = false) {
+  /** One call; `onCommit(ts)` hears a successful answer's own `Convex-Timestamp` (a mutation's commit) first. */
+  async #call(kind, fn, args, forceRefresh = false, onCommit = undefined) {
     checkCall(fn, args);
     const token = await this.#auth.token(forceRefresh);
     const headers = callHeaders(token, this.#timestamp);
@@ -281,12 +335,76 @@ export class ConvexGateway {
     } catch {
       throw new ConvexGatewayError(0);
     }
-    this.#timestamp = laterTimestamp(this.#timestamp, response.headers?.get("Convex-Timestamp"));
+    const timestamp = response.headers?.get("Convex-Timestamp");
+    this.#timestamp = laterTimestamp(this.#timestamp, timestamp);
     const body = await response.json().catch(() => null);
-    if (response.ok) return this.#convex ? decodeConvexValue(body) : body;
+    if (response.ok) {
+      const value = this.#convex ? decodeConvexValue(body) : body;
+      onCommit?.(timestamp);
+      return value;
+    }
     // A refused token ran nothing: retrying once with a fresh one is safe, even for a mutation.
-    if (response.status === 401 && token && !forceRefresh) return this.#call(kind, fn, args, true);
+    if (response.status === 401 && token && !forceRefresh) return this.#call(kind, fn, args, true, onCommit);
     throw new ConvexGatewayError(response.status, body?.error);
+  }
+
+  /**
+   * Update `id`'s mutation was answered, committed at `timestamp` (the answer's `Convex-Timestamp`): the update is
+   * dropped now if the values shown hold at the commit already (or nothing is shown), else by the first transition
+   * that reaches it; if none comes within `catchUpMs` (the mutation changed none of the stream's queries, so the
+   * stream's snapshot does not move), the stream is opened again at the commit (`Convex-Min-Timestamp`).
+   */
+  #answered(id, timestamp) {
+    const ts = this.#queries.size === 0 ? undefined : parseTimestamp(timestamp);
+    if (this.#optimistic.answered(id, ts, this.#heldTs)) {
+      this.#inPass(() => this.#show());
+      return;
+    }
+    if (this.#catchUpTimer !== undefined) return;
+    this.#catchUpTimer = setTimeout(() => {
+      this.#catchUpTimer = undefined;
+      const awaited = this.#optimistic.awaitedTs;
+      if (awaited !== undefined && (this.#heldTs === undefined || this.#heldTs < awaited)) this.#scheduleOpen(0);
+    }, this.#catchUpMs);
+  }
+
+  /**
+   * Gives listeners what changed, in the current pass: the failures among `changes` (from applyTransition), and each
+   * live query's value to show (the server's, with the pending optimistic updates applied on top in order) when it is
+   * not the one they were last given.
+   */
+  #show(changes = []) {
+    for (const change of changes) {
+      if (change.error !== undefined) this.#fail(change.query, new ConvexGatewayError(undefined, change.error));
+    }
+    // Every value is in place (`current()` reads them) before the first listener runs.
+    const delivered = [];
+    if (this.#optimistic.size === 0 && !this.#showsOptimistic) {
+      // No update applied, now or before: the server's values, in the order of the transition.
+      for (const change of changes) {
+        if (change.error !== undefined) continue;
+        change.query.shown = change.value;
+        delivered.push(change.query);
+      }
+    } else {
+      const server = new Map();
+      for (const [key, { fn, args, hash, value }] of this.#queries) {
+        server.set(key, { fn, args, value: hash === undefined ? undefined : value });
+      }
+      const shown = this.#optimistic.replay(server);
+      this.#showsOptimistic = this.#optimistic.size > 0;
+      for (const [key, query] of this.#queries) {
+        const value = shown.get(key)?.value;
+        if (value === undefined || Object.is(value, query.shown)) continue;
+        // An update applied again makes new objects: one equal to what is shown is not news (and is not delivered).
+        if (query.shown !== undefined && stableKey(value) === stableKey(query.shown)) continue;
+        query.shown = value;
+        delivered.push(query);
+      }
+    }
+    for (const query of delivered) {
+      for (const listener of [...query.listeners]) notify(listener.onValue, query.shown);
+    }
   }
 
   /**
@@ -351,7 +469,10 @@ export class ConvexGateway {
       return;
     }
     if (generation !== this.#generation) return;
-    const source = new this.#Reader(url);
+    // Its first transition holds at least what this client wrote and saw (read your writes; an optimistic update's
+    // catch-up).
+    const headers = this.#timestamp === undefined ? {} : { "Convex-Min-Timestamp": this.#timestamp };
+    const source = new this.#Reader(url, { headers });
     this.#replaceStream(source);
     const current = () => generation === this.#generation;
     // A stream that replaces an open one (a changed set of live queries) leaves the state open until it opens or fails.
@@ -372,12 +493,13 @@ export class ConvexGateway {
         this.#scheduleOpen(0);
         return;
       }
-      // Every value of the transition is held now; its callbacks run in one pass.
+      const ts = parseTimestamp(message.ts);
+      if (ts !== undefined) this.#heldTs = ts;
+      // Every value of the transition is held now; its callbacks run in one pass, in which the optimistic updates of
+      // the mutations it holds are dropped.
       this.#inPass(() => {
-        for (const change of changes) {
-          if (change.error !== undefined) this.#fail(change.query, new ConvexGatewayError(undefined, change.error));
-          else for (const listener of [...change.query.listeners]) notify(listener.onValue, change.value);
-        }
+        if (ts !== undefined) this.#optimistic.reached(ts);
+        this.#show(changes);
       });
     });
     source.addEventListener("fatal", (event) => {
@@ -448,6 +570,12 @@ export function laterTimestamp(known, seen) {
   if (value >= 2n ** 63n) return known;
   if (known !== undefined && BigInt(known) >= value) return known;
   return value.toString(); // canonical: no leading zeros
+}
+
+/** A Convex timestamp (decimal string) as a BigInt; undefined when it is not one. */
+function parseTimestamp(text) {
+  const known = laterTimestamp(undefined, text);
+  return known === undefined ? undefined : BigInt(known);
 }
 
 function checkCall(fn, args) {
