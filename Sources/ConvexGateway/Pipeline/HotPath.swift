@@ -150,7 +150,7 @@ extension HotPath {
             /// The function spec's generation the arguments were coerced with.
             let specGeneration: UInt64
             /// The answers prepared for the current value (one subscription revision).
-            let prepared = Mutex<PreparedValue?>(nil)
+            let prepared = POSIXLocked<PreparedValue?>(nil)
 
             init(key: SubscriptionHub.Key, format: OutputFormat, live: LiveResult, specGeneration: UInt64) {
                 self.key = key
@@ -170,9 +170,9 @@ extension HotPath {
             let response: GatewayResponse
             let etag: String
             let gzipETag: String
-            private let gzip = Mutex<[UInt8]??>(nil)
+            private let gzip = POSIXLocked<[UInt8]??>(nil)
             /// Few per value (one per client kind and origin), so a list compared in place: no key is built per request.
-            let variants = Mutex<[Variant]>([])
+            let variants = POSIXLocked<[Variant]>([])
 
             struct Variant {
                 var gzip: Bool
@@ -232,7 +232,10 @@ extension HotPath {
         /// targets are (they are learnt again by their next request), so distinct targets cannot grow memory.
         static let capacity = 4096
 
-        private let routes = Mutex<[String: Remembered]>([:])
+        /// The hot path's state is behind POSIX mutexes (``POSIXLocked``), not `Mutex`: libmicrohttpd's worker threads
+        /// read the objects it holds (a remembered route, a prepared value) outside the lock, made on other threads,
+        /// and ThreadSanitizer sees that hand-over only through a lock it intercepts.
+        private let routes = POSIXLocked<[String: Remembered]>([:])
         /// Moves on whenever a target is remembered or forgotten, so a connection's memo of its last lookup
         /// (``ConnectionMemo``) is trusted only while nothing changed.
         private let generation = Atomic<UInt64>(0)
