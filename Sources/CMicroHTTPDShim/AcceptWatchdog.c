@@ -12,6 +12,7 @@ struct cmhd_accept_watchdog {
     int wake_fd;
     pthread_t thread;
     cmhd_watchdog_tick_function tick;
+    cmhd_poke_bound_function bound;
     void *context;
     char host[64];
     uint16_t port;
@@ -30,13 +31,14 @@ static void *cmhd_accept_watchdog_loop(void *argument) {
             return NULL;
         }
         if (ready == 0 && watchdog->tick(watchdog->context)) {
-            (void)cmhd_poke(watchdog->host, watchdog->port);
+            (void)cmhd_poke(watchdog->host, watchdog->port, watchdog->bound, watchdog->context);
         }
     }
 }
 
 struct cmhd_accept_watchdog *cmhd_accept_watchdog_start(const char *host, uint16_t port, int period_ms,
-                                                        cmhd_watchdog_tick_function tick, void *context) {
+                                                        cmhd_watchdog_tick_function tick,
+                                                        cmhd_poke_bound_function bound, void *context) {
     struct cmhd_accept_watchdog *watchdog = calloc(1, sizeof *watchdog);
     if (watchdog == NULL || strlen(host) >= sizeof watchdog->host) {
         free(watchdog);
@@ -47,6 +49,7 @@ struct cmhd_accept_watchdog *cmhd_accept_watchdog_start(const char *host, uint16
     watchdog->port = port;
     watchdog->period_ms = period_ms;
     watchdog->tick = tick;
+    watchdog->bound = bound;
     watchdog->context = context;
     watchdog->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (watchdog->wake_fd >= 0 && pthread_create(&watchdog->thread, NULL, cmhd_accept_watchdog_loop, watchdog) == 0) {

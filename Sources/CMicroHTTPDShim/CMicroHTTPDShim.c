@@ -87,6 +87,20 @@ const struct sockaddr *cmhd_connection_client_address(struct MHD_Connection *con
     return info == NULL ? NULL : info->client_addr;
 }
 
+uint16_t cmhd_connection_client_port(struct MHD_Connection *connection) {
+    const struct sockaddr *address = cmhd_connection_client_address(connection);
+    if (address == NULL) {
+        return 0;
+    }
+    if (address->sa_family == AF_INET) {
+        return ntohs(((const struct sockaddr_in *)address)->sin_port);
+    }
+    if (address->sa_family == AF_INET6) {
+        return ntohs(((const struct sockaddr_in6 *)address)->sin6_port);
+    }
+    return 0;
+}
+
 void *cmhd_connection_socket_context(struct MHD_Connection *connection) {
     const union MHD_ConnectionInfo *info =
         MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
@@ -155,7 +169,7 @@ ssize_t cmhd_send_some(int fd, const uint8_t *bytes, size_t length) {
     return sent < 0 ? -errno : sent;
 }
 
-int cmhd_poke(const char *host, uint16_t port) {
+int cmhd_poke(const char *host, uint16_t port, cmhd_poke_bound_function bound, void *context) {
     struct sockaddr_storage address;
     int family = cmhd_make_sockaddr(host, port, &address);
     socklen_t length;
@@ -177,6 +191,18 @@ int cmhd_poke(const char *host, uint16_t port) {
     int fd = socket(address.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         return -1;
+    }
+    // Bound to an ephemeral port before connecting, so that the server can tell this connection from a client's
+    // when it accepts it.
+    struct sockaddr_storage local;
+    memset(&local, 0, sizeof local);
+    local.ss_family = address.ss_family;
+    socklen_t local_length = length;
+    if (bind(fd, (struct sockaddr *)&local, local_length) == 0 &&
+        getsockname(fd, (struct sockaddr *)&local, &local_length) == 0 && bound != NULL) {
+        uint16_t source_port = family == 4 ? ntohs(((struct sockaddr_in *)&local)->sin_port)
+                                           : ntohs(((struct sockaddr_in6 *)&local)->sin6_port);
+        bound(context, source_port);
     }
     struct timeval timeout = {.tv_sec = 1, .tv_usec = 0};
     (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);

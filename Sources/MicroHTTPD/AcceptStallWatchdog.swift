@@ -40,6 +40,10 @@ struct WaitingConnections: Sendable {
 /// has not arrived a whole period after their accept, and then connects to the server's own port once: the listening
 /// socket is in every worker's epoll set, so each `epoll_wait` returns and the worker reads what it had set aside.
 /// A client that connects and says nothing also earns a poke per period, which costs one accept.
+///
+/// A poke is not a client: its socket is bound before it connects, the watchdog remembers the port, and the server
+/// leaves a connection from that port out of its connection count (``isPoke(clientPort:)``), so that a poke never
+/// takes the place of a client at the connection limit.
 final class AcceptStallWatchdog: Sendable {
     static let periodMilliseconds: Int32 = 250
 
@@ -50,8 +54,11 @@ final class AcceptStallWatchdog: Sendable {
 
     private let state = Mutex(WaitingConnections())
     private let handle = Mutex<Handle?>(nil)
-    /// Pokes made (tests read it).
+    /// Pokes made, and pokes the server accepted (tests read them).
     let pokes = Atomic<Int>(0)
+    let pokesAccepted = Atomic<Int>(0)
+    /// The source port of the latest poke, 0 before the first.
+    private let pokeSourcePort = Atomic<UInt16>(0)
 
     /// Accepted connections whose first request line has not arrived.
     var unreadConnections: Int {
@@ -68,10 +75,25 @@ final class AcceptStallWatchdog: Sendable {
         state.withLock { $0.requestArrived(acceptedAt: tick) }
     }
 
+    /// Whether a connection from `clientPort` is the watchdog's latest poke. A poke accepted late (the server reads
+    /// its backlog after the poke's socket closed) still matches until the next poke; a client from the same port
+    /// in that window would go uncounted, which costs nothing but one place over the limit.
+    func isPoke(clientPort: UInt16) -> Bool {
+        let port = pokeSourcePort.load(ordering: .acquiring)
+        return port != 0 && port == clientPort
+    }
+
+    /// A poke's socket is bound to `sourcePort` and about to connect (the watchdog's thread; tests call it too).
+    func pokeBound(sourcePort: UInt16) {
+        pokeSourcePort.store(sourcePort, ordering: .releasing)
+    }
+
     /// Starts the watchdog's thread, for a server listening on `host`:`port`; `false` if the system refused.
     func start(host: String, port: UInt16) -> Bool {
         let context = Unmanaged.passUnretained(self).toOpaque()
-        guard let raw = cmhd_accept_watchdog_start(host, port, Self.periodMilliseconds, watchdogTickThunk, context)
+        guard
+            let raw = cmhd_accept_watchdog_start(
+                host, port, Self.periodMilliseconds, watchdogTickThunk, pokeBoundThunk, context)
         else { return false }
         handle.withLock { $0 = Handle(raw: raw) }
         return true
@@ -98,4 +120,9 @@ final class AcceptStallWatchdog: Sendable {
 private let watchdogTickThunk: cmhd_watchdog_tick_function = { context in
     guard let context else { return 0 }
     return Unmanaged<AcceptStallWatchdog>.fromOpaque(context).takeUnretainedValue().tick() ? 1 : 0
+}
+
+private let pokeBoundThunk: cmhd_poke_bound_function = { context, sourcePort in
+    guard let context else { return }
+    Unmanaged<AcceptStallWatchdog>.fromOpaque(context).takeUnretainedValue().pokeBound(sourcePort: sourcePort)
 }

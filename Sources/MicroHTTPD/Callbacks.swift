@@ -54,22 +54,30 @@ let requestCompletedThunk: MHD_RequestCompletedCallback = { _, _, requestContext
     Unmanaged<Exchange>.fromOpaque(pointer).takeRetainedValue().completed(code)
 }
 
-let connectionNotifyThunk: MHD_NotifyConnectionCallback = { serverPointer, _, socketContext, code in
+let connectionNotifyThunk: MHD_NotifyConnectionCallback = { serverPointer, connection, socketContext, code in
     guard let serverPointer, let socketContext else { return }
     let server = Unmanaged<HTTPServer>.fromOpaque(serverPointer).takeUnretainedValue()
     switch code {
     case MHD_ConnectionNotificationCode.CONNECTION_NOTIFY_STARTED:
         let context = ConnectionContext()
-        context.acceptedTick = server.acceptWatchdog.accepted()
-        socketContext.pointee = Unmanaged.passRetained(context).toOpaque()
-        server.connectionCount.add(1, ordering: .relaxed)
-    case MHD_ConnectionNotificationCode.CONNECTION_NOTIFY_CLOSED:
-        if let pointer = socketContext.pointee {
-            let context = Unmanaged<ConnectionContext>.fromOpaque(pointer).takeRetainedValue()
-            if let tick = context.acceptedTick { server.acceptWatchdog.requestArrived(acceptedAt: tick) }
-            socketContext.pointee = nil
+        // The accept watchdog's own wake-up connection is neither a client waiting for its request nor one of the
+        // connections the limit counts.
+        let watchdog = server.acceptWatchdog
+        context.isWatchdogPoke =
+            connection.map { watchdog.isPoke(clientPort: cmhd_connection_client_port($0)) } ?? false
+        if context.isWatchdogPoke {
+            watchdog.pokesAccepted.add(1, ordering: .relaxed)
+        } else {
+            context.acceptedTick = server.acceptWatchdog.accepted()
+            server.connectionCount.add(1, ordering: .relaxed)
         }
-        server.connectionCount.subtract(1, ordering: .relaxed)
+        socketContext.pointee = Unmanaged.passRetained(context).toOpaque()
+    case MHD_ConnectionNotificationCode.CONNECTION_NOTIFY_CLOSED:
+        guard let pointer = socketContext.pointee else { return }
+        let context = Unmanaged<ConnectionContext>.fromOpaque(pointer).takeRetainedValue()
+        socketContext.pointee = nil
+        if let tick = context.acceptedTick { server.acceptWatchdog.requestArrived(acceptedAt: tick) }
+        if !context.isWatchdogPoke { server.connectionCount.subtract(1, ordering: .relaxed) }
     default:
         break
     }

@@ -32,6 +32,8 @@ final class ConnectionContext: @unchecked Sendable {
     var pendingTarget: String?
     /// The ``AcceptStallWatchdog`` tick of the accept, until the first request line arrives.
     var acceptedTick: UInt64?
+    /// The connection is the ``AcceptStallWatchdog``'s wake-up, not a client's: the connection count leaves it out.
+    var isWatchdogPoke = false
     /// What the hot path keeps with this connection between its requests (``HTTPRequestHead/connectionMemo``).
     var hotPathMemo: AnyObject?
     /// The previous request's target: a keep-alive client often asks for the same one again, which then costs no

@@ -218,12 +218,13 @@ struct GatewayErrorTests {
             let port = h.port
             let held = try (0..<2).map { _ in try RawConnection(port: port) }
             defer { held.forEach { $0.close() } }
-            // Each held connection must be accepted before the third arrives.
+            // Each held connection must be accepted, and answered, before the third arrives.
             for connection in held {
-                _ = try await blocking {
+                let answer = try await blocking {
                     try connection.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
                     return try connection.readResponse()
                 }
+                #expect(answer.status == 200, "a held connection was refused: \(answer.text)")
             }
             let refused = try await h.get("/healthz")
             #expect(refused.status == 503)

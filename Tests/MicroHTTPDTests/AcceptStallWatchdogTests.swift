@@ -4,6 +4,10 @@ import Testing
 
 @testable import MicroHTTPD
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// The rule of ``AcceptStallWatchdog``, without sockets or threads: a poke once a connection accepted before the
 /// previous tick still has no request line.
 @Suite struct WaitingConnectionsTests {
@@ -55,4 +59,64 @@ struct AcceptStallWatchdogTests {
             #expect(await eventually { server.acceptWatchdog.unreadConnections == 0 })
         }
     }
+
+    /// At the connection limit a poke must not take a client's place: a server whose limit is one client answers
+    /// that client while a connection from the watchdog's poke port is open beside it.
+    @Test("the watchdog's own connection is not counted against the connection limit")
+    func aPokeIsNotAClient() async throws {
+        let configuration = testConfiguration {
+            $0.connectionLimit = 1
+            $0.idleTimeoutSeconds = 0  // the poke-like connection stays open however long the test takes
+        }
+        try await withHTTPServer(configuration: configuration, logger: quietLogger, handler: staticHandler("ok")) {
+            server in
+            let port = try #require(server.port)
+            let poke = try await blocking { try PokeLikeSocket(port: port, watchdog: server.acceptWatchdog) }
+            defer { poke.close() }
+            #expect(
+                await eventually(timeout: .seconds(20)) {
+                    server.acceptWatchdog.pokesAccepted.load(ordering: .relaxed) == 1
+                })
+            let client = try await blocking { try RawConnection(port: port) }
+            defer { client.close() }
+            let response = try await blocking {
+                try client.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                return try client.readResponse()
+            }
+            #expect(response.status == 200)
+            #expect(server.activeConnectionCount == 1)
+            // Nor is it a client waiting for its first request: it earns no poke of its own.
+            #expect(server.acceptWatchdog.unreadConnections == 0)
+        }
+    }
+}
+
+/// A connection made as the watchdog makes its pokes (its socket bound, the port told to the watchdog, then
+/// connected), but held open.
+private final class PokeLikeSocket: Sendable {
+    let fd: Int32
+
+    @available(*, noasync)
+    init(port: Int, watchdog: AcceptStallWatchdog) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.EMFILE) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard bound else { throw POSIXError(.EADDRNOTAVAIL) }
+        watchdog.pokeBound(sourcePort: UInt16(bigEndian: address.sin_port))
+        address.sin_port = UInt16(port).bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, length) == 0 }
+        }
+        guard connected else { throw POSIXError(.ECONNREFUSED) }
+    }
+
+    func close() { _ = Glibc.close(fd) }
 }

@@ -46,6 +46,9 @@ int cmhd_format_sockaddr(const struct sockaddr *address, char *buffer, size_t bu
 /// `MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS)->client_addr`, or NULL.
 const struct sockaddr *cmhd_connection_client_address(struct MHD_Connection *connection);
 
+/// The port of the client's address (IPv4 or IPv6), or 0.
+uint16_t cmhd_connection_client_port(struct MHD_Connection *connection);
+
 /// `MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT)->socket_context`, or NULL.
 void *cmhd_connection_socket_context(struct MHD_Connection *connection);
 
@@ -82,19 +85,24 @@ ssize_t cmhd_send_chunk(int fd, const uint8_t *bytes, size_t length, size_t *chu
 /// Sends `length` bytes to the socket `fd` without blocking: the number the kernel took, or `-errno`.
 ssize_t cmhd_send_some(int fd, const uint8_t *bytes, size_t length);
 
+/// Called by `cmhd_poke` with the local port its socket was bound to, before it connects.
+typedef void (*cmhd_poke_bound_function)(void *context, uint16_t source_port);
+
 /// Connects to `host`:`port` (the loopback address for a wildcard host) and closes at once, blocking at most 1 s:
-/// a new connection on a listening socket wakes every libmicrohttpd worker that watches it. 0, or -1 with errno.
-int cmhd_poke(const char *host, uint16_t port);
+/// a new connection on a listening socket wakes every libmicrohttpd worker that watches it. The socket is bound to
+/// an ephemeral port first, which `bound` (if not NULL) is told before the connect. 0, or -1 with errno.
+int cmhd_poke(const char *host, uint16_t port, cmhd_poke_bound_function bound, void *context);
 
 /// Called by the accept watchdog's thread every period; returns nonzero to have the listener poked (`cmhd_poke`).
 typedef int (*cmhd_watchdog_tick_function)(void *context);
 
 struct cmhd_accept_watchdog;
 
-/// Starts a thread that calls `tick` every `period_ms` and pokes `host`:`port` when it returns nonzero; NULL with
-/// errno on failure.
+/// Starts a thread that calls `tick` every `period_ms` and pokes `host`:`port` when it returns nonzero, telling
+/// `bound` each poke's source port before it connects; NULL with errno on failure.
 struct cmhd_accept_watchdog *cmhd_accept_watchdog_start(const char *host, uint16_t port, int period_ms,
-                                                        cmhd_watchdog_tick_function tick, void *context);
+                                                        cmhd_watchdog_tick_function tick,
+                                                        cmhd_poke_bound_function bound, void *context);
 
 /// Stops the thread (joining it) and frees the watchdog.
 void cmhd_accept_watchdog_stop(struct cmhd_accept_watchdog *watchdog);
