@@ -3,7 +3,7 @@
 ///
 /// A change is sent to them in that order: the kernel's per-socket structures (and the streams' own objects) were
 /// allocated in that order, so a fan-out walks memory forwards instead of in a hash table's order, which costs less
-/// CPU per event sent (BENCHMARKS.md, "Fan-out in the order streams attached"). Keeping the list also spares each
+/// CPU per event sent (docs/benchmark-history.md, "Fan-out in the order streams attached"). Keeping the list also spares each
 /// change a walk of the entry's attachments under the hub's lock.
 ///
 /// A stream that leaves leaves a hole, so the others keep their order and leaving costs no shifting; the holes are
