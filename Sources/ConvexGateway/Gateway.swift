@@ -41,6 +41,9 @@ public final class Gateway: Sendable {
         http.maxBodySize = configuration.maxBodyBytes
         http.maxBodyBytesInFlight = configuration.effectiveMaxBodyBytesInFlight
         http.shutdownGracePeriod = configuration.shutdownGracePeriod
+        // A stream ended by shutdown tells its client to connect again soon (to another replica, through a balancer),
+        // each after its own short delay so that they do not all come back in the same instant.
+        http.streamFarewell = { Array("retry: \(Int.random(in: 50...500))\n\n".utf8) }
         http.connectionMemoryLimit = configuration.access.connectionMemoryLimit
         http.idleTimeoutSeconds = configuration.access.idleTimeoutSeconds
         if configuration.hotPath {
@@ -57,6 +60,7 @@ public final class Gateway: Sendable {
                         "The request's body length is ambiguous: Content-Length with Transfer-Encoding, or "
                             + "Content-Lengths that differ")
                 case .shuttingDown: .shuttingDown
+                case .unansweredAtShutdown: .unansweredAtShutdown
                 default: .internalError
                 }
             return HTTPResponse(core.errorResponse(error, format: configuration.defaultFormat))
@@ -106,6 +110,11 @@ public final class Gateway: Sendable {
     /// Graceful shutdown: stops accepting, ends every stream cleanly (clients see the end of the stream), answers
     /// requests still waiting with 503, then closes the upstream connections. Idempotent.
     public func shutdown() async {
+        // First out of rotation: `/readyz` fails while everything else is served as before, until a load balancer's
+        // health check has noticed (`drainDelay`); then the port closes, streams end and calls finish.
+        if core.systemRoutes.drain.start(), core.configuration.drainDelay > .zero {
+            try? await core.clock.sleep(for: core.configuration.drainDelay)
+        }
         for task in background.withLock({ tasks in
             defer { tasks = [] }; return tasks
         }) { task.cancel() }

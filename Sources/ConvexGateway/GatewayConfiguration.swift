@@ -68,7 +68,11 @@ public struct GatewayConfiguration: Sendable {
     public var effectiveMaxBodyBytesInFlight: Int { max(maxBodyBytesInFlight, maxBodyBytes) }
     /// Worker threads of the HTTP server; 0 means one per CPU the process may use (its affinity mask and CPU quota).
     public var threads = 0
-    /// Upper bound on draining at shutdown: how long ended streams and answered requests get to reach their clients.
+    /// At shutdown, how long the gateway goes on serving as before while `/readyz` answers 503 `ShuttingDown`, so that
+    /// a load balancer's health check takes it out of rotation before it stops accepting connections.
+    public var drainDelay = Duration.zero
+    /// At shutdown, after the port closes: how long mutations and actions already running get to be answered (and
+    /// ended streams and answers to reach their clients).
     public var shutdownGracePeriod = Duration.seconds(10)
     /// Path of the OpenAPI document served at `/openapi.yaml`.
     public var openAPIFile: String?

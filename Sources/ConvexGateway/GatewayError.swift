@@ -47,6 +47,9 @@ package struct GatewayError: Error, Sendable, Hashable, CustomStringConvertible 
         case upstreamUnavailable = "UpstreamUnavailable"
         case overloaded = "Overloaded"
         case shuttingDown = "ShuttingDown"
+        /// The gateway stopped (its shutdown grace period ended) before a mutation's or action's answer came: it may
+        /// or may not have run.
+        case outcomeUnknown = "OutcomeUnknown"
         case upstreamTimeout = "UpstreamTimeout"
 
         /// The HTTP status of an error with this code.
@@ -65,7 +68,7 @@ package struct GatewayError: Error, Sendable, Hashable, CustomStringConvertible 
             case .convexError: 422
             case .rateLimited, .tooManySubscriptions: 429
             case .functionFailed, .internalError: 500
-            case .upstreamConnectionLost: 502
+            case .upstreamConnectionLost, .outcomeUnknown: 502
             case .upstreamUnavailable, .overloaded, .shuttingDown: 503
             case .upstreamTimeout: 504
             }
@@ -226,6 +229,11 @@ extension GatewayError {
         code: .shuttingDown, message: "Gateway is shutting down",
         headers: [("Retry-After", "1")]
     )
+
+    package static let unansweredAtShutdown = GatewayError(
+        code: .outcomeUnknown,
+        message: "The gateway stopped before the deployment answered; the mutation or action may or may not have "
+            + "run. Read before retrying one that is not idempotent")
 
     /// Unexpected failures: the client sees a bare message, the detail goes to the log.
     package static let internalError = GatewayError(

@@ -87,18 +87,42 @@ final class Exchange: @unchecked Sendable {
         }
     }
 
-    /// Shutdown: answer a pending deferred request with 503, end a stream cleanly.
+    /// Shutdown: answer a pending deferred read with 503, end a stream cleanly; a request that may change something
+    /// keeps waiting for its answer (see ``shutdownDeadlineReached()``).
     func shutdown() {
+        shutdownStep { $0.shutdown() }
+    }
+
+    /// The shutdown's grace period is over: a request still waiting for its answer is answered now.
+    func shutdownDeadlineReached() {
+        shutdownStep { $0.shutdownDeadlineReached() }
+    }
+
+    /// Moves the state machine by one shutdown step, resuming the connection under the lock when it says so.
+    private func shutdownStep(_ step: (inout ExchangeStateMachine) -> ExchangeStateMachine.ShutdownAction) {
         let action = machine.withLock { machine -> ExchangeStateMachine.ShutdownAction in
-            let action = machine.shutdown()
+            let action = step(&machine)
             if case .resume = action {
                 MHD_resume_connection(connection.raw)
             }
             return action
         }
+        perform(action)
+    }
+
+    private func perform(_ action: ExchangeStateMachine.ShutdownAction) {
         if case .finishStream(let writer) = action {
-            writer.finishForShutdown()
+            finishForShutdown(writer)
         }
+    }
+
+    /// Ends a stream because the server is shutting down, after its farewell
+    /// (``HTTPServerConfiguration/streamFarewell``).
+    private func finishForShutdown(_ writer: HTTPStreamWriter) {
+        if let farewell = server.configuration.streamFarewell {
+            _ = writer.write(farewell())
+        }
+        writer.finishForShutdown()
     }
 
     // MARK: libmicrohttpd thread
@@ -184,6 +208,12 @@ final class Exchange: @unchecked Sendable {
             machine.withLock { $0.answeredEarly() }
             return queue(server.configuration.rejectionResponse(.bodiesInFlightLimitReached))
         }
+        if server.isShuttingDown {
+            // Refused before its handler runs: nothing was done, so the client may send it again, elsewhere.
+            body = []
+            machine.withLock { $0.answeredEarly() }
+            return queue(server.configuration.rejectionResponse(.shuttingDown))
+        }
         if !hotPathTried, let prepared = server.hotAnswer(connection, method: method, target: target) {
             body = []
             machine.withLock { $0.answeredEarly() }
@@ -192,18 +222,24 @@ final class Exchange: @unchecked Sendable {
         let request = makeRequest(url: url, method: method, version: version)
         chunkedStream = request.version == "HTTP/1.1"
         body = []
+        let changesNothing = ["GET", "HEAD", "OPTIONS"].contains(request.method)
+        machine.withLock { $0.finishesBeforeShutdown = !changesNothing }
         server.handler(request, HTTPResponder(exchange: self))
         return handlerReturned()
     }
 
     private func handlerReturned() -> MHD_Result {
         if machine.withLock({ $0.needsParking }) && !isParked {
-            if server.park(self) {
+            let finishes = machine.withLock { $0.finishesBeforeShutdown }
+            switch server.park(self, finishesBeforeShutdown: finishes) {
+            case .parked:
                 isParked = true
                 hangUpWatch = server.hangUpWatcher.watch(self)
-            } else {
-                // Shutdown already started: this request must neither suspend nor stream on.
+            case .shuttingDown:
+                // Shutdown started while the handler ran: a read must neither suspend nor stream on.
                 _ = machine.withLock { $0.shutdown() }
+            case .pastDeadline:
+                _ = machine.withLock { $0.shutdownDeadlineReached() }
             }
         }
         let action = machine.withLock { machine -> ExchangeStateMachine.QueueAction in
@@ -234,7 +270,7 @@ final class Exchange: @unchecked Sendable {
         case .queue(.rejection(let rejection), _):
             return queue(server.configuration.rejectionResponse(rejection))
         case .queue(.stream(let status, let headers, let writer), let endStream):
-            if endStream { writer.finishForShutdown() }
+            if endStream { finishForShutdown(writer) }
             return queueStream(status: status, headers: headers, writer: writer)
         }
     }

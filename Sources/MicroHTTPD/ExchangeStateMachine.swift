@@ -17,7 +17,9 @@ enum ExchangeOutcome: Sendable {
 /// provided meanwhile is queued by that thread when the handler returns. Otherwise the connection
 /// is suspended (`suspended`); a later `provide` from any thread moves it to `resumed` and asks the
 /// owner to resume, after which libmicrohttpd calls the access handler again and the owner queues
-/// the outcome (`answered`). Shutdown turns a pending request into a 503 and ends streams. A client
+/// the outcome (`answered`). Shutdown ends streams and turns a pending read into a 503 at once; a pending
+/// request that may change something (``finishesBeforeShutdown``) keeps waiting for its answer until the
+/// shutdown's deadline, and only then gets ``HTTPServerRejection/unansweredAtShutdown``. A client
 /// that hangs up while its request waits leaves it `abandoned`: the connection is resumed only to be
 /// closed, and a later answer is refused.
 struct ExchangeStateMachine: Sendable {
@@ -67,6 +69,12 @@ struct ExchangeStateMachine: Sendable {
 
     private(set) var state: State = .handling(nil)
     private(set) var shutdownRequested = false
+    /// The shutdown's grace period is over: nothing waits any more.
+    private(set) var shutdownDeadlinePassed = false
+    /// The request may change something (any method but `GET`, `HEAD`, `OPTIONS`): once its handler has run, its
+    /// effect is unknown until its answer comes, so shutdown waits for that answer (up to its deadline) instead of
+    /// refusing it.
+    var finishesBeforeShutdown = false
     /// The client hung up (reported by the hang-up watcher).
     private(set) var clientGone = false
     /// Told once if the request is abandoned.
@@ -137,7 +145,12 @@ struct ExchangeStateMachine: Sendable {
                 defer { abandonHandler = nil }
                 return .close(onAbandon: abandonHandler)
             }
-            if shutdownRequested {
+            if shutdownDeadlinePassed {
+                state = .answered(nil)
+                return .queue(
+                    .rejection(finishesBeforeShutdown ? .unansweredAtShutdown : .shuttingDown), endStream: false)
+            }
+            if shutdownRequested && !finishesBeforeShutdown {
                 state = .answered(nil)
                 return .queue(.rejection(.shuttingDown), endStream: false)
             }
@@ -169,8 +182,26 @@ struct ExchangeStateMachine: Sendable {
     mutating func shutdown() -> ShutdownAction {
         shutdownRequested = true
         switch state {
+        case .suspended where finishesBeforeShutdown:
+            return .none
         case .suspended:
             state = .resumed(.rejection(.shuttingDown))
+            return .resume
+        case .resumed(.stream(_, _, let writer)), .answered(let writer?):
+            return .finishStream(writer)
+        case .handling, .resumed, .answered, .abandoned, .completed:
+            return .none
+        }
+    }
+
+    /// The shutdown's grace period is over: a request still waiting for its answer gets
+    /// ``HTTPServerRejection/unansweredAtShutdown`` (or 503 if it changes nothing), and a stream ends.
+    mutating func shutdownDeadlineReached() -> ShutdownAction {
+        shutdownRequested = true
+        shutdownDeadlinePassed = true
+        switch state {
+        case .suspended:
+            state = .resumed(.rejection(finishesBeforeShutdown ? .unansweredAtShutdown : .shuttingDown))
             return .resume
         case .resumed(.stream(_, _, let writer)), .answered(let writer?):
             return .finishStream(writer)

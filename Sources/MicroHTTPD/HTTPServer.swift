@@ -28,6 +28,8 @@ public final class HTTPServer: Sendable {
 
     private let lifecycle = Mutex(Lifecycle())
     private let registry = Mutex(Registry())
+    /// Set when shutdown begins: a request that arrives on an open connection is refused before its handler runs.
+    private let shutdownStarted = Atomic<Bool>(false)
     /// Open TCP connections (connection-started minus connection-closed notifications).
     let connectionCount = Atomic<Int>(0)
     private let streamCount = Atomic<Int>(0)
@@ -108,10 +110,12 @@ public final class HTTPServer: Sendable {
 
     /// Shuts down gracefully; idempotent, and concurrent callers all wait for the same shutdown.
     ///
-    /// Stops accepting connections, ends every stream (clients receive the terminating chunk),
-    /// answers pending deferred requests with ``HTTPServerRejection/shuttingDown``, waits up to
-    /// ``HTTPServerConfiguration/shutdownGracePeriod`` for those to reach their clients, then stops
-    /// the daemon (closing idle keep-alive connections). Never stops with suspended connections.
+    /// Stops accepting connections, ends every stream (clients receive the terminating chunk), answers pending
+    /// deferred reads (`GET`, `HEAD`, `OPTIONS`) and any request that arrives on an open connection with
+    /// ``HTTPServerRejection/shuttingDown`` (their handlers did nothing, or only read), and waits up to
+    /// ``HTTPServerConfiguration/shutdownGracePeriod`` for pending requests that may change something to get their
+    /// answers. Those still waiting then get ``HTTPServerRejection/unansweredAtShutdown``; then the daemon stops
+    /// (closing idle keep-alive connections). Never stops with suspended connections.
     public func shutdown() async {
         enum Step {
             case stop(DaemonResources)
@@ -180,7 +184,7 @@ public final class HTTPServer: Sendable {
     private func stopDaemon(_ daemon: DaemonResources) async {
         let watchdog = acceptWatchdog
         await blocking { watchdog.stop() }
-        let listenSocket = MHD_quiesce_daemon(daemon.daemon.raw)
+        shutdownStarted.store(true, ordering: .releasing)
         let parked = registry.withLock { registry in
             registry.shuttingDown = true
             return Array(registry.exchanges.values)
@@ -188,13 +192,21 @@ public final class HTTPServer: Sendable {
         for exchange in parked {
             exchange.shutdown()
         }
-        // Waits for the last parked request to complete (its completion wakes this), at most the grace period.
+        let listenSocket = MHD_quiesce_daemon(daemon.daemon.raw)
+        // Waits for the last parked request to complete (its completion wakes this), at most the grace period:
+        // requests that may change something get their answers meanwhile.
         let gracePeriod = configuration.shutdownGracePeriod
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.waitUntilDrained() }
-            group.addTask { try? await Task.sleep(for: gracePeriod) }
-            await group.next()
-            group.cancelAll()
+        await waitUntilDrained(atMost: gracePeriod)
+        let unanswered = registry.withLock { registry in
+            registry.deadlinePassed = true
+            return Array(registry.exchanges.values)
+        }
+        if !unanswered.isEmpty {
+            for exchange in unanswered {
+                exchange.shutdownDeadlineReached()
+            }
+            // Those answers, queued now, get a moment to reach their clients.
+            await waitUntilDrained(atMost: .seconds(1))
         }
         let remaining = registry.withLock { $0.exchanges.count }
         if remaining > 0 {
@@ -222,12 +234,25 @@ public final class HTTPServer: Sendable {
 
     // MARK: Called from callbacks
 
-    /// Registers a request that may outlive its handler call; `false` once shutdown has begun.
-    func park(_ exchange: Exchange) -> Bool {
+    /// Whether shutdown has begun.
+    var isShuttingDown: Bool { shutdownStarted.load(ordering: .acquiring) }
+
+    enum Parking {
+        case parked
+        /// Shutdown has begun: a read is answered at once.
+        case shuttingDown
+        /// The shutdown's grace period is over: nothing may wait.
+        case pastDeadline
+    }
+
+    /// Registers a request that may outlive its handler call. Once shutdown has begun only a request that may change
+    /// something (`finishesBeforeShutdown`) is still registered, to wait for its answer until the grace period ends.
+    func park(_ exchange: Exchange, finishesBeforeShutdown: Bool) -> Parking {
         registry.withLock { registry in
-            guard !registry.shuttingDown else { return false }
+            if registry.deadlinePassed { return .pastDeadline }
+            if registry.shuttingDown && !finishesBeforeShutdown { return .shuttingDown }
             registry.exchanges[ObjectIdentifier(exchange)] = exchange
-            return true
+            return .parked
         }
     }
 
@@ -242,6 +267,16 @@ public final class HTTPServer: Sendable {
     }
 
     /// Returns once shutdown has begun and no parked request is left, or when the task is cancelled.
+    /// Waits until no parked request is left, or `limit` has passed.
+    private func waitUntilDrained(atMost limit: Duration) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.waitUntilDrained() }
+            group.addTask { try? await Task.sleep(for: limit) }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
     private func waitUntilDrained() async {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -287,10 +322,12 @@ public final class HTTPServer: Sendable {
 
     /// At a request's first call: whether it can wait for its second call without an ``Exchange``, which the hot
     /// path may then make unnecessary. Not when there is no hot path, when the connection limit is
-    /// exceeded (an early 503), or when a `Content-Length` is declared (a body to receive, or an early 413).
+    /// exceeded (an early 503), during shutdown (a 503 too), or when a `Content-Length` is declared (a body to
+    /// receive, or an early 413).
     func mayAnswerOnHotPath(_ connection: ConnectionHandle) -> Bool {
         configuration.hotPath != nil
             && !connectionLimitExceeded
+            && !isShuttingDown
             && MHD_lookup_connection_value(connection.raw, MHD_ValueKind.HEADER_KIND, "Content-Length") == nil
     }
 
@@ -458,6 +495,8 @@ private struct Lifecycle: ~Copyable {
 private struct Registry: ~Copyable {
     var exchanges: [ObjectIdentifier: Exchange] = [:]
     var shuttingDown = false
+    /// The shutdown's grace period is over.
+    var deadlinePassed = false
     /// Shutdown waiting for the last parked request (``HTTPServer/waitUntilDrained()``).
     var drainWaiter: CheckedContinuation<Void, Never>?
 }

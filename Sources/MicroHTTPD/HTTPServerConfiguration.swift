@@ -47,9 +47,14 @@ public struct HTTPServerConfiguration: Sendable {
     /// over, whatever ends it. Must be at least ``maxBodySize``.
     public var maxBodyBytesInFlight: Int? = nil
 
-    /// How long ``HTTPServer/shutdown()`` waits for ended streams and pending deferred responses to
-    /// reach their clients before stopping the daemon. Default 5 s.
+    /// How long ``HTTPServer/shutdown()`` waits for pending requests that may change something to get their
+    /// answers (and for ended streams and refused requests to reach their clients) before stopping the daemon.
+    /// Default 5 s.
     public var shutdownGracePeriod: Duration = .seconds(5)
+
+    /// The last bytes written to each stream that shutdown ends, before its end (called once per stream): for Server-
+    /// Sent Events, a `retry:` field, so that clients connect again (to another replica) at once. Default none.
+    public var streamFarewell: (@Sendable () -> [UInt8])? = nil
 
     /// Listen backlog. Default `nil` (libmicrohttpd's default, `SOMAXCONN`).
     public var listenBacklog: Int? = nil
@@ -106,6 +111,7 @@ public struct HTTPServerRejection: Sendable, Hashable, CustomStringConvertible {
         case bodiesInFlightLimitReached
         case payloadTooLarge
         case shuttingDown
+        case unansweredAtShutdown
         case noResponse
     }
 
@@ -117,6 +123,7 @@ public struct HTTPServerRejection: Sendable, Hashable, CustomStringConvertible {
         case .ambiguousBodyLength: 400
         case .connectionLimitReached, .bodiesInFlightLimitReached, .shuttingDown: 503
         case .payloadTooLarge: 413
+        case .unansweredAtShutdown: 502
         case .noResponse: 500
         }
     }
@@ -131,12 +138,14 @@ public struct HTTPServerRejection: Sendable, Hashable, CustomStringConvertible {
         case .bodiesInFlightLimitReached: "The server holds as many request bodies as it may at once; retry shortly."
         case .payloadTooLarge: "The request body is larger than the server accepts."
         case .shuttingDown: "The server is shutting down."
+        case .unansweredAtShutdown:
+            "The server stopped before this request's answer was ready; what the request did is unknown."
         case .noResponse: "The request handler did not produce a response."
         }
     }
 
     /// A stable identifier: `ambiguous_body_length`, `connection_limit`, `bodies_in_flight_limit`,
-    /// `payload_too_large`, `shutting_down`, `no_response`.
+    /// `payload_too_large`, `shutting_down`, `unanswered_at_shutdown`, `no_response`.
     public var identifier: String {
         switch code {
         case .ambiguousBodyLength: "ambiguous_body_length"
@@ -144,6 +153,7 @@ public struct HTTPServerRejection: Sendable, Hashable, CustomStringConvertible {
         case .bodiesInFlightLimitReached: "bodies_in_flight_limit"
         case .payloadTooLarge: "payload_too_large"
         case .shuttingDown: "shutting_down"
+        case .unansweredAtShutdown: "unanswered_at_shutdown"
         case .noResponse: "no_response"
         }
     }
@@ -160,8 +170,13 @@ public struct HTTPServerRejection: Sendable, Hashable, CustomStringConvertible {
     public static let bodiesInFlightLimitReached = Self(code: .bodiesInFlightLimitReached)
     /// The body exceeds ``HTTPServerConfiguration/maxBodySize`` (413).
     public static let payloadTooLarge = Self(code: .payloadTooLarge)
-    /// A deferred request was still pending, or a request arrived, during shutdown (503).
+    /// A request arrived during shutdown, or a deferred request that changes nothing (`GET`, `HEAD`, `OPTIONS`) was
+    /// still pending when shutdown began (503): its handler was not called, or its answer could only be a read, so
+    /// the client may send it again, elsewhere.
     public static let shuttingDown = Self(code: .shuttingDown)
+    /// A deferred request that may change something was still waiting for its answer when the shutdown's grace
+    /// period ended (502): its handler ran, so what it did is unknown.
+    public static let unansweredAtShutdown = Self(code: .unansweredAtShutdown)
     /// The handler released its ``HTTPResponder`` without responding (500).
     public static let noResponse = Self(code: .noResponse)
 }

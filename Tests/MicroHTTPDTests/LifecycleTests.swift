@@ -156,6 +156,60 @@ struct LifecycleTests {
         #expect(held.value?.respond(HTTPResponse(body: "too late")) == false)
     }
 
+    @Test("shutdown lets a pending POST finish within the grace period, and refuses requests that come after it")
+    func shutdownFinishesPendingChanges() async throws {
+        let held = Box<HTTPResponder?>(nil)
+        let calls = Box(0)
+        let server = HTTPServer(configuration: testConfiguration(), logger: quietLogger) { request, responder in
+            calls.update { $0 += 1 }
+            if request.method == "POST" { held.set(responder) } else { responder.respond(HTTPResponse(body: "ok")) }
+        }
+        try server.start()
+        let port = try #require(server.port)
+        let posting = try RawConnection(port: port)
+        let other = try RawConnection(port: port)
+        try await blocking {
+            try posting.send("POST /change HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+            try other.send("GET /first HTTP/1.1\r\nHost: x\r\n\r\n")
+            _ = try other.readResponse()
+        }
+        #expect(await eventually { held.value != nil })
+        async let stopped: Void = server.shutdown()
+        #expect(await eventually { server.isShuttingDown })
+        // A request on a connection that was open before: refused without its handler (it may go elsewhere).
+        let refused = try await blocking {
+            try other.send("GET /second HTTP/1.1\r\nHost: x\r\n\r\n")
+            return try other.readResponse()
+        }
+        #expect(refused.status == 503)
+        #expect(calls.value == 2)
+        // The pending POST still gets its own answer.
+        #expect(held.value?.respond(HTTPResponse(body: "done")) == true)
+        let answer = try await blocking { try posting.readResponse() }
+        await stopped
+        #expect(answer.status == 200)
+        #expect(answer.text == "done")
+    }
+
+    @Test("a POST still unanswered when the grace period ends gets 502: its outcome is unknown")
+    func shutdownDeadlineAnswersPendingChanges() async throws {
+        let held = Box<HTTPResponder?>(nil)
+        let configuration = testConfiguration { $0.shutdownGracePeriod = .milliseconds(200) }
+        let server = HTTPServer(configuration: configuration, logger: quietLogger) { _, responder in
+            held.set(responder)
+        }
+        try server.start()
+        let port = try #require(server.port)
+        let connection = try RawConnection(port: port)
+        try await blocking { try connection.send("POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n") }
+        #expect(await eventually { held.value != nil })
+        async let stopped: Void = server.shutdown()
+        let response = try await blocking { try connection.readResponse() }
+        await stopped
+        #expect(response.status == 502)
+        #expect(held.value?.respond(HTTPResponse(body: "too late")) == false)
+    }
+
     @Test("shutdown is idempotent, also concurrently and before start")
     func idempotentShutdown() async throws {
         let neverStarted = HTTPServer(logger: quietLogger, handler: staticHandler(""))
@@ -318,6 +372,56 @@ struct ExchangeStateMachineTests {
         }
         guard case .queue(.rejection(.shuttingDown), _) = handling.handlerReturned() else {
             Issue.record("a request must not suspend once shutdown started")
+            return
+        }
+    }
+
+    /// A request that may change something (a mutation, say) has run its handler: refusing it at shutdown would say
+    /// it did nothing when it may have. It keeps waiting for its answer until the shutdown's deadline.
+    @Test func shutdownLetsAPendingChangeFinishUntilItsDeadline() {
+        var waiting = ExchangeStateMachine()
+        waiting.finishesBeforeShutdown = true
+        _ = waiting.handlerReturned()
+        guard case .none = waiting.shutdown() else {
+            Issue.record("a pending change keeps waiting when shutdown begins")
+            return
+        }
+        #expect(waiting.provide(.response(HTTPResponse(body: "done"))) == .resume)
+        guard case .queue(.response(let response), _) = waiting.calledAfterResume() else {
+            Issue.record("its answer goes out during shutdown")
+            return
+        }
+        #expect(response.body == Array("done".utf8))
+
+        var late = ExchangeStateMachine()
+        late.finishesBeforeShutdown = true
+        _ = late.handlerReturned()
+        _ = late.shutdown()
+        guard case .resume = late.shutdownDeadlineReached() else {
+            Issue.record("at the deadline a pending change is answered")
+            return
+        }
+        guard case .queue(.rejection(let rejection), _) = late.calledAfterResume() else {
+            Issue.record("expected a rejection")
+            return
+        }
+        #expect(rejection == .unansweredAtShutdown)
+        #expect(rejection.status == 502)
+        #expect(late.provide(.response(HTTPResponse())) == .rejected)
+
+        // A change whose handler returns after shutdown began still waits; after the deadline it cannot.
+        var started = ExchangeStateMachine()
+        started.finishesBeforeShutdown = true
+        _ = started.shutdown()
+        guard case .suspend = started.handlerReturned() else {
+            Issue.record("a change whose handler ran waits for its answer during shutdown")
+            return
+        }
+        var tooLate = ExchangeStateMachine()
+        tooLate.finishesBeforeShutdown = true
+        _ = tooLate.shutdownDeadlineReached()
+        guard case .queue(.rejection(.unansweredAtShutdown), _) = tooLate.handlerReturned() else {
+            Issue.record("after the deadline nothing waits")
             return
         }
     }

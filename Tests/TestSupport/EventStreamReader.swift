@@ -5,8 +5,11 @@ public struct ReceivedEvent: Sendable, Equatable {
     public var data: String
     /// Comment lines (heartbeats) that came before the event.
     public var comments: [String]
+    /// The `retry:` field's milliseconds, if the block has one.
+    public var retry: Int? = nil
 
-    public var isComment: Bool { event == nil && id == nil && data.isEmpty && !comments.isEmpty }
+    /// A block with no event (heartbeats, the preamble's `retry:` and comment, a farewell `retry:`).
+    public var isComment: Bool { event == nil && id == nil && data.isEmpty && (retry != nil || !comments.isEmpty) }
 }
 
 /// Reads a chunked `text/event-stream` body from a `RawConnection` and splits it into events.
@@ -73,6 +76,7 @@ public final class EventStreamReader: @unchecked Sendable {
             case "event": event.event = value
             case "id": event.id = value
             case "data": dataLines.append(value)
+            case "retry": event.retry = Int(value)
             default: break
             }
         }

@@ -1,4 +1,5 @@
 import ConvexValues
+import Synchronization
 
 /// The gateway's own routes: health, readiness, metrics, the OpenAPI documents, `/client.js` and stream tickets.
 struct SystemRoutes: Sendable {
@@ -10,15 +11,19 @@ struct SystemRoutes: Sendable {
     let functionFilter: FunctionFilter
     /// `--openapi-file`: the document served at `/openapi.yaml`, read once at start.
     let openAPIDocument: [UInt8]?
+    /// Set when the gateway starts to stop: `/readyz` fails from then on.
+    let drain = DrainSignal()
 
     /// `GET /health`: the process answers.
     func health() -> GatewayResponse {
         .json(Array(#"{"status":"ok"}"#.utf8))
     }
 
-    /// `GET /ready`: the anonymous upstream connection is up.
-    /// - Throws: 503 when it does not connect within a second.
+    /// `GET /ready`: the gateway is not stopping, and the anonymous upstream connection is up.
+    /// - Throws: 503 `ShuttingDown` once the gateway has begun to stop; 503 `UpstreamUnavailable` when the connection
+    ///   does not come up within a second.
     func readiness() async throws(GatewayError) -> GatewayResponse {
+        if drain.started { throw .shuttingDown }
         let (_, upstream) = try pool.upstream(for: .anonymous)  // never refused: the anonymous one is not counted
         do {
             try await upstream.waitUntilConnected(timeout: .seconds(1))
@@ -83,5 +88,17 @@ struct SystemRoutes: Sendable {
         var response = GatewayResponse.json(Array(body.utf8), status: 201)
         response.headers.append(("Cache-Control", "no-store"))
         return response
+    }
+}
+
+/// Whether the gateway has begun to stop (``Gateway/shutdown()``): shared by the copies of ``SystemRoutes``.
+final class DrainSignal: Sendable {
+    private let flag = Atomic<Bool>(false)
+
+    var started: Bool { flag.load(ordering: .acquiring) }
+
+    /// Marks the start of the drain; `true` for the first caller only.
+    func start() -> Bool {
+        !flag.exchange(true, ordering: .acquiringAndReleasing)
     }
 }

@@ -74,6 +74,17 @@ extension GatewaySettings {
                 .integer(
                     "--threads", "GATEWAY_THREADS", \.gateway.threads, in: 0...256, note: "one per CPU it may use",
                     help: "HTTP worker threads."),
+                .seconds(
+                    "--drain-delay-seconds", "GATEWAY_DRAIN_DELAY_SECONDS", \.gateway.drainDelay, allowingZero: true,
+                    help: "Seconds a stopping gateway (SIGTERM) goes on serving while `/readyz` answers 503 "
+                        + "`ShuttingDown`, so that a load balancer takes it out of rotation before it stops accepting "
+                        + "connections. Behind a balancer: more than its health check's interval times its fall "
+                        + "count."),
+                .seconds(
+                    "--shutdown-grace-seconds", "GATEWAY_SHUTDOWN_GRACE_SECONDS", \.gateway.shutdownGracePeriod,
+                    help: "Seconds a stopping gateway waits, after it stops accepting connections, for the "
+                        + "mutations and actions it is running to be answered; one still running then gets 502 "
+                        + "`OutcomeUnknown`."),
                 .file(
                     "--openapi-file", "GATEWAY_OPENAPI_FILE", \.gateway.openAPIFile, fallback: "openapi/openapi.yaml",
                     help: "OpenAPI document served at `/openapi.yaml`."),

@@ -68,14 +68,18 @@ extension Setting {
         }
     }
 
-    /// A number of seconds from a millisecond to a day, kept to the millisecond.
-    static func seconds(_ flag: String, _ environment: String, _ path: Path<Duration>, help: String) -> Setting {
+    /// A number of seconds from a millisecond (or zero, where `allowingZero`) to a day, kept to the millisecond.
+    static func seconds(
+        _ flag: String, _ environment: String, _ path: Path<Duration>, allowingZero: Bool = false, help: String
+    ) -> Setting {
         value(flag, environment, path, valueName: "<seconds>", describe: secondsText, help: help) {
             text, name throws(SettingError) in
             // Kept to the millisecond: a smaller positive number would become no time at all.
-            guard let number = Double(text), number >= 0.001, number <= 86_400 else {
+            let least = allowingZero ? 0 : 0.001
+            guard let number = Double(text), number >= least, number <= 86_400 else {
                 throw SettingError(
-                    "\(name) must be a number of seconds from 0.001 to 86400, not '\(printable(text))'")
+                    "\(name) must be a number of seconds from \(allowingZero ? "0" : "0.001") to 86400, not "
+                        + "'\(printable(text))'")
             }
             return .milliseconds(Int64(number * 1000))
         }

@@ -1,0 +1,88 @@
+import Foundation
+import OffThePool
+import TestSupport
+import Testing
+
+/// Three `convex-gateway` replicas behind HAProxy on a local deployment, started by `scripts/replicas` exactly as a
+/// user starts them (so the balancer runs `deploy/haproxy.cfg`, the configuration docs/replicas.md shows), with the
+/// executables the tests were built with. The script starts a replica again when it exits, as a process manager
+/// would; the test signals replicas through the pids the script keeps in its state directory.
+final class ReplicaSet: Sendable {
+    let balancerPort: Int
+    let stateDirectory: URL
+
+    private init(balancerPort: Int, stateDirectory: URL) {
+        self.balancerPort = balancerPort
+        self.stateDirectory = stateDirectory
+    }
+
+    static func run<T: Sendable>(_ body: (ReplicaSet) async throws -> T) async throws -> T {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("replicas-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: state) }
+        let binaries = URL(fileURLWithPath: try GatewayProcess.binaryPath()).deletingLastPathComponent().path
+        // The balancer's port and the three after it, below the ephemeral range that outgoing connections use.
+        let port = try portBelowTheEphemeralRange() / 4 * 4
+        var environment = GatewayProcess.inheritedEnvironment
+        environment["REPLICAS_BIN_DIR"] = binaries
+        let log = state.appendingPathComponent("script.log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let script = try ChildProcess(
+            "/bin/bash",
+            arguments: [
+                "scripts/replicas", "--port", "\(port)", "--state-dir", state.path, "--",
+                // Short heartbeats: a stream whose replica is gone is noticed by the balancer within them.
+                "--heartbeat-seconds", "2", "--threads", "2",
+            ]
+        ) { options in
+            options.directory = GatewayProcess.packageRoot
+            options.environment = environment
+            options.standardError = try FileHandle(forWritingTo: log)
+            options.standardOutput = try FileHandle(forWritingTo: log)
+        }
+        let set = ReplicaSet(balancerPort: port, stateDirectory: state)
+        let ready = await eventually(timeout: .seconds(90)) {
+            FileManager.default.fileExists(atPath: state.appendingPathComponent("ready").path) || !script.isRunning
+        }
+        guard ready, script.isRunning else {
+            await script.stop(grace: .seconds(20))
+            throw TestFailure("scripts/replicas did not get ready; its output:\n\(set.file("script.log"))")
+        }
+        do {
+            let result = try await body(set)
+            #expect(script.isRunning, "scripts/replicas ended during the test:\n\(set.file("script.log"))")
+            await script.stop(grace: .seconds(20))
+            return result
+        } catch {
+            await script.stop(grace: .seconds(20))
+            throw error
+        }
+    }
+
+    /// The text of a file in the state directory ("" when it is not there).
+    func file(_ name: String) -> String {
+        (try? String(contentsOf: stateDirectory.appendingPathComponent(name), encoding: .utf8)) ?? ""
+    }
+
+    /// The pid of replica `k` (1...3) as the script last started it.
+    func pid(ofReplica k: Int) -> Int32? {
+        Int32(file("replica-\(k).pid").trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    /// Sends `signal` to replica `k` and waits until the script has started it again (a new pid answering).
+    func signal(_ signal: Int32, replica k: Int) async throws {
+        let old = try #require(pid(ofReplica: k), "no pid for replica \(k)")
+        kill(old, signal)
+        let restarted = await eventually(timeout: .seconds(60)) {
+            guard let new = self.pid(ofReplica: k), new != old else { return false }
+            let port = self.balancerPort + k
+            return (try? await blocking { try RawConnection.get("/readyz", port: port) })?.status == 200
+        }
+        #expect(
+            restarted,
+            "replica \(k) did not come back after signal \(signal):\n\(file("replica-\(k).log").suffix(4000))")
+        // Real time: the balancer puts a replica back in rotation after two good health checks a second apart
+        // (deploy/haproxy.cfg); a rolling restart waits for that before it stops the next one.
+        try await Task.sleep(for: .milliseconds(2500))
+    }
+}
