@@ -1,3 +1,4 @@
+import Convex
 import Foundation
 import OffThePool
 import Synchronization
@@ -14,6 +15,12 @@ struct ReplicasBehindBalancerTests {
     /// Ten graceful restarts and ten kills.
     static let rounds = 20
 
+    /// A token the local deployment accepts (it checks no signature without an auth config): expires in 2100.
+    static func unsignedToken(subject: String) -> String {
+        Base64URL.encode(Array(#"{"alg":"none"}"#.utf8)) + "."
+            + Base64URL.encode(Array(#"{"sub":"\#(subject)","exp":4102444800}"#.utf8)) + ".sig"
+    }
+
     @Test("through HAProxy, replicas restarted and killed lose no write, run none twice, and readers never go back")
     func restartsAndKillsThroughTheBalancer() async throws {
         try await ReplicaSet.run { set in
@@ -25,7 +32,22 @@ struct ReplicasBehindBalancerTests {
                 reader.stop()
                 reading.cancel()
             }
-            #expect(await eventually(timeout: .seconds(30)) { reader.values.contains(0) }, "the reader's first value")
+            #expect(await eventually(timeout: .seconds(30)) { reader.numbers.contains(0) }, "the reader's first value")
+            // A signed-in page's stream, by a ticket minted through the balancer: it must stay signed in whichever
+            // replica it reconnects to (they share the ticket key), never silently anonymous.
+            let token = Self.unsignedToken(subject: "replica-user")
+            let minted = try await blocking {
+                try RawConnection.request(
+                    "POST", "/stream-tickets", port: port, headers: ["Authorization": "Bearer \(token)"], body: [])
+            }
+            let ticket = try #require(minted.json?["ticket"].flatMap { if case .string(let t) = $0 { t } else { nil } })
+            let signedIn = ReconnectingReader(port: port, target: "/subscribe/conformance:whoami?ticket=\(ticket)")
+            let signedInReading = Task { await signedIn.run() }
+            defer {
+                signedIn.stop()
+                signedInReading.cancel()
+            }
+            #expect(await eventually(timeout: .seconds(30)) { !signedIn.values.isEmpty }, "the signed-in stream")
             // Beside the rounds, a writer that never pauses: some of its mutations are in flight when a replica goes.
             let writer = BusyWriter(port: port, name: name + "-busy")
             let writing = Task { await writer.run() }
@@ -49,8 +71,8 @@ struct ReplicasBehindBalancerTests {
                 }
                 #expect(read.status == 200 && read.text == "\(round)", "round \(round): read after write: \(read.text)")
                 // The reader gets there, whatever happened to its replica.
-                let seen = await eventually(timeout: .seconds(30)) { reader.values.last == round }
-                #expect(seen, "round \(round): the reader's values \(reader.values)")
+                let seen = await eventually(timeout: .seconds(30)) { reader.numbers.last == round }
+                #expect(seen, "round \(round): the reader's values \(reader.numbers)")
                 // Then a replica goes: gracefully on odd rounds, killed on even ones.
                 let graceful = round % 2 == 1
                 writer.replicaGoes(gracefully: graceful)
@@ -59,10 +81,16 @@ struct ReplicasBehindBalancerTests {
             writer.stop()
             await writing.value
             try await writer.check()
-            let values = reader.values
+            let values = reader.numbers
+            #expect(values.count == reader.values.count, "a value that is not a count: \(reader.values)")
             #expect(values == values.sorted(), "a value went back in time: \(values)")
             #expect(Set(values).isSuperset(of: [Self.rounds]), "the last write reached the reader: \(values)")
             #expect(reader.failures.isEmpty, "the reader got errors: \(reader.failures)")
+            #expect(
+                signedIn.values.allSatisfy { $0.contains("replica-user") },
+                "the signed-in stream showed another identity: \(signedIn.values)")
+            #expect(signedIn.failures.isEmpty, "the signed-in stream got errors: \(signedIn.failures)")
+            #expect(!signedIn.reconnectMilliseconds.isEmpty, "the signed-in stream never had to move")
             let gaps = reader.reconnectMilliseconds.sorted()
             print("replicas: the reader reconnected \(gaps.count) times; time to its next stream, ms: \(gaps)")
         }
@@ -151,7 +179,7 @@ final class ReconnectingReader: Sendable {
     let port: Int
     let target: String
     private struct State {
-        var values: [Int] = []
+        var values: [String] = []
         var failures: [String] = []
         var reconnectMilliseconds: [Int] = []
         var stopped = false
@@ -164,7 +192,10 @@ final class ReconnectingReader: Sendable {
         self.target = target
     }
 
-    var values: [Int] { state.withLock { $0.values } }
+    /// The `data` of every value event, in order.
+    var values: [String] { state.withLock { $0.values } }
+    /// The values that are numbers.
+    var numbers: [Int] { values.compactMap { Int($0) } }
     var failures: [String] { state.withLock { $0.failures } }
     var reconnectMilliseconds: [Int] { state.withLock { $0.reconnectMilliseconds } }
 
@@ -207,10 +238,10 @@ final class ReconnectingReader: Sendable {
             do {
                 while let event = try stream.nextEvent() {
                     if let id = event.id { lastEventID = id }
-                    if let value = Int(event.data) {
-                        state.withLock { $0.values.append(value) }
-                    } else if event.event == "error" || event.event == "fatal" {
+                    if event.event == "failure" || event.event == "fatal" {
                         state.withLock { $0.failures.append("\(event.event ?? ""): \(event.data)") }
+                    } else {
+                        state.withLock { $0.values.append(event.data) }
                     }
                 }
             } catch {}
