@@ -210,3 +210,7 @@ int cmhd_poke(const char *host, uint16_t port, cmhd_poke_bound_function bound, v
     close(fd);
     return result;
 }
+
+int cmhd_stop_listening(int fd) {
+    return shutdown(fd, SHUT_RD) == 0 ? 0 : -errno;
+}

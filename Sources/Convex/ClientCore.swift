@@ -338,7 +338,11 @@ final class ClientCore: Sendable {
             let outcome: String
             switch status {
             case .notSent?: outcome = "it was never sent, so it did not run"
-            default: outcome = "it was sent, so it may have run"
+            default:
+                outcome = "it was sent, so it may have run"
+                // "Unreachable" says a call never reached the deployment (a caller may send it again, elsewhere); one
+                // sent before the connection went is a lost connection, whose outcome is unknown.
+                if error.code == .unreachable { error = ConvexClientError(.connectionLost, message: error.message) }
             }
             error = ConvexClientError(error.code, message: "\(error.message); \(outcome)", functionPath: udfPath)
             return .failure(error)

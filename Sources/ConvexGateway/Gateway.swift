@@ -21,6 +21,8 @@ public final class Gateway: Sendable {
     private let server: HTTPServer
     private let logger: Logger
     private let background = Mutex<[Task<Void, Never>]>([])
+    /// The drain delay of the first ``shutdown()``, which later callers wait for too.
+    private let drainDelay = Mutex<Task<Void, Never>?>(nil)
     private let started = Mutex(false)
 
     /// - Parameter clock: where every stage reads time from; tests pass a test clock.
@@ -41,6 +43,12 @@ public final class Gateway: Sendable {
         http.maxBodySize = configuration.maxBodyBytes
         http.maxBodyBytesInFlight = configuration.effectiveMaxBodyBytesInFlight
         http.shutdownGracePeriod = configuration.shutdownGracePeriod
+        // A query posted (`POST /query/<function>`) only reads: at shutdown it is refused at once, never left to end
+        // as an unknown outcome.
+        http.onlyReads = { method, path in
+            method == "GET" || method == "HEAD" || method == "OPTIONS"
+                || (method == "POST" && path.hasPrefix("/query/"))
+        }
         // A stream ended by shutdown tells its client to connect again soon (to another replica, through a balancer),
         // each after its own short delay so that they do not all come back in the same instant.
         http.streamFarewell = { Array("retry: \(Int.random(in: 50...500))\n\n".utf8) }
@@ -107,14 +115,26 @@ public final class Gateway: Sendable {
         background.withLock { $0 = [heartbeat, hubSweeper, poolSweeper] }
     }
 
-    /// Graceful shutdown: stops accepting, ends every stream cleanly (clients see the end of the stream), answers
-    /// requests still waiting with 503, then closes the upstream connections. Idempotent.
+    /// Graceful shutdown: `/readyz` fails for the drain delay while everything else is served; then the port stops
+    /// listening, every stream ends cleanly (with a short `retry:`), waiting reads and new requests on open
+    /// connections get 503, running mutations and actions get up to the grace period for their answers (then 502
+    /// `OutcomeUnknown`), and the upstream connections close. Idempotent: concurrent callers share one drain.
     public func shutdown() async {
         // First out of rotation: `/readyz` fails while everything else is served as before, until a load balancer's
         // health check has noticed (`drainDelay`); then the port closes, streams end and calls finish.
-        if core.systemRoutes.drain.start(), core.configuration.drainDelay > .zero {
-            try? await core.clock.sleep(for: core.configuration.drainDelay)
+        let drain = drainDelay.withLock { task -> Task<Void, Never> in
+            if let task { return task }
+            let core = core
+            let made = Task {
+                core.systemRoutes.drain.begin()
+                if core.configuration.drainDelay > .zero {
+                    try? await core.clock.sleep(for: core.configuration.drainDelay)
+                }
+            }
+            task = made
+            return made
         }
+        await drain.value
         for task in background.withLock({ tasks in
             defer { tasks = [] }; return tasks
         }) { task.cancel() }

@@ -42,7 +42,7 @@ struct WaitingConnections: Sendable {
 /// A client that connects and says nothing also earns a poke per period, which costs one accept.
 ///
 /// A poke is not a client: its socket is bound before it connects, the watchdog remembers the port, and the server
-/// leaves a connection from that port out of its connection count (``isPoke(clientPort:)``), so that a poke never
+/// leaves a connection from that port out of its connection count (``claimPoke(clientPort:)``), so that a poke never
 /// takes the place of a client at the connection limit.
 final class AcceptStallWatchdog: Sendable {
     static let periodMilliseconds: Int32 = 250
@@ -75,12 +75,13 @@ final class AcceptStallWatchdog: Sendable {
         state.withLock { $0.requestArrived(acceptedAt: tick) }
     }
 
-    /// Whether a connection from `clientPort` is the watchdog's latest poke. A poke accepted late (the server reads
-    /// its backlog after the poke's socket closed) still matches until the next poke; a client from the same port
-    /// in that window would go uncounted, which costs nothing but one place over the limit.
-    func isPoke(clientPort: UInt16) -> Bool {
-        let port = pokeSourcePort.load(ordering: .acquiring)
-        return port != 0 && port == clientPort
+    /// Whether a connection from `clientPort` is the watchdog's latest poke, which it then is no longer: each poke is
+    /// claimed once, by its own accept (or, if a client from the same port number is accepted first, by that one,
+    /// which then goes uncounted while the poke counts instead, a swap of no consequence).
+    func claimPoke(clientPort: UInt16) -> Bool {
+        clientPort != 0
+            && pokeSourcePort.compareExchange(expected: clientPort, desired: 0, ordering: .acquiringAndReleasing)
+                .exchanged
     }
 
     /// A poke's socket is bound to `sourcePort` and about to connect (the watchdog's thread; tests call it too).

@@ -64,7 +64,7 @@ let connectionNotifyThunk: MHD_NotifyConnectionCallback = { serverPointer, conne
         // connections the limit counts.
         let watchdog = server.acceptWatchdog
         context.isWatchdogPoke =
-            connection.map { watchdog.isPoke(clientPort: cmhd_connection_client_port($0)) } ?? false
+            connection.map { watchdog.claimPoke(clientPort: cmhd_connection_client_port($0)) } ?? false
         if context.isWatchdogPoke {
             watchdog.pokesAccepted.add(1, ordering: .relaxed)
         } else {

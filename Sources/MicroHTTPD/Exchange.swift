@@ -111,8 +111,10 @@ final class Exchange: @unchecked Sendable {
     }
 
     private func perform(_ action: ExchangeStateMachine.ShutdownAction) {
-        if case .finishStream(let writer) = action {
-            finishForShutdown(writer)
+        switch action {
+        case .finishStream(let writer): finishForShutdown(writer)
+        case .abortStream(let writer): writer.peerHungUp()
+        case .none, .resume: break
         }
     }
 
@@ -222,8 +224,8 @@ final class Exchange: @unchecked Sendable {
         let request = makeRequest(url: url, method: method, version: version)
         chunkedStream = request.version == "HTTP/1.1"
         body = []
-        let changesNothing = ["GET", "HEAD", "OPTIONS"].contains(request.method)
-        machine.withLock { $0.finishesBeforeShutdown = !changesNothing }
+        let onlyReads = server.configuration.onlyReads(request.method, request.path)
+        machine.withLock { $0.finishesBeforeShutdown = !onlyReads }
         server.handler(request, HTTPResponder(exchange: self))
         return handlerReturned()
     }

@@ -65,13 +65,16 @@ struct ExchangeStateMachine: Sendable {
         case none
         case resume
         case finishStream(HTTPStreamWriter)
+        /// The grace period is over and the stream is still open (its client reads too slowly to take its end): close
+        /// it as a client that hung up would be, so that its connection is resumed and closed.
+        case abortStream(HTTPStreamWriter)
     }
 
     private(set) var state: State = .handling(nil)
     private(set) var shutdownRequested = false
     /// The shutdown's grace period is over: nothing waits any more.
     private(set) var shutdownDeadlinePassed = false
-    /// The request may change something (any method but `GET`, `HEAD`, `OPTIONS`): once its handler has run, its
+    /// The request may change something (not ``HTTPServerConfiguration/onlyReads``): once its handler has run, its
     /// effect is unknown until its answer comes, so shutdown waits for that answer (up to its deadline) instead of
     /// refusing it.
     var finishesBeforeShutdown = false
@@ -195,7 +198,9 @@ struct ExchangeStateMachine: Sendable {
     }
 
     /// The shutdown's grace period is over: a request still waiting for its answer gets
-    /// ``HTTPServerRejection/unansweredAtShutdown`` (or 503 if it changes nothing), and a stream ends.
+    /// ``HTTPServerRejection/unansweredAtShutdown`` (or 503 if it changes nothing), and a stream still open is closed
+    /// (a stream whose client stopped reading may hold its connection suspended with the rest of a chunk unsent, and
+    /// libmicrohttpd must not be stopped with a suspended connection).
     mutating func shutdownDeadlineReached() -> ShutdownAction {
         shutdownRequested = true
         shutdownDeadlinePassed = true
@@ -204,7 +209,7 @@ struct ExchangeStateMachine: Sendable {
             state = .resumed(.rejection(finishesBeforeShutdown ? .unansweredAtShutdown : .shuttingDown))
             return .resume
         case .resumed(.stream(_, _, let writer)), .answered(let writer?):
-            return .finishStream(writer)
+            return .abortStream(writer)
         case .handling, .resumed, .answered, .abandoned, .completed:
             return .none
         }

@@ -4,9 +4,9 @@
 /// (at once). Otherwise keep the responder and answer later, e.g. from a `Task`: the
 /// connection is suspended meanwhile (no CPU, no idle timeout) and resumed by the answer.
 /// If the last reference to a responder goes away without an answer, the client gets
-/// ``HTTPServerRejection/noResponse`` (500). During shutdown a pending `GET`, `HEAD` or `OPTIONS` gets
-/// ``HTTPServerRejection/shuttingDown`` (503) at once; a pending request of another method still gets its answer
-/// within the grace period, else ``HTTPServerRejection/unansweredAtShutdown`` (502).
+/// ``HTTPServerRejection/noResponse`` (500). During shutdown a pending read (``HTTPServerConfiguration/onlyReads``)
+/// gets ``HTTPServerRejection/shuttingDown`` (503) at once; any other pending request still gets its answer within
+/// the grace period, else ``HTTPServerRejection/unansweredAtShutdown`` (502).
 public final class HTTPResponder: Sendable {
     private let exchange: Exchange
 

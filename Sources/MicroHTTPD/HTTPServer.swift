@@ -111,7 +111,7 @@ public final class HTTPServer: Sendable {
     /// Shuts down gracefully; idempotent, and concurrent callers all wait for the same shutdown.
     ///
     /// Stops accepting connections, ends every stream (clients receive the terminating chunk), answers pending
-    /// deferred reads (`GET`, `HEAD`, `OPTIONS`) and any request that arrives on an open connection with
+    /// deferred reads (``HTTPServerConfiguration/onlyReads``) and any request that arrives on an open connection with
     /// ``HTTPServerRejection/shuttingDown`` (their handlers did nothing, or only read), and waits up to
     /// ``HTTPServerConfiguration/shutdownGracePeriod`` for pending requests that may change something to get their
     /// answers. Those still waiting then get ``HTTPServerRejection/unansweredAtShutdown``; then the daemon stops
@@ -193,6 +193,12 @@ public final class HTTPServer: Sendable {
             exchange.shutdown()
         }
         let listenSocket = MHD_quiesce_daemon(daemon.daemon.raw)
+        if listenSocket >= 0 {
+            // Closed only after MHD_stop_daemon (a worker may still hold it), but no longer listening: a new connect
+            // is refused at once (a client or balancer tries elsewhere) instead of waiting in the listen queue for
+            // the grace period and then being reset.
+            _ = cmhd_stop_listening(listenSocket)
+        }
         // Waits for the last parked request to complete (its completion wakes this), at most the grace period:
         // requests that may change something get their answers meanwhile.
         let gracePeriod = configuration.shutdownGracePeriod

@@ -52,6 +52,13 @@ public struct HTTPServerConfiguration: Sendable {
     /// Default 5 s.
     public var shutdownGracePeriod: Duration = .seconds(5)
 
+    /// Whether a request only reads (its `method` and path): shutdown refuses such a request still waiting for its
+    /// answer at once with ``HTTPServerRejection/shuttingDown``, where a request that may change something waits for
+    /// its answer through the grace period. Default: `GET`, `HEAD` and `OPTIONS`.
+    public var onlyReads: @Sendable (_ method: String, _ path: String) -> Bool = { method, _ in
+        method == "GET" || method == "HEAD" || method == "OPTIONS"
+    }
+
     /// The last bytes written to each stream that shutdown ends, before its end (called once per stream): for Server-
     /// Sent Events, a `retry:` field, so that clients connect again (to another replica) at once. Default none.
     public var streamFarewell: (@Sendable () -> [UInt8])? = nil
@@ -170,7 +177,7 @@ public struct HTTPServerRejection: Sendable, Hashable, CustomStringConvertible {
     public static let bodiesInFlightLimitReached = Self(code: .bodiesInFlightLimitReached)
     /// The body exceeds ``HTTPServerConfiguration/maxBodySize`` (413).
     public static let payloadTooLarge = Self(code: .payloadTooLarge)
-    /// A request arrived during shutdown, or a deferred request that changes nothing (`GET`, `HEAD`, `OPTIONS`) was
+    /// A request arrived during shutdown, or a deferred read (``HTTPServerConfiguration/onlyReads``) was
     /// still pending when shutdown began (503): its handler was not called, or its answer could only be a read, so
     /// the client may send it again, elsewhere.
     public static let shuttingDown = Self(code: .shuttingDown)

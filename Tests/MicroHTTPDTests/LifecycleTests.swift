@@ -183,6 +183,8 @@ struct LifecycleTests {
         }
         #expect(refused.status == 503)
         #expect(calls.value == 2)
+        // A new connection is refused at once, not left waiting in the listen queue.
+        #expect(await eventually { (try? await blocking { try RawConnection(port: port) }) == nil })
         // The pending POST still gets its own answer.
         #expect(held.value?.respond(HTTPResponse(body: "done")) == true)
         let answer = try await blocking { try posting.readResponse() }
@@ -424,5 +426,25 @@ struct ExchangeStateMachineTests {
             Issue.record("after the deadline nothing waits")
             return
         }
+    }
+
+    /// A stream whose client reads too slowly to take even its end may still hold its connection suspended when the
+    /// grace period ends; libmicrohttpd must not be stopped so. At the deadline it is closed as a hang-up is.
+    @Test func theShutdownDeadlineClosesAStreamStillOpen() {
+        var streaming = ExchangeStateMachine()
+        // Never touched: the test only reads which writer the action names.
+        let writer = HTTPStreamWriter(connection: ConnectionHandle(raw: OpaquePointer(bitPattern: 1)!))
+        _ = streaming.provide(.stream(status: 200, headers: HTTPHeaders(), writer: writer))
+        _ = streaming.handlerReturned()
+        guard case .finishStream(let finished) = streaming.shutdown() else {
+            Issue.record("shutdown ends the stream")
+            return
+        }
+        #expect(finished === writer)
+        guard case .abortStream(let aborted) = streaming.shutdownDeadlineReached() else {
+            Issue.record("at the deadline a stream still open is closed")
+            return
+        }
+        #expect(aborted === writer)
     }
 }

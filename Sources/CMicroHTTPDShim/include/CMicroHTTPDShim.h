@@ -85,6 +85,10 @@ ssize_t cmhd_send_chunk(int fd, const uint8_t *bytes, size_t length, size_t *chu
 /// Sends `length` bytes to the socket `fd` without blocking: the number the kernel took, or `-errno`.
 ssize_t cmhd_send_some(int fd, const uint8_t *bytes, size_t length);
 
+/// `shutdown(fd, SHUT_RD)` on a listening socket: on Linux it stops listening (a new connect is refused, and one
+/// waiting in the listen queue is reset) while the descriptor stays open. 0, or `-errno`.
+int cmhd_stop_listening(int fd);
+
 /// Called by `cmhd_poke` with the local port its socket was bound to, before it connects.
 typedef void (*cmhd_poke_bound_function)(void *context, uint16_t source_port);
 

@@ -97,8 +97,8 @@ final class DrainSignal: Sendable {
 
     var started: Bool { flag.load(ordering: .acquiring) }
 
-    /// Marks the start of the drain; `true` for the first caller only.
-    func start() -> Bool {
-        !flag.exchange(true, ordering: .acquiringAndReleasing)
+    /// Marks the start of the drain.
+    func begin() {
+        flag.store(true, ordering: .releasing)
     }
 }

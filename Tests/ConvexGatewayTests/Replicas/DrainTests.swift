@@ -18,7 +18,11 @@ struct DrainTests {
         try await GatewayHarness.run(configure: { $0.drainDelay = .seconds(5) }, clock: GatewayClock(clock)) { h in
             #expect(await eventually { (try? await h.get("/readyz"))?.status == 200 })
             let gateway = h.gateway
-            let stopping = Task { await gateway.shutdown() }
+            let stopped = Mutex(false)
+            let stopping = Task {
+                await gateway.shutdown()
+                stopped.withLock { $0 = true }
+            }
             #expect(await eventually { (try? await h.get("/readyz"))?.errorCode == "ShuttingDown" })
             let ready = try await h.get("/readyz")
             #expect(ready.status == 503)
@@ -27,8 +31,13 @@ struct DrainTests {
             #expect(sent.status == 200, "\(sent.text)")
             let stream = try await h.openStream("/subscribe/messages:list")
             #expect(stream.head.status == 200)
-            // The delay is over: the stream ends with a short retry for its client, and the port closes.
-            await clock.advance(by: .seconds(5))
+            // The delay is over: the stream ends with a short retry for its client, and the port closes. (The clock
+            // moves until the gateway has stopped: its sleep may not have begun when the first move comes.)
+            #expect(
+                await eventually {
+                    await clock.advance(by: .seconds(5))
+                    return stopped.withLock { $0 }
+                })
             var retry: Int?
             while let event = try await stream.nextAsync() {
                 if let value = event.retry { retry = value }
@@ -55,8 +64,14 @@ struct DrainTests {
         ) { h in
             let call = Task { try await h.post("/action/drain:held", json: "{}") }
             #expect(await eventually { started.withLock { $0 } == 1 })
+            // A connection the gateway has accepted (it answered once), for a request after shutdown began.
             let open = try RawConnection(port: h.port)
             defer { open.close() }
+            let first = try await blocking {
+                try open.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                return try open.readResponse()
+            }
+            #expect(first.status == 200)
             let gateway = h.gateway
             let stopping = Task { await gateway.shutdown() }
             // Once the gateway has begun to stop, a new request on a connection already open is refused before it

@@ -75,8 +75,25 @@ struct ReplicasBehindBalancerTests {
                 #expect(seen, "round \(round): the reader's values \(reader.numbers)")
                 // Then a replica goes: gracefully on odd rounds, killed on even ones.
                 let graceful = round % 2 == 1
+                let replica = round % 3 + 1
+                // Before a graceful stop, an action that outlasts the drain delay, sent to that replica itself: it
+                // must be answered, not cut off.
+                let replicaPort = port + replica
+                let slow: Task<TestResponse, any Error>? =
+                    graceful
+                    ? Task {
+                        try await blocking {
+                            try RawConnection.request(
+                                "POST", "/action/conformance:sleep", port: replicaPort,
+                                headers: ["Content-Type": "application/json"], body: Array(#"{"ms":3000}"#.utf8))
+                        }
+                    } : nil
                 writer.replicaGoes(gracefully: graceful)
-                try await set.signal(graceful ? SIGTERM : SIGKILL, replica: round % 3 + 1)
+                try await set.signal(graceful ? SIGTERM : SIGKILL, replica: replica)
+                if let slow {
+                    let answer = try await slow.value
+                    #expect(answer.status == 200, "round \(round): the action running at SIGTERM: \(answer.text)")
+                }
             }
             writer.stop()
             await writing.value
