@@ -45,9 +45,9 @@ public final class Gateway: Sendable {
         http.shutdownGracePeriod = configuration.shutdownGracePeriod
         // A query posted (`POST /query/<function>`) only reads: at shutdown it is refused at once, never left to end
         // as an unknown outcome.
+        let readMethods = http.onlyReads
         http.onlyReads = { method, path in
-            method == "GET" || method == "HEAD" || method == "OPTIONS"
-                || (method == "POST" && path.hasPrefix("/query/"))
+            readMethods(method, path) || (method == "POST" && path.hasPrefix("/query/"))
         }
         // A stream ended by shutdown tells its client to connect again soon (to another replica, through a balancer),
         // each after its own short delay so that they do not all come back in the same instant.

@@ -68,7 +68,7 @@ let connectionNotifyThunk: MHD_NotifyConnectionCallback = { serverPointer, conne
         if context.isWatchdogPoke {
             watchdog.pokesAccepted.add(1, ordering: .relaxed)
         } else {
-            context.acceptedTick = server.acceptWatchdog.accepted()
+            context.acceptedTick = watchdog.accepted()
             server.connectionCount.add(1, ordering: .relaxed)
         }
         socketContext.pointee = Unmanaged.passRetained(context).toOpaque()

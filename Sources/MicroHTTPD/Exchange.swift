@@ -203,18 +203,15 @@ final class Exchange: @unchecked Sendable {
         }
         handlerInvoked = true
         if bodyTooLarge {
-            machine.withLock { $0.answeredEarly() }
-            return queue(server.configuration.rejectionResponse(.payloadTooLarge))
+            return queueEarly(.payloadTooLarge, closing: false)
         }
         if bodyOverBudget {
-            machine.withLock { $0.answeredEarly() }
-            return queue(server.configuration.rejectionResponse(.bodiesInFlightLimitReached))
+            return queueEarly(.bodiesInFlightLimitReached, closing: false)
         }
         if server.isShuttingDown {
             // Refused before its handler runs: nothing was done, so the client may send it again, elsewhere.
             body = []
-            machine.withLock { $0.answeredEarly() }
-            return queue(server.configuration.rejectionResponse(.shuttingDown))
+            return queueEarly(.shuttingDown, closing: false)
         }
         if !hotPathTried, let prepared = server.hotAnswer(connection, method: method, target: target) {
             body = []
@@ -231,8 +228,8 @@ final class Exchange: @unchecked Sendable {
     }
 
     private func handlerReturned() -> MHD_Result {
-        if machine.withLock({ $0.needsParking }) && !isParked {
-            let finishes = machine.withLock { $0.finishesBeforeShutdown }
+        let (needsParking, finishes) = machine.withLock { ($0.needsParking, $0.finishesBeforeShutdown) }
+        if needsParking && !isParked {
             switch server.park(self, finishesBeforeShutdown: finishes) {
             case .parked:
                 isParked = true
@@ -302,10 +299,12 @@ final class Exchange: @unchecked Sendable {
 
     // MARK: Queuing
 
-    private func queueEarly(_ rejection: HTTPServerRejection) -> MHD_Result {
+    /// Answers `rejection` without the handler; `closing` closes the connection after it (the default: its request
+    /// was not read to its end).
+    private func queueEarly(_ rejection: HTTPServerRejection, closing: Bool = true) -> MHD_Result {
         machine.withLock { $0.answeredEarly() }
         var response = server.configuration.rejectionResponse(rejection)
-        response.headers.replaceOrAdd(name: "Connection", value: "close")
+        if closing { response.headers.replaceOrAdd(name: "Connection", value: "close") }
         return queue(response)
     }
 

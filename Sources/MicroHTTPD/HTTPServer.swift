@@ -28,7 +28,10 @@ public final class HTTPServer: Sendable {
 
     private let lifecycle = Mutex(Lifecycle())
     private let registry = Mutex(Registry())
-    /// Set when shutdown begins: a request that arrives on an open connection is refused before its handler runs.
+    /// Set when shutdown begins: a request that arrives on an open connection is refused before its handler runs, and
+    /// only a request that may change something is still parked. Read without a lock on every request, and under the
+    /// registry's lock by ``park(_:finishesBeforeShutdown:)`` and ``unpark(_:)``: set before shutdown takes the
+    /// registry's lock to list the parked requests, so a request parked after that list sees it.
     private let shutdownStarted = Atomic<Bool>(false)
     /// Open TCP connections (connection-started minus connection-closed notifications).
     let connectionCount = Atomic<Int>(0)
@@ -185,10 +188,7 @@ public final class HTTPServer: Sendable {
         let watchdog = acceptWatchdog
         await blocking { watchdog.stop() }
         shutdownStarted.store(true, ordering: .releasing)
-        let parked = registry.withLock { registry in
-            registry.shuttingDown = true
-            return Array(registry.exchanges.values)
-        }
+        let parked = registry.withLock { Array($0.exchanges.values) }
         for exchange in parked {
             exchange.shutdown()
         }
@@ -221,7 +221,7 @@ public final class HTTPServer: Sendable {
                 metadata: ["http.server.pending": "\(remaining)"]
             )
         }
-        // Safe: every parked request was resumed and none can suspend again (shuttingDown is set);
+        // Safe: every parked request was resumed and none can suspend again (the deadline has passed);
         // MHD_stop_daemon processes pending resumes before it checks for suspended connections.
         let watcher = hangUpWatcher
         await blocking { Self.stopThreads(of: daemon.daemon, watcher) }
@@ -256,7 +256,7 @@ public final class HTTPServer: Sendable {
     func park(_ exchange: Exchange, finishesBeforeShutdown: Bool) -> Parking {
         registry.withLock { registry in
             if registry.deadlinePassed { return .pastDeadline }
-            if registry.shuttingDown && !finishesBeforeShutdown { return .shuttingDown }
+            if isShuttingDown && !finishesBeforeShutdown { return .shuttingDown }
             registry.exchanges[ObjectIdentifier(exchange)] = exchange
             return .parked
         }
@@ -265,14 +265,13 @@ public final class HTTPServer: Sendable {
     func unpark(_ exchange: Exchange) {
         let drained = registry.withLock { registry -> CheckedContinuation<Void, Never>? in
             registry.exchanges.removeValue(forKey: ObjectIdentifier(exchange))
-            guard registry.shuttingDown, registry.exchanges.isEmpty else { return nil }
+            guard isShuttingDown, registry.exchanges.isEmpty else { return nil }
             defer { registry.drainWaiter = nil }
             return registry.drainWaiter
         }
         drained?.resume()
     }
 
-    /// Returns once shutdown has begun and no parked request is left, or when the task is cancelled.
     /// Waits until no parked request is left, or `limit` has passed.
     private func waitUntilDrained(atMost limit: Duration) async {
         await withTaskGroup(of: Void.self) { group in
@@ -283,6 +282,7 @@ public final class HTTPServer: Sendable {
         }
     }
 
+    /// Returns once shutdown has begun and no parked request is left, or when the task is cancelled.
     private func waitUntilDrained() async {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -500,7 +500,6 @@ private struct Lifecycle: ~Copyable {
 
 private struct Registry: ~Copyable {
     var exchanges: [ObjectIdentifier: Exchange] = [:]
-    var shuttingDown = false
     /// The shutdown's grace period is over.
     var deadlinePassed = false
     /// Shutdown waiting for the last parked request (``HTTPServer/waitUntilDrained()``).

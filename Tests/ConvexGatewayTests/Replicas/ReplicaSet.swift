@@ -69,9 +69,20 @@ final class ReplicaSet: Sendable {
         Int32(file("replica-\(k).pid").trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
-    /// Sends `signal` to replica `k` and waits until the script has started it again (a new pid answering).
+    /// How often HAProxy has logged replica `k` going down and coming back up (`Server gateways/replicaK is DOWN`).
+    func balancerTransitions(ofReplica k: Int) -> (down: Int, up: Int) {
+        let lines = file("haproxy.log").split(separator: "\n")
+        return (
+            lines.filter { $0.contains("gateways/replica\(k) is DOWN") }.count,
+            lines.filter { $0.contains("gateways/replica\(k) is UP") }.count
+        )
+    }
+
+    /// Sends `signal` to replica `k` and waits until the script has started it again (a new pid answering) and, as a
+    /// rolling restart must before it stops the next one, until the balancer has it back in rotation.
     func signal(_ signal: Int32, replica k: Int) async throws {
         let old = try #require(pid(ofReplica: k), "no pid for replica \(k)")
+        let before = balancerTransitions(ofReplica: k)
         kill(old, signal)
         let restarted = await eventually(timeout: .seconds(60)) {
             guard let new = self.pid(ofReplica: k), new != old else { return false }
@@ -81,8 +92,12 @@ final class ReplicaSet: Sendable {
         #expect(
             restarted,
             "replica \(k) did not come back after signal \(signal):\n\(file("replica-\(k).log").suffix(4000))")
-        // Real time: the balancer puts a replica back in rotation after two good health checks a second apart
-        // (deploy/haproxy.cfg); a rolling restart waits for that before it stops the next one.
-        try await Task.sleep(for: .milliseconds(2500))
+        // Every time HAProxy took it out since the signal (a graceful stop always: its drain outlasts a health check;
+        // a kill only if a check came before the restart), it must have put it back (two good checks, deploy/haproxy.cfg).
+        let back = await eventually(timeout: .seconds(60)) {
+            let now = self.balancerTransitions(ofReplica: k)
+            return now.up - before.up >= now.down - before.down
+        }
+        #expect(back, "the balancer did not put replica \(k) back:\n\(file("haproxy.log").suffix(4000))")
     }
 }
