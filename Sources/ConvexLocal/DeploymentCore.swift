@@ -108,40 +108,49 @@ final class ConnectionSet: Sendable {
     var all: [SyncConnection] { members.withLock { Array($0.values) } }
 }
 
-/// Recent mutation results per sync session, so a mutation resent with the same `(sessionId, requestId)` returns
-/// its first result instead of running again. Bounded: the latest 128 results per session, 4096 sessions.
+/// Mutation results per sync session, so a mutation resent with the same `(sessionId, requestId)` returns its first
+/// result instead of running again. A client resends every mutation it has no answer for, which can be all it has in
+/// flight (a thousand queued at once, say), so the bound is on results in all: the latest 65,536, oldest out first.
 final class MutationResultCache: Sendable {
-    static let perSession = 128
-    static let maxSessions = 4096
+    static let maxResults = 65_536
 
     private struct State {
         var sessions: [String: [UInt32: ServerMessage.MutationResponse]] = [:]
-        var order: [String: [UInt32]] = [:]
-        var sessionOrder: [String] = []
+        /// Every stored result, oldest first from `head`: the bound evicts from the front.
+        var order: [(sessionId: String, requestId: UInt32)] = []
+        var head = 0
+
+        mutating func store(sessionId: String, response: ServerMessage.MutationResponse) {
+            sessions[sessionId, default: [:]][response.requestId] = response
+            order.append((sessionId, response.requestId))
+            while order.count - head > MutationResultCache.maxResults {
+                let (oldSession, oldRequest) = order[head]
+                head += 1
+                sessions[oldSession]?.removeValue(forKey: oldRequest)
+                if sessions[oldSession]?.isEmpty == true { sessions.removeValue(forKey: oldSession) }
+            }
+            if head > 4096 && head * 2 > order.count {
+                order.removeFirst(head)
+                head = 0
+            }
+        }
     }
 
     private let state = Mutex(State())
+    /// Held across a mutation's lookup, run and store: a mutation resent on a new socket while its first run is under
+    /// way on the old one waits for that run and gets its result. (Mutations commit one at a time anyway, under the
+    /// document store's writer lock, so this costs no concurrency.)
+    private let serial = Mutex(())
 
-    func lookup(sessionId: String, requestId: UInt32) -> ServerMessage.MutationResponse? {
-        state.withLock { $0.sessions[sessionId]?[requestId] }
-    }
-
-    func store(sessionId: String, response: ServerMessage.MutationResponse) {
-        state.withLock { s in
-            if s.sessions[sessionId] == nil {
-                s.sessionOrder.append(sessionId)
-                if s.sessionOrder.count > Self.maxSessions {
-                    let evicted = s.sessionOrder.removeFirst()
-                    s.sessions.removeValue(forKey: evicted)
-                    s.order.removeValue(forKey: evicted)
-                }
-            }
-            s.sessions[sessionId, default: [:]][response.requestId] = response
-            s.order[sessionId, default: []].append(response.requestId)
-            if let ids = s.order[sessionId], ids.count > Self.perSession, let oldest = ids.first {
-                s.order[sessionId]?.removeFirst()
-                s.sessions[sessionId]?.removeValue(forKey: oldest)
-            }
+    /// `run`'s response, unless the session already ran `requestId`: then the response it got then.
+    func runOnce(
+        sessionId: String, requestId: UInt32, _ run: () -> ServerMessage.MutationResponse
+    ) -> ServerMessage.MutationResponse {
+        serial.withLock { _ in
+            if let cached = state.withLock({ $0.sessions[sessionId]?[requestId] }) { return cached }
+            let response = run()
+            state.withLock { $0.store(sessionId: sessionId, response: response) }
+            return response
         }
     }
 }

@@ -36,6 +36,9 @@ final class SyncConnection: Sendable {
     private let continuation: AsyncStream<Event>.Continuation
     private let invalidatedTables = Mutex<Set<String>>([])
     private let pendingMutations = Atomic<Int>(0)
+    /// Set once the client's side of the socket is closed (no more frames will come).
+    private let inboundClosed = Atomic<Bool>(false)
+    var isInboundClosed: Bool { inboundClosed.load(ordering: .acquiring) }
     let logger: Logger
 
     init(core: DeploymentCore, logger: Logger) {
@@ -114,6 +117,7 @@ final class SyncConnection: Sendable {
         } catch {
             logger.debug("Sync socket read failed", metadata: ["error": "\(error)"])
         }
+        inboundClosed.store(true, ordering: .releasing)
         post(.inboundClosed)
     }
 
@@ -285,6 +289,9 @@ private struct Driver {
                 case .update:
                     if let transition = evaluate() { try await send(transition) }
                 case .runMutation(let request):
+                    // The client has closed its side: it resends on its next socket every mutation it has no answer
+                    // for, so one not started yet is left to that (run here as well, it could run twice).
+                    if connection.isInboundClosed { return false }
                     let response = runMutation(request)
                     if case .success = response.result { unconfirmed[request.requestId] = (request, response) }
                     queue = session.mutationCompleted(response)[...] + queue
@@ -307,22 +314,18 @@ private struct Driver {
     }
 
     private func runMutation(_ request: ClientMessage.FunctionRequest) -> ServerMessage.MutationResponse {
-        if let sessionId = session.sessionId,
-            let cached = core.dedupe.lookup(sessionId: sessionId, requestId: request.requestId)
-        {
-            return cached
-        }
+        guard let sessionId = session.sessionId else { return runUnlessOrphaned(request) }
+        return core.dedupe.runOnce(sessionId: sessionId, requestId: request.requestId) { runUnlessOrphaned(request) }
+    }
+
+    private func runUnlessOrphaned(_ request: ClientMessage.FunctionRequest) -> ServerMessage.MutationResponse {
         if isReconnect, let orphan = core.orphans.claim(request) {
             return orphan
         }
         let outcome = core.engine.runMutation(path: request.udfPath, args: request.args, caller: session.caller)
-        let response = ServerMessage.MutationResponse(
+        return ServerMessage.MutationResponse(
             requestId: request.requestId, result: render(outcome),
             ts: (try? outcome.result.get()) != nil ? outcome.ts : nil, logLines: outcome.logLines)
-        if let sessionId = session.sessionId {
-            core.dedupe.store(sessionId: sessionId, response: response)
-        }
-        return response
     }
 
     /// The socket is done: mutations the client never saw completed become orphans a reconnecting client can claim.

@@ -324,6 +324,33 @@ struct SyncWebSocketTests {
         }
     }
 
+    @Test("mutations sent again on a new socket of the same session while the first one ran them: each runs once")
+    func manyMutationsResentAfterACloseRunOnce() async throws {
+        try await withDeployment { deployment in
+            let session = UUID().uuidString
+            let count = 600
+            let mutations = (1...count).map { id in
+                ClientMessage.mutation(
+                    .init(requestId: UInt32(id), udfPath: "conformance:increment", args: ["name": "resent"])
+                ).jsonText
+            }
+            // The first socket is closed at its first answer, with most of its mutations still queued or running.
+            _ = try await syncExchange(deployment, send: [connectFrame(session: session)] + mutations) { messages in
+                messages.contains { if case .mutationResponse = $0 { true } else { false } }
+            }
+            // The client sends every one again (it has no answer for them) on its next socket.
+            let again = try await syncExchange(deployment, send: [connectFrame(session: session)] + mutations) {
+                messages in
+                messages.count { if case .mutationResponse = $0 { true } else { false } } >= count
+            }
+            let results: [ConvexValue] = again.messages.compactMap {
+                if case .mutationResponse(let r) = $0, case .success(let value) = r.result { value } else { nil }
+            }
+            #expect(Set(results) == Set((1...count).map { ConvexValue.int64(Int64($0)) }), "each count once")
+            #expect(try deployment.query("conformance:counter", ["name": "resent"]) == .int64(Int64(count)))
+        }
+    }
+
     @Test func otherClientsKeepWorkingWhileOneMisbehaves() async throws {
         try await withDeployment { deployment in
             let subscriber = Task {
