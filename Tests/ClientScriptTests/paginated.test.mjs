@@ -109,19 +109,17 @@ test("pages with an open end carry the list's id, pages pinned at both ends none
   let next = 41;
   const pages = new Pages(3, { newId: () => ++next });
   assert.deepEqual([...pages.subscribed.values()], [{ numItems: 3, cursor: null, id: 42 }]);
-  pages.receive(first, result(["a", "b", "c"], "after-c"));
+  const pin = pages.receive(first, result(["a", "b", "c"], "after-c"));
+  assert.deepEqual(pin.add.map((add) => add.paginationOpts), [{ numItems: 3, cursor: null, endCursor: "after-c" }],
+    "once it has a value, the page is subscribed again pinned at its end: shared by every reader");
   const more = pages.loadMore(2);
-  assert.deepEqual(more.add.map((add) => add.paginationOpts), [
-    { numItems: 3, cursor: null, endCursor: "after-c" },
-    { numItems: 2, cursor: "after-c", id: 42 },
-  ], "the pinned page is shared by every reader; the new last page is this list's");
+  assert.deepEqual(more.add.map((add) => add.paginationOpts), [{ numItems: 2, cursor: "after-c", id: 42 }],
+    "the new last page is this list's");
   pages.receive({ numItems: 3, cursor: null, endCursor: "after-c" }, result(["a", "b", "c"], "after-c"));
-  pages.receive({ numItems: 2, cursor: "after-c" }, result(["d", "e"], "after-e"));
+  const pinLast = pages.receive({ numItems: 2, cursor: "after-c" }, result(["d", "e"], "after-e"));
+  assert.deepEqual(pinLast.add.map((add) => add.paginationOpts), [{ numItems: 2, cursor: "after-c", endCursor: "after-e" }]);
   const last = pages.loadMore(2);
-  assert.deepEqual(last.add.map((add) => add.paginationOpts), [
-    { numItems: 2, cursor: "after-c", endCursor: "after-e" },
-    { numItems: 2, cursor: "after-e", id: 42 },
-  ]);
+  assert.deepEqual(last.add.map((add) => add.paginationOpts), [{ numItems: 2, cursor: "after-e", id: 42 }]);
   assert.equal(new Pages(3, { newId: () => ++next }).state.pages[0].paginationOpts.id, 43, "another list, another id");
   const restart = pages.fail({ numItems: 3, cursor: null, endCursor: "after-c" }, invalidCursor());
   assert.equal(restartedFirst(restart).id, 44, "a start-over takes a new id");
@@ -130,14 +128,36 @@ test("pages with an open end carry the list's id, pages pinned at both ends none
   assert.ok(ids.every(Number.isSafeInteger) && ids[1] > ids[0], `ids ${ids}`);
 });
 
-test("loadMore pins the last page and swaps it for the pinned page and the new one only when both have values", () => {
+test("the last page is pinned at its end once it has a value, and swapped for the pinned page when that has one", () => {
+  const pages = new Pages(3);
+  const pinning = pages.receive(first, result(["a", "b", "c"], "after-c"));
+  assert.deepEqual(pinning.add.map((add) => add.paginationOpts), [{ numItems: 3, cursor: null, endCursor: "after-c" }]);
+  assert.deepEqual(pinning.remove, [], "the unpinned page stays until the pinned one has a value");
+  assert.deepEqual([pages.results, pages.status], [["a", "b", "c"], "CanLoadMore"]);
+  // A post at the start: the page grows (the deployment keeps where it ended), and so does the pinned one.
+  pages.receive(first, result(["z", "a", "b", "c"], "after-c"));
+  const shown = pages.state.results;
+  const pinned = { numItems: 3, cursor: null, endCursor: "after-c" };
+  const swap = pages.receive(pinned, result(["z", "a", "b", "c"], "after-c"));
+  assert.equal(swap.remove.length, 1, "the unpinned page goes");
+  assert.equal(pages.state.results, shown, "the same items: the list shown does not change");
+  assert.deepEqual(pages.opts, [pinned]);
+  assert.deepEqual(pages.state.pages.map((page) => withoutId(page.paginationOpts)), [pinned]);
+  // The unpinned page started again from numItems (its stream moved to a replica that does not hold where it ended)
+  // before the pinned page had a value: the pinned page's items, up to where the page ended, replace it.
+  const moved = new Pages(3);
+  moved.receive(first, result(["a", "b", "c"], "after-c"));
+  moved.receive(first, result(["z", "a", "b"], "after-b"));
+  moved.receive(pinned, result(["z", "a", "b", "c"], "after-c"));
+  assert.deepEqual([moved.results, moved.status, moved.errors], [["z", "a", "b", "c"], "CanLoadMore", []]);
+});
+
+test("loadMore adds a page at the last one's end and swaps both in only when the pinned and the new page have values", () => {
   const pages = new Pages(3);
   pages.receive(first, result(["a", "b", "c"], "after-c"));
   const effects = pages.loadMore(2);
-  assert.deepEqual(effects.add.map((add) => withoutId(add.paginationOpts)), [
-    { numItems: 3, cursor: null, endCursor: "after-c" },
-    { numItems: 2, cursor: "after-c" },
-  ]);
+  assert.deepEqual(effects.add.map((add) => withoutId(add.paginationOpts)), [{ numItems: 2, cursor: "after-c" }],
+    "the pinned page on its way is the one the new page needs");
   assert.deepEqual(effects.remove, [], "the unpinned page stays until its replacements have values");
   assert.equal(pages.status, "LoadingMore");
   assert.equal(pages.state.loadMore(2), null, "one loadMore at a time");
@@ -150,10 +170,9 @@ test("loadMore pins the last page and swaps it for the pinned page and the new o
   assert.equal(pages.status, "LoadingMore");
   const swap = pages.receive({ numItems: 2, cursor: "after-c" }, result(["d", "e"], "after-e"));
   assert.equal(swap.remove.length, 1, "the unpinned page goes");
-  assert.deepEqual(pages.opts, [
-    { numItems: 3, cursor: null, endCursor: "after-c" },
-    { numItems: 2, cursor: "after-c" },
-  ]);
+  assert.deepEqual(swap.add.map((add) => withoutId(add.paginationOpts)), [
+    { numItems: 2, cursor: "after-c", endCursor: "after-e" },
+  ], "the new last page is pinned in its turn");
   assert.deepEqual(pages.results, ["z", "a", "b", "c", "d", "e"], "no gap, no duplicate");
   assert.equal(pages.status, "CanLoadMore");
   assert.deepEqual(
@@ -161,7 +180,7 @@ test("loadMore pins the last page and swaps it for the pinned page and the new o
     [{ numItems: 3, cursor: null, endCursor: "after-c" }, { numItems: 2, cursor: "after-c" }],
   );
 
-  // The next loadMore pins the page that is last now; the new page may arrive before the pinned one.
+  // A loadMore before the last page's pinned page has a value; the new page may arrive before the pinned one.
   pages.loadMore(4);
   pages.receive({ numItems: 4, cursor: "after-e" }, { page: [item("f")], isDone: true, continueCursor: "end" });
   assert.deepEqual(pages.results, ["z", "a", "b", "c", "d", "e"]);
@@ -169,7 +188,12 @@ test("loadMore pins the last page and swaps it for the pinned page and the new o
   pages.receive({ numItems: 2, cursor: "after-c", endCursor: "after-e" }, result(["d", "e"], "after-e"));
   assert.deepEqual(pages.results, ["z", "a", "b", "c", "d", "e", "f"]);
   assert.equal(pages.status, "Exhausted", "the last page is done");
-  assert.equal(pages.subscribed.size, 3);
+  assert.deepEqual(pages.opts, [
+    { numItems: 3, cursor: null, endCursor: "after-c" },
+    { numItems: 2, cursor: "after-c", endCursor: "after-e" },
+    { numItems: 4, cursor: "after-e" },
+    { numItems: 4, cursor: "after-e", endCursor: "end" },
+  ], "a done page is pinned too, at the end, which posts after it still reach");
   assert.deepEqual(pages.errors, []);
 });
 
@@ -271,7 +295,9 @@ test("a pageStatus splits a small page; a SplitRequired page splits up to its en
   // Without a splitCursor nothing splits, whatever the size.
   const lone = new Pages(1);
   const lonePage = result(["a"], "after-a", { pageStatus: "SplitRecommended" });
-  assert.deepEqual(lone.receive({ numItems: 1, cursor: null }, lonePage).add, []);
+  assert.deepEqual(lone.receive({ numItems: 1, cursor: null }, lonePage).add.map((add) => withoutId(add.paginationOpts)), [
+    { numItems: 1, cursor: null, endCursor: "after-a" },
+  ], "only its pinned page");
 });
 
 test("loadMore gives up a split pending on the unpinned last page; on a pinned last page the split goes on", () => {
@@ -309,7 +335,7 @@ test("loadMore gives up a split pending on the unpinned last page; on a pinned l
     { numItems: 1, cursor: "after-a", endCursor: "after-b" },
     result(["a2", "a3", "b"], "after-b", { splitCursor: "after-a2" }),
   );
-  assert.equal(pinned.subscribed.size, 5);
+  assert.equal(pinned.subscribed.size, 6, "three pages, the last one's pinned page and the middle one's halves");
   const more = pinned.loadMore(1);
   assert.deepEqual(more.remove, [], "the middle page's split is not the last page's");
   assert.equal(pinned.subscribed.size, 7);
@@ -331,16 +357,14 @@ test("InvalidCursor drops every page and starts again; the list stays shown unti
   assert.equal(pages.status, "LoadingFirstPage");
   assert.equal(pages.state.results, shown, "the list stays until the new first page arrives");
   assert.equal(pages.state.loadMore(3), null);
-  pages.receive(fresh, result(["A", "B", "C"], "new-after-C"));
+  const pin = pages.receive(fresh, result(["A", "B", "C"], "new-after-C"));
   assert.deepEqual(pages.results, ["A", "B", "C"]);
   assert.equal(pages.status, "CanLoadMore");
-  // The pinned page is pinned at the new query's cursor, with no id (shared by every reader); the new last page has
-  // the start-over's id.
+  // The page is pinned at the new query's cursor, with no id (shared by every reader); the new last page has the
+  // start-over's id.
+  assert.deepEqual(pin.add.map((add) => add.paginationOpts), [{ ...withoutId(fresh), endCursor: "new-after-C" }]);
   const more = pages.loadMore(3);
-  assert.deepEqual(more.add.map((add) => add.paginationOpts), [
-    { ...withoutId(fresh), endCursor: "new-after-C" },
-    { numItems: 3, cursor: "new-after-C", id: fresh.id },
-  ]);
+  assert.deepEqual(more.add.map((add) => add.paginationOpts), [{ numItems: 3, cursor: "new-after-C", id: fresh.id }]);
 });
 
 test("InvalidCursor on the very first page (a journal's old cursor) starts over with a new subscription", () => {
@@ -349,7 +373,7 @@ test("InvalidCursor on the very first page (a journal's old cursor) starts over 
   const pages = new Pages(3);
   pages.receive(first, result(["a", "b", "c"], "after-c"));
   const effects = pages.fail(first, invalidCursor());
-  assert.deepEqual(effects.remove.length, 1);
+  assert.deepEqual(effects.remove.length, 2, "the page and its pinned page");
   const fresh = restartedFirst(effects);
   assert.deepEqual(pages.results, ["a", "b", "c"]);
   pages.receive(fresh, result(["c", "b", "a"], "after-a"));
@@ -399,7 +423,9 @@ test("InvalidCursor that starting over did not cure is reported and given up, no
   const half = split.fail({ numItems: 1, cursor: "after-a", endCursor: "after-b" }, invalidCursor());
   assert.deepEqual([half.remove.length, half.errors.length], [2, 1]);
   const bigger = { ...big, page: [item("a"), item("b"), item("c")] };
-  assert.deepEqual(split.receive(splitFresh, bigger).add, [], "split once");
+  assert.deepEqual(split.receive(splitFresh, bigger).add.map((add) => withoutId(add.paginationOpts)), [
+    { numItems: 1, cursor: null, endCursor: "after-b" },
+  ], "split once: the page is pinned instead");
 });
 
 test("a page's failure is reported and its items stay; its next value recovers", () => {
@@ -781,11 +807,19 @@ test("paginatedQuery: pages ride the one stream, and each transition makes one c
   assert.equal(errors.length, 1, "a start-over is not reported");
   await stream.settle();
   assert.deepEqual(updates.at(-1), [ids(server.matching("general")).slice(0, 2), "CanLoadMore"]);
+  const openFirstPages = FakeEventStream.instances
+    .flatMap((source) => source.subscriptions)
+    .map(([, fn, args]) => fn === "feed:list" && args.paginationOpts)
+    .filter((opts) => opts && opts.cursor === null && opts.endCursor === undefined);
+  const restartId = openFirstPages.at(-1).id;
+  assert.ok(Number.isInteger(restartId), "a new subscription: the old one's journal is of the old query");
+  assert.notEqual(restartId, listId);
   const restarted = stream.source.subscriptions.filter(([, fn]) => fn === "feed:list").map(([, , args]) => args);
   assert.equal(restarted.length, 1);
-  assert.deepEqual(restarted[0], { channel: "general", paginationOpts: { numItems: 2, cursor: null, id: restarted[0].paginationOpts.id } });
-  assert.ok(Number.isInteger(restarted[0].paginationOpts.id), "a new subscription: the old one's journal is of the old query");
-  assert.notEqual(restarted[0].paginationOpts.id, listId);
+  const { endCursor } = restarted[0].paginationOpts;
+  assert.equal(typeof endCursor, "string");
+  assert.deepEqual(restarted[0], { channel: "general", paginationOpts: { numItems: 2, cursor: null, endCursor } },
+    "then pinned at its end");
 
   feed.stop();
   const count = updates.length;

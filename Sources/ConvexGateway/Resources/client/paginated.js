@@ -115,12 +115,15 @@ export class PaginatedQuery {
  *   arguments, subscribed earlier, may have grown far past `numItems`; with the id, this list's page is a subscription
  *   of its own and starts at `numItems`. Pages pinned at both ends carry no id: they hold the same items whoever
  *   reads them, so every reader shares one subscription of each.
+ * - Once the last page has a value and no end cursor (only the last page can lack one), it is pinned: subscribed
+ *   again with `endCursor: <its continueCursor>` (and no id), where the deployment's journal ends it, and replaced by
+ *   that pinned page when it has a value. The journal lives only as long as the gateway's upstream subscription: on a
+ *   stream that moved to another replica, the unpinned page would start again at `numItems`; pinned, every loaded page
+ *   has its boundaries in the subscriptions' arguments.
  * - `loadMore(n)`, when the last page has loaded and is not done and no other page is loading, adds the page
- *   `{ numItems: n, cursor: <the last page's end>, id }`. A last page without an end cursor (only the last page can
- *   lack one) is pinned: subscribed again with `endCursor: <its continueCursor>` (and no id), so its end no longer
- *   moves and the page boundaries are all in the subscriptions' arguments. The unpinned page stays shown until the pinned one and the
- *   new page both have values; then both replace it at once. A split pending on that page is given up (the pinned
- *   page may split in its turn).
+ *   `{ numItems: n, cursor: <the last page's end>, id }`. A last page not yet swapped for its pinned page is replaced by
+ *   that pinned page (subscribed again if its end moved since) and the new page together, when both have values; a
+ *   split pending on it is given up (the pinned page may split in its turn).
  * - A page whose value has a `splitCursor` and a `pageStatus` or more than twice `initialNumItems` items is split
  *   once: `(cursor, endCursor: splitCursor)` and `(splitCursor, endCursor: <its endCursor, else its
  *   continueCursor>)` replace it when both have values.
@@ -208,9 +211,16 @@ export class PaginatedQueryState {
         for (const half of last.split) this.#remove(half, effects);
         last.split = null;
       }
+      // A pin already on its way is the one this needs, unless the page's end has moved since it was asked for.
+      let pinned = last.pin;
+      last.pin = null;
+      if (pinned?.paginationOpts.endCursor !== end) {
+        if (pinned) this.#remove(pinned, effects);
+        pinned = this.#add({ ...withoutId(last.paginationOpts), endCursor: end }, effects);
+      }
       this.#loading = {
         last,
-        pinned: this.#add({ ...withoutId(last.paginationOpts), endCursor: end }, effects),
+        pinned,
         next: this.#add({ numItems, cursor: end, id: this.#listId }, effects),
       };
     }
@@ -262,7 +272,7 @@ export class PaginatedQueryState {
 
   #add(paginationOpts, effects) {
     const id = `p${++this.#nextId}`;
-    const page = { id, paginationOpts, value: undefined, loaded: false, split: null, wasSplit: false };
+    const page = { id, paginationOpts, value: undefined, loaded: false, split: null, wasSplit: false, pin: null };
     this.#subscribed.set(page.id, page);
     effects.add.push({ id: page.id, paginationOpts });
     return page;
@@ -282,6 +292,10 @@ export class PaginatedQueryState {
       return;
     }
     for (const shown of this.#pages) {
+      if (shown.pin === page) {
+        this.#remove(page, effects);
+        shown.pin = null;
+      }
       if (shown.split?.includes(page)) {
         for (const half of shown.split) this.#remove(half, effects);
         shown.split = null;
@@ -289,8 +303,18 @@ export class PaginatedQueryState {
     }
   }
 
-  /** Swaps in what has all its values, and starts the splits that are due. */
+  /** Swaps in what has all its values, and starts the pins and splits that are due. */
   #settle(effects) {
+    for (const page of [...this.#pages]) {
+      if (page.pin?.loaded) {
+        // Most often the pinned page holds what the page held: then the list shown does not change.
+        if (JSON.stringify(page.pin.value.page) !== JSON.stringify(page.value.page)) this.#dirty = true;
+        this.#pages.splice(this.#pages.indexOf(page), 1, page.pin);
+        this.#remove(page, effects);
+        page.pin = null;
+        this.#restarted = false;
+      }
+    }
     const loading = this.#loading;
     if (loading && (loading.pinned?.loaded ?? true) && loading.next.loaded) {
       if (loading.last) {
@@ -317,12 +341,25 @@ export class PaginatedQueryState {
       if (typeof splitCursor !== "string") continue;
       if (pageStatus == null && items.length <= 2 * this.#initialNumItems) continue;
       page.wasSplit = true;
+      if (page.pin) {
+        // The split's halves pin the page's end themselves.
+        this.#remove(page.pin, effects);
+        page.pin = null;
+      }
       const { cursor, endCursor = page.value.continueCursor } = page.paginationOpts;
       const numItems = this.#initialNumItems;
       page.split = [
         this.#add({ numItems, cursor, endCursor: splitCursor }, effects),
         this.#add({ numItems, cursor: splitCursor, endCursor }, effects),
       ];
+    }
+    // The last page's end is where its first run stopped (the deployment's journal of the subscription), which only
+    // the subscription holds: a reconnect to another replica would start it again from `numItems`. Once it has a
+    // value, the page is subscribed again with that end in its arguments, and swapped for it when that has a value.
+    const last = this.#pages.at(-1);
+    const open = last?.loaded && last.paginationOpts.endCursor === undefined;
+    if (open && !last.pin && !last.split && last !== this.#loading?.last) {
+      last.pin = this.#add({ ...withoutId(last.paginationOpts), endCursor: last.value.continueCursor }, effects);
     }
   }
 }
