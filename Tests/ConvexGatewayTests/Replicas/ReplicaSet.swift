@@ -3,20 +3,34 @@ import OffThePool
 import TestSupport
 import Testing
 
-/// Three `convex-gateway` replicas behind HAProxy on a local deployment, started by `scripts/replicas` exactly as a
-/// user starts them (so the balancer runs `deploy/haproxy.cfg`, the configuration docs/replicas.md shows), with the
-/// executables the tests were built with. The script starts a replica again when it exits, as a process manager
-/// would; the test signals replicas through the pids the script keeps in its state directory.
+/// Three `convex-gateway` replicas behind HAProxy, started by `scripts/replicas` exactly as a user starts them (so the
+/// balancer runs `deploy/haproxy.cfg`, the configuration docs/replicas.md shows), with the executables the tests were
+/// built with. Their deployment is the embedded one of a gateway process of its own, reached through an
+/// ``UpstreamLink`` the test can cut (`--convex-url`). The script starts a replica again when it exits, as a process
+/// manager would; the test signals replicas through the pids the script keeps in its state directory.
 final class ReplicaSet: Sendable {
     let balancerPort: Int
     let stateDirectory: URL
+    /// The port of the link between the replicas and the deployment.
+    let linkPort: Int
 
-    private init(balancerPort: Int, stateDirectory: URL) {
+    private init(balancerPort: Int, stateDirectory: URL, linkPort: Int) {
         self.balancerPort = balancerPort
         self.stateDirectory = stateDirectory
+        self.linkPort = linkPort
     }
 
     static func run<T: Sendable>(_ body: (ReplicaSet) async throws -> T) async throws -> T {
+        try await GatewayProcess.run { deploymentHost in
+            let deployment = try #require(
+                BrowserCallTests.deploymentPort(inLog: deploymentHost.log), "no convex.url in the log")
+            return try await UpstreamLink.run(upstream: deployment) { link in
+                try await run(linkPort: link, body)
+            }
+        }
+    }
+
+    private static func run<T: Sendable>(linkPort: Int, _ body: (ReplicaSet) async throws -> T) async throws -> T {
         let state = FileManager.default.temporaryDirectory.appendingPathComponent("replicas-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: state) }
@@ -30,7 +44,8 @@ final class ReplicaSet: Sendable {
         let script = try ChildProcess(
             "/bin/bash",
             arguments: [
-                "scripts/replicas", "--port", "\(port)", "--state-dir", state.path, "--",
+                "scripts/replicas", "--port", "\(port)", "--state-dir", state.path,
+                "--convex-url", "http://127.0.0.1:\(linkPort)", "--",
                 // Short heartbeats: a stream whose replica is gone is noticed by the balancer within them.
                 "--heartbeat-seconds", "2", "--threads", "2",
             ]
@@ -40,7 +55,7 @@ final class ReplicaSet: Sendable {
             options.standardError = try FileHandle(forWritingTo: log)
             options.standardOutput = try FileHandle(forWritingTo: log)
         }
-        let set = ReplicaSet(balancerPort: port, stateDirectory: state)
+        let set = ReplicaSet(balancerPort: port, stateDirectory: state, linkPort: linkPort)
         let ready = await eventually(timeout: .seconds(90)) {
             FileManager.default.fileExists(atPath: state.appendingPathComponent("ready").path) || !script.isRunning
         }
@@ -57,6 +72,12 @@ final class ReplicaSet: Sendable {
             await script.stop(grace: .seconds(20))
             throw error
         }
+    }
+
+    /// Cuts every connection between the replicas and the deployment (they connect again by themselves).
+    func cutUpstream() async throws -> Int {
+        let port = linkPort
+        return try await blocking { try UpstreamLink.cut(port: port) }
     }
 
     /// The text of a file in the state directory ("" when it is not there).

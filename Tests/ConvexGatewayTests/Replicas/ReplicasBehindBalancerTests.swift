@@ -6,8 +6,13 @@ import TestSupport
 import Testing
 
 /// Replicas as users run them: three gateways behind HAProxy (``ReplicaSet``, `scripts/replicas`), replicas stopped
-/// with SIGTERM and killed with SIGKILL while a reader follows a live count through the balancer and a writer
-/// changes it. Run by scripts/test after the parallel suites (`CONVEX_TEST_REPLICAS=1`), where HAProxy is installed.
+/// with SIGTERM and killed with SIGKILL, and their connections to the deployment cut, while clients of every kind
+/// follow live values through the balancer (Server-Sent Events readers resuming with `Last-Event-ID`, a signed-in
+/// stream, a long-poll, a /client.js page in Chromium) and writers change them. The oracle: every write acknowledged
+/// is applied once, a lost answer is an outcome-unknown error, a read after a write sees it, no client is shown a value
+/// the deployment never had or one older than it showed before, each ends on the deployment's values, and no signed-in
+/// client is shown as anyone else. Run by scripts/test after the parallel suites (`CONVEX_TEST_REPLICAS=1`), where
+/// HAProxy and Chromium are installed.
 @Suite(
     .serialized, .enabled(if: ProcessInfo.processInfo.environment["CONVEX_TEST_REPLICAS"] == "1"),
     .timeLimit(.minutes(10)))
@@ -24,248 +29,186 @@ struct ReplicasBehindBalancerTests {
     @Test("through HAProxy, replicas restarted and killed lose no write, run none twice, and readers never go back")
     func restartsAndKillsThroughTheBalancer() async throws {
         try await ReplicaSet.run { set in
-            let port = set.balancerPort
-            let name = "replicas-\(UUID().uuidString.prefix(8))"
-            let reader = ReconnectingReader(port: port, target: "/subscribe/conformance:counter?name=\(name)")
-            let reading = Task { await reader.run() }
-            defer {
-                reader.stop()
-                reading.cancel()
-            }
-            #expect(await eventually(timeout: .seconds(30)) { reader.numbers.contains(0) }, "the reader's first value")
-            // A signed-in page's stream, by a ticket minted through the balancer: it must stay signed in whichever
-            // replica it reconnects to (they share the ticket key), never silently anonymous.
-            let token = Self.unsignedToken(subject: "replica-user")
-            let minted = try await blocking {
-                try RawConnection.request(
-                    "POST", "/stream-tickets", port: port, headers: ["Authorization": "Bearer \(token)"], body: [])
-            }
-            let ticket = try #require(minted.json?["ticket"].flatMap { if case .string(let t) = $0 { t } else { nil } })
-            let signedIn = ReconnectingReader(port: port, target: "/subscribe/conformance:whoami?ticket=\(ticket)")
-            let signedInReading = Task { await signedIn.run() }
-            defer {
-                signedIn.stop()
-                signedInReading.cancel()
-            }
-            #expect(await eventually(timeout: .seconds(30)) { !signedIn.values.isEmpty }, "the signed-in stream")
-            // Beside the rounds, a writer that never pauses: some of its mutations are in flight when a replica goes.
-            let writer = BusyWriter(port: port, name: name + "-busy")
-            let writing = Task { await writer.run() }
-            defer { writer.stop() }
-            for round in 1...Self.rounds {
-                // A write through whichever replica the balancer picks: applied exactly once (the count is the round).
-                let answer = try await blocking {
-                    try RawConnection.request(
-                        "POST", "/mutation/conformance:increment", port: port,
-                        headers: ["Content-Type": "application/json"], body: Array(#"{"name":"\#(name)"}"#.utf8))
-                }
-                #expect(answer.status == 200, "round \(round): the mutation failed: \(answer.text)")
-                #expect(answer.text == "\(round)", "round \(round): the count after the mutation")
-                // A read after the write sees it, through whichever replica answers.
-                let timestamp = answer.header("Convex-Timestamp") ?? ""
-                #expect(!timestamp.isEmpty, "round \(round): no Convex-Timestamp")
-                let read = try await blocking {
-                    try RawConnection.request(
-                        "GET", "/query/conformance:counter?name=\(name)", port: port,
-                        headers: ["Convex-Min-Timestamp": timestamp])
-                }
-                #expect(read.status == 200 && read.text == "\(round)", "round \(round): read after write: \(read.text)")
-                // The reader gets there, whatever happened to its replica.
-                let seen = await eventually(timeout: .seconds(30)) { reader.numbers.last == round }
-                #expect(seen, "round \(round): the reader's values \(reader.numbers)")
-                // Then a replica goes: gracefully on odd rounds, killed on even ones.
-                let graceful = round % 2 == 1
-                let replica = round % 3 + 1
-                // Before a graceful stop, an action that outlasts the drain delay, sent to that replica itself: it
-                // must be answered, not cut off.
-                let replicaPort = port + replica
-                let slow: Task<TestResponse, any Error>? =
-                    graceful
-                    ? Task {
-                        try await blocking {
-                            try RawConnection.request(
-                                "POST", "/action/conformance:sleep", port: replicaPort,
-                                headers: ["Content-Type": "application/json"], body: Array(#"{"ms":3000}"#.utf8))
-                        }
-                    } : nil
-                writer.replicaGoes(gracefully: graceful)
-                try await set.signal(graceful ? SIGTERM : SIGKILL, replica: replica)
-                if let slow {
-                    let answer = try await slow.value
-                    #expect(answer.status == 200, "round \(round): the action running at SIGTERM: \(answer.text)")
-                }
-            }
-            writer.stop()
-            await writing.value
-            try await writer.check()
-            let values = reader.numbers
-            #expect(values.count == reader.values.count, "a value that is not a count: \(reader.values)")
-            #expect(values == values.sorted(), "a value went back in time: \(values)")
-            #expect(Set(values).isSuperset(of: [Self.rounds]), "the last write reached the reader: \(values)")
-            #expect(reader.failures.isEmpty, "the reader got errors: \(reader.failures)")
-            #expect(
-                signedIn.values.allSatisfy { $0.contains("replica-user") },
-                "the signed-in stream showed another identity: \(signedIn.values)")
-            #expect(signedIn.failures.isEmpty, "the signed-in stream got errors: \(signedIn.failures)")
-            #expect(!signedIn.reconnectMilliseconds.isEmpty, "the signed-in stream never had to move")
-            let gaps = reader.reconnectMilliseconds.sorted()
-            print("replicas: the reader reconnected \(gaps.count) times; time to its next stream, ms: \(gaps)")
+            try await HeadlessChromium.run { browser in try await Self.chaosRounds(set, browser) }
         }
     }
-}
 
-/// Mutations one after another, each outcome recorded: acknowledged (the count it made), or lost with its replica.
-final class BusyWriter: Sendable {
-    let port: Int
-    let name: String
-    private struct State {
-        var acknowledged: [Int] = []
-        /// Answers that say the outcome is unknown (502 or 504 `OutcomeUnknown`), with how the replica last went.
-        var unknown: [String] = []
-        var lastGoneGracefully = true
-        /// Any other answer: each is a failure of the replica set.
-        var failed: [String] = []
-        var stopped = false
-    }
-    private let state = Mutex(State())
-
-    init(port: Int, name: String) {
-        self.port = port
-        self.name = name
-    }
-
-    func stop() { state.withLock { $0.stopped = true } }
-
-    /// A replica is about to be stopped (SIGTERM) or killed (SIGKILL).
-    func replicaGoes(gracefully: Bool) { state.withLock { $0.lastGoneGracefully = gracefully } }
-
-    func run() async {
-        let port = port
-        let body = Array(#"{"name":"\#(name)"}"#.utf8)
-        while !state.withLock({ $0.stopped }) {
-            let answer = try? await blocking {
+    static func chaosRounds(_ set: ReplicaSet, _ browser: DevToolsConnection) async throws {
+        let port = set.balancerPort
+        let chaos = ChaosLog()
+        let name = "replicas-\(UUID().uuidString.prefix(8))"
+        let busyName = name + "-busy"
+        let channel = name + "-feed"
+        let reader = ReconnectingReader(port: port, target: "/subscribe/conformance:counter?name=\(name)")
+        let busyReader = ReconnectingReader(port: port, target: "/subscribe/conformance:counter?name=\(busyName)")
+        let poller = LongPoller(port: port, target: "/query/conformance:counter?name=\(busyName)", chaos: chaos)
+        let readers = [reader, busyReader]
+        let reading = readers.map { reader in Task { await reader.run() } }
+        let polling = Task { await poller.run() }
+        defer {
+            for reader in readers { reader.stop() }
+            for task in reading { task.cancel() }
+            poller.stop()
+            polling.cancel()
+        }
+        #expect(await eventually(timeout: .seconds(30)) { reader.numbers.contains(0) }, "the reader's first value")
+        // A signed-in stream, by a ticket minted through the balancer: it must stay signed in whichever replica it
+        // reconnects to (they share the ticket key), never silently anonymous.
+        let token = Self.unsignedToken(subject: "replica-user")
+        let minted = try await blocking {
+            try RawConnection.request(
+                "POST", "/stream-tickets", port: port, headers: ["Authorization": "Bearer \(token)"], body: [])
+        }
+        let ticket = try #require(minted.json?["ticket"].flatMap { if case .string(let t) = $0 { t } else { nil } })
+        let signedIn = ReconnectingReader(port: port, target: "/subscribe/conformance:whoami?ticket=\(ticket)")
+        let signedInReading = Task { await signedIn.run() }
+        defer {
+            signedIn.stop()
+            signedInReading.cancel()
+        }
+        #expect(await eventually(timeout: .seconds(30)) { !signedIn.values.isEmpty }, "the signed-in stream")
+        // Beside the rounds, a writer that never pauses: some of its mutations are in flight when a replica goes.
+        let writer = BusyWriter(port: port, name: busyName, chaos: chaos)
+        let writing = Task { await writer.run() }
+        defer { writer.stop() }
+        let page = try await ReplicaPage.open(browser, port: port, name: name, busyName: busyName, channel: channel)
+        for round in 1...Self.rounds {
+            // A write through whichever replica the balancer picks: applied exactly once (the count is the round).
+            let answer = try await blocking {
                 try RawConnection.request(
                     "POST", "/mutation/conformance:increment", port: port,
-                    headers: ["Content-Type": "application/json"], body: body)
+                    headers: ["Content-Type": "application/json"], body: Array(#"{"name":"\#(name)"}"#.utf8))
             }
-            state.withLock { state in
-                guard let answer else { return state.failed.append("no answer (the connection failed)") }
-                if answer.status == 200, let count = Int(answer.text) {
-                    state.acknowledged.append(count)
-                } else if [502, 504].contains(answer.status) && answer.errorCode == "OutcomeUnknown" {
-                    let message = answer.text.contains("gateway stopped") ? " (the gateway's)" : " (the balancer's)"
-                    state.unknown.append(
-                        "\(answer.status)\(message) after \(state.lastGoneGracefully ? "SIGTERM" : "SIGKILL")")
-                } else {
-                    state.failed.append("\(answer.status) \(answer.text)")
-                }
+            #expect(answer.status == 200, "round \(round): the mutation failed: \(answer.text)")
+            #expect(answer.text == "\(round)", "round \(round): the count after the mutation")
+            // A read after the write sees it, through whichever replica answers.
+            let timestamp = answer.header("Convex-Timestamp") ?? ""
+            #expect(!timestamp.isEmpty, "round \(round): no Convex-Timestamp")
+            let read = try await blocking {
+                try RawConnection.request(
+                    "GET", "/query/conformance:counter?name=\(name)", port: port,
+                    headers: ["Convex-Min-Timestamp": timestamp])
             }
-        }
-    }
-
-    /// Every acknowledged mutation ran once (their counts rise one by one, apart from unknown outcomes that ran), and
-    /// the deployment's count is the acknowledged ones plus some of the unknown ones.
-    func check() async throws {
-        let (acknowledged, unknown, failed) = state.withLock { ($0.acknowledged, $0.unknown, $0.failed) }
-        let port = port
-        let name = name
-        let final = try await blocking {
-            try RawConnection.request("GET", "/query/conformance:counter?name=\(name)", port: port)
-        }
-        let count = Int(final.text) ?? -1
-        print(
-            "replicas: the busy writer's mutations: \(acknowledged.count) acknowledged, \(unknown.count) of unknown outcome, \(failed.count) failed; the count is \(count)"
-        )
-        #expect(failed.isEmpty, "mutations that failed: \(failed)")
-        // A replica that drains finishes what it was doing: only a killed one leaves an outcome unknown.
-        #expect(!unknown.contains { $0.hasSuffix("SIGTERM") }, "a graceful stop left outcomes unknown: \(unknown)")
-        #expect(
-            acknowledged == acknowledged.sorted() && Set(acknowledged).count == acknowledged.count,
-            "an acknowledged count repeated or went back: \(acknowledged)")
-        #expect(
-            count >= acknowledged.count && count <= acknowledged.count + unknown.count,
-            "the count \(count) is not the \(acknowledged.count) acknowledged plus some of the \(unknown.count) unknown"
-        )
-        #expect(acknowledged.last.map { $0 <= count } ?? true)
-    }
-}
-
-/// A Server-Sent Events reader that opens its stream again (with `Last-Event-ID`) whenever it ends, as EventSource
-/// does, recording every value and how long each reconnection took.
-final class ReconnectingReader: Sendable {
-    let port: Int
-    let target: String
-    private struct State {
-        var values: [String] = []
-        var failures: [String] = []
-        var reconnectMilliseconds: [Int] = []
-        var stopped = false
-        var stream: EventStreamReader?
-    }
-    private let state = Mutex(State())
-
-    init(port: Int, target: String) {
-        self.port = port
-        self.target = target
-    }
-
-    /// The `data` of every value event, in order.
-    var values: [String] { state.withLock { $0.values } }
-    /// The values that are numbers.
-    var numbers: [Int] { values.compactMap { Int($0) } }
-    var failures: [String] { state.withLock { $0.failures } }
-    var reconnectMilliseconds: [Int] { state.withLock { $0.reconnectMilliseconds } }
-
-    func stop() {
-        let stream = state.withLock { state in
-            state.stopped = true
-            return state.stream
-        }
-        stream?.close()
-    }
-
-    func run() async {
-        await blocking { self.readUntilStopped() }
-    }
-
-    @available(*, noasync)
-    private func readUntilStopped() {
-        var lastEventID: String?
-        // Real time: how long a reader is without its stream after a replica goes is what the test reports.
-        var endedAt: ContinuousClock.Instant?
-        while !state.withLock({ $0.stopped }) {
-            let headers = lastEventID.map { ["Last-Event-ID": $0] } ?? [:]
-            guard let stream = try? EventStreamReader(port: port, target: target, headers: headers) else {
-                usleep(50_000)
-                continue
+            #expect(read.status == 200 && read.text == "\(round)", "round \(round): read after write: \(read.text)")
+            let post = try await blocking {
+                try RawConnection.request(
+                    "POST", "/mutation/feed:post", port: port, headers: ["Content-Type": "application/json"],
+                    body: Array(#"{"body":"round \#(round)","channel":"\#(channel)"}"#.utf8))
             }
-            guard stream.head.status == 200 else {
-                state.withLock { $0.failures.append("a reconnection got \(stream.head.status)") }
-                stream.close()
-                usleep(50_000)
-                continue
-            }
-            if let endedAt {
-                // Back: the stream is open again (a resumed stream whose values did not change sends none at once).
-                let gap = ContinuousClock.now - endedAt
-                state.withLock { $0.reconnectMilliseconds.append(Int(gap / .milliseconds(1))) }
-            }
-            endedAt = nil
-            state.withLock { $0.stream = stream }
-            do {
-                while let event = try stream.nextEvent() {
-                    if let id = event.id { lastEventID = id }
-                    if event.event == "failure" || event.event == "fatal" {
-                        state.withLock { $0.failures.append("\(event.event ?? ""): \(event.data)") }
-                    } else {
-                        state.withLock { $0.values.append(event.data) }
+            #expect(post.status == 200, "round \(round): the post failed: \(post.text)")
+            // The reader gets there, whatever happened to its replica.
+            let seen = await eventually(timeout: .seconds(30)) { reader.numbers.last == round }
+            #expect(seen, "round \(round): the reader's values \(reader.numbers)")
+            // Then a replica goes: gracefully on odd rounds, killed on even ones.
+            let graceful = round % 2 == 1
+            let replica = round % 3 + 1
+            // Before a graceful stop, an action that outlasts the drain delay, sent to that replica itself: it must
+            // be answered, not cut off.
+            let replicaPort = port + replica
+            let slow: Task<TestResponse, any Error>? =
+                graceful
+                ? Task {
+                    try await blocking {
+                        try RawConnection.request(
+                            "POST", "/action/conformance:sleep", port: replicaPort,
+                            headers: ["Content-Type": "application/json"], body: Array(#"{"ms":3000}"#.utf8))
                     }
-                }
-            } catch {}
-            stream.close()
-            // Real time: the moment the stream was lost, for the time until it is back.
-            if endedAt == nil { endedAt = ContinuousClock.now }
-            usleep(50_000)
+                } : nil
+            // Every client of the busy count is back from the last disruption before the next, so that each
+            // client's time to its next event measures one disruption.
+            try await Self.waitForEveryClient(since: chaos.all.last?.at, busyReader, poller, page)
+            chaos.record(graceful ? .sigterm : .sigkill)
+            try await set.signal(graceful ? SIGTERM : SIGKILL, replica: replica)
+            if let slow {
+                let answer = try await slow.value
+                #expect(answer.status == 200, "round \(round): the action running at SIGTERM: \(answer.text)")
+            }
+            // Every fourth round, the network between the replicas and the deployment breaks as well.
+            if round % 4 == 0 {
+                try await Self.waitForEveryClient(since: chaos.all.last?.at, busyReader, poller, page)
+                chaos.record(.upstreamCut)
+                let cut = try await set.cutUpstream()
+                #expect(cut >= 3, "round \(round): the link carried \(cut) connections, not one per replica at least")
+            }
         }
+        writer.stop()
+        await writing.value
+        let busy = try await writer.check()
+        let feed = try await blocking {
+            try RawConnection.request("GET", "/query/feed:all?channel=\(channel)", port: port)
+        }
+        let posts: [String] =
+            if case .array(let items)? = feed.json {
+                items.compactMap { if case .string(let body)? = $0["body"] { body } else { nil } }
+            } else { [] }
+        #expect(posts.count == Self.rounds, "the deployment's feed: \(feed.text)")
+        let record = try await page.record(untilCount: Self.rounds, busy: busy, posts: posts.count)
+        ReplicaPage.check(record, rounds: Self.rounds, busy: busy, feed: posts)
+
+        let values = reader.numbers
+        #expect(values.count == reader.values.count, "a value that is not a count: \(reader.values)")
+        #expect(values == values.sorted(), "a value went back in time: \(values)")
+        #expect(Set(values).isSuperset(of: [Self.rounds]), "the last write reached the reader: \(values)")
+        #expect(
+            await eventually(timeout: .seconds(30)) {
+                busyReader.numbers.last == busy && poller.values.last == "\(busy)"
+            },
+            "the busy count's readers end at \(busy): \(busyReader.numbers.suffix(5)), \(poller.values.suffix(5))")
+        let busyValues = busyReader.numbers
+        #expect(busyValues == busyValues.sorted(), "a busy count went back in time: \(busyValues.suffix(40))")
+        let polled = poller.values.compactMap { Int($0) }
+        #expect(
+            polled.count == poller.values.count && polled == polled.sorted(),
+            "the long-poll's values went back or were not counts: \(poller.values.suffix(40))")
+        // A long-poll whose replica is killed under it gets the balancer's 502, as any request there would; a
+        // graceful stop or a cut upstream must cost it nothing.
+        #expect(
+            poller.errors.allSatisfy { $0.hasPrefix("502") && $0.hasSuffix(Disruption.sigkill.rawValue) },
+            "the long-poll got errors: \(poller.errors)")
+        for reader in readers + [signedIn] {
+            #expect(reader.failures.isEmpty, "\(reader.target) got errors: \(reader.failures)")
+        }
+        #expect(
+            signedIn.values.allSatisfy { $0.contains("replica-user") },
+            "the signed-in stream showed another identity: \(signedIn.values)")
+        #expect(!signedIn.reconnectMilliseconds.isEmpty, "the signed-in stream never had to move")
+        print(
+            "replicas: the stream reader reconnected \(reader.reconnectMilliseconds.count) times; time to its next stream, ms: \(reader.reconnectMilliseconds.sorted())"
+        )
+        print("replicas: the long-poll's errors: \(poller.errors.count) \(poller.errors)")
+        // The time from each disruption to a client's next event, for the clients of the busy count (which changes
+        // all the time, so its next event is due at once).
+        let pageArrivals = record.busy.map { Date(timeIntervalSince1970: $0.at / 1000) }
+        for (client, arrivals) in [
+            ("SSE reader", busyReader.arrivals), ("long-poll", poller.arrivals), ("client.js page", pageArrivals),
+        ] {
+            print("replicas: from a disruption to the \(client)'s next event: \(chaos.summary(of: arrivals))")
+        }
+        // Where the page waited more than 600 ms, what its stream did meanwhile (times in ms from the disruption).
+        for (disruption, at) in chaos.all {
+            let ms = { (date: Date) in Int(date.timeIntervalSince(at) * 1000) }
+            guard let next = pageArrivals.first(where: { $0 > at }).map(ms), next > 600 else { continue }
+            let stream = record.connection.map { (Date(timeIntervalSince1970: $0.at / 1000), $0.connected) }
+                .filter { ms($0.0) > -1000 && ms($0.0) < 5000 }
+                .map { "\($0.1 ? "open" : "lost") at \(ms($0.0))" }
+            let sse = busyReader.arrivals.filter { $0 > at }.prefix(5).map(ms)
+            print(
+                "replicas: the page's next event came \(next) ms after a \(disruption.rawValue); its stream: \(stream);"
+                    + " the SSE reader's next events: \(sse)")
+        }
+    }
+
+    /// Waits until the busy count's SSE reader, long-poll and page have each had a value since `time`.
+    static func waitForEveryClient(
+        since time: Date?, _ reader: ReconnectingReader, _ poller: LongPoller, _ page: ReplicaPage
+    ) async throws {
+        guard let time else { return }
+        let back = await eventually(timeout: .seconds(30)) {
+            guard (reader.arrivals.last ?? .distantPast) > time, (poller.arrivals.last ?? .distantPast) > time else {
+                return false
+            }
+            return ((try? await page.lastBusyArrival()) ?? nil).map { $0 > time } ?? false
+        }
+        #expect(back, "a client of the busy count had no value within 30 s of the last disruption")
     }
 }
