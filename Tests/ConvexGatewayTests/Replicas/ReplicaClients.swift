@@ -134,8 +134,8 @@ final class LongPoller: Sendable {
     private struct State {
         var values: [String] = []
         var arrivals: [Date] = []
-        /// Answers other than 200 and 304, with the disruption before them.
-        var errors: [String] = []
+        /// Answers other than 200 and 304, with the disruption before them, and when each came.
+        var errors: [(text: String, at: Date)] = []
         var stopped = false
     }
     private let state = Mutex(State())
@@ -148,7 +148,7 @@ final class LongPoller: Sendable {
 
     var values: [String] { state.withLock { $0.values } }
     var arrivals: [Date] { state.withLock { $0.arrivals } }
-    var errors: [String] { state.withLock { $0.errors } }
+    var errors: [(text: String, at: Date)] { state.withLock { $0.errors } }
     func stop() { state.withLock { $0.stopped = true } }
 
     func run() async {
@@ -167,7 +167,8 @@ final class LongPoller: Sendable {
             do {
                 answer = try RawConnection.request("GET", target, port: port, headers: headers)
             } catch {
-                state.withLock { $0.errors.append("no answer (\(error)) after \(chaos.last)") }
+                // Real time: when the error came, to tell which disruption it followed.
+                state.withLock { $0.errors.append(("no answer (\(error)) after \(chaos.last)", Date())) }
                 usleep(50_000)
                 continue
             }
@@ -185,7 +186,8 @@ final class LongPoller: Sendable {
             case 304:
                 continue
             default:
-                state.withLock { $0.errors.append("\(answer.status) \(answer.text) after \(chaos.last)") }
+                // Real time: when the error came, to tell which disruption it followed.
+                state.withLock { $0.errors.append(("\(answer.status) \(answer.text) after \(chaos.last)", Date())) }
                 usleep(50_000)
             }
         }
@@ -202,6 +204,8 @@ final class ReconnectingReader: Sendable {
         var arrivals: [Date] = []
         var failures: [String] = []
         var reconnectMilliseconds: [Int] = []
+        /// When each stream ended (the server or the network ended it).
+        var ends: [Date] = []
         var stopped = false
         var stream: EventStreamReader?
     }
@@ -220,6 +224,7 @@ final class ReconnectingReader: Sendable {
     var arrivals: [Date] { state.withLock { $0.arrivals } }
     var failures: [String] { state.withLock { $0.failures } }
     var reconnectMilliseconds: [Int] { state.withLock { $0.reconnectMilliseconds } }
+    var ends: [Date] { state.withLock { $0.ends } }
 
     func stop() {
         let stream = state.withLock { state in
@@ -274,6 +279,12 @@ final class ReconnectingReader: Sendable {
             stream.close()
             // Real time: the moment the stream was lost, for the time until it is back.
             if endedAt == nil { endedAt = ContinuousClock.now }
+            let stopped = state.withLock { state in
+                // Real time: when the stream ended, to tell which disruption ended it.
+                if !state.stopped { state.ends.append(Date()) }
+                return state.stopped
+            }
+            if stopped { break }
             usleep(50_000)
         }
     }

@@ -5,6 +5,7 @@
  */
 
 import { notify } from "./callbacks.js";
+import { stableKey } from "./values.js";
 
 /**
  * A live paginated query, as `gateway.paginatedQuery` returns it: `results` and `status` are what `onUpdate` was last
@@ -130,9 +131,10 @@ export class PaginatedQuery {
  * - `InvalidCursor` on any page drops every page and starts again from a first page `{ numItems: initialNumItems,
  *   cursor: null, id }` with a new id, which makes it a new subscription, since the deployment may hold the old one's
  *   journal (where the page ended), a cursor of the query as it was. The list shown stays until
- *   the new first page arrives (status `"LoadingFirstPage"` meanwhile). After a start-over and until a loadMore or
- *   split completes, an `InvalidCursor` is reported instead (and the loadMore or split it belongs to given up): the
- *   new first page refused before its first value, or a cursor it gave refused. Only the new first page failing after
+ *   the new first page arrives (status `"LoadingFirstPage"` meanwhile). After a start-over and until a loadMore, split
+ *   or pin completes, an `InvalidCursor` is reported instead (and the loadMore, split or pin it belongs to given up;
+ *   a page whose pin was refused is not pinned again): the new first page refused before its first value, or a cursor
+ *   it gave refused. Only the new first page failing after
  *   it had a value (the query changed again) starts over again. Nothing repeats by itself.
  * - Any other failure is reported; the page keeps its last value, and its next value counts as recovery.
  */
@@ -142,7 +144,8 @@ export class PaginatedQueryState {
   #listId;
   /** Makes list ids. */
   #newId;
-  /** The shown pages, in order: { id, paginationOpts, value, loaded, split: [first, second] | null, wasSplit }. */
+  /** The shown pages, in order: { id, paginationOpts, value, loaded, split: [first, second] | null, wasSplit, pin: the
+   * pinned page on its way | null, pinRefused }. */
   #pages = [];
   /** Every subscribed page by id: the shown ones and the ones waiting to replace some. */
   #subscribed = new Map();
@@ -151,7 +154,7 @@ export class PaginatedQueryState {
   #nextId = 0;
   /** The list shown when the pages were dropped, shown until the new first page arrives. */
   #stale = undefined;
-  /** The pages were dropped for an InvalidCursor (so the first page is the new one), and no loadMore or split has
+  /** The pages were dropped for an InvalidCursor (so the first page is the new one), and no loadMore, split or pin has
    * completed since. */
   #restarted = false;
   #results = [];
@@ -256,6 +259,8 @@ export class PaginatedQueryState {
     if (this.#restarted && !(page === this.#pages[0] && page.loaded)) {
       // Starting again did not cure it (the new first page is refused, or cursors it gave): report, do not loop.
       this.#giveUp(page, effects);
+      // Swaps in a pin that had arrived meanwhile.
+      this.#settle(effects);
       effects.errors.push(error);
       return effects;
     }
@@ -272,7 +277,9 @@ export class PaginatedQueryState {
 
   #add(paginationOpts, effects) {
     const id = `p${++this.#nextId}`;
-    const page = { id, paginationOpts, value: undefined, loaded: false, split: null, wasSplit: false, pin: null };
+    const page = {
+      id, paginationOpts, value: undefined, loaded: false, split: null, wasSplit: false, pin: null, pinRefused: false,
+    };
     this.#subscribed.set(page.id, page);
     effects.add.push({ id: page.id, paginationOpts });
     return page;
@@ -286,15 +293,23 @@ export class PaginatedQueryState {
   #giveUp(page, effects) {
     const loading = this.#loading;
     if (loading && (page === loading.pinned || page === loading.next)) {
-      if (loading.pinned) this.#remove(loading.pinned, effects);
+      if (loading.last && loading.pinned && page !== loading.pinned) {
+        // The last page keeps its pinned page: only the new page failed.
+        loading.last.pin = loading.pinned;
+      } else if (loading.pinned) {
+        this.#remove(loading.pinned, effects);
+        if (loading.last) loading.last.pinRefused = true;
+      }
       this.#remove(loading.next, effects);
       this.#loading = null;
       return;
     }
     for (const shown of this.#pages) {
       if (shown.pin === page) {
+        // Not asked for again (each new value of the page would be refused in turn): the page stays unpinned.
         this.#remove(page, effects);
         shown.pin = null;
+        shown.pinRefused = true;
       }
       if (shown.split?.includes(page)) {
         for (const half of shown.split) this.#remove(half, effects);
@@ -308,7 +323,7 @@ export class PaginatedQueryState {
     for (const page of [...this.#pages]) {
       if (page.pin?.loaded) {
         // Most often the pinned page holds what the page held: then the list shown does not change.
-        if (JSON.stringify(page.pin.value.page) !== JSON.stringify(page.value.page)) this.#dirty = true;
+        if (stableKey(page.pin.value.page) !== stableKey(page.value.page)) this.#dirty = true;
         this.#pages.splice(this.#pages.indexOf(page), 1, page.pin);
         this.#remove(page, effects);
         page.pin = null;
@@ -358,7 +373,7 @@ export class PaginatedQueryState {
     // value, the page is subscribed again with that end in its arguments, and swapped for it when that has a value.
     const last = this.#pages.at(-1);
     const open = last?.loaded && last.paginationOpts.endCursor === undefined;
-    if (open && !last.pin && !last.split && last !== this.#loading?.last) {
+    if (open && !last.pin && !last.pinRefused && !last.split && last !== this.#loading?.last) {
       last.pin = this.#add({ ...withoutId(last.paginationOpts), endCursor: last.value.continueCursor }, effects);
     }
   }
