@@ -127,14 +127,17 @@ struct BrowserPaginationTests {
                   await until(() => readers.every((reader) => reader.status === "CanLoadMore"), "two first pages");
                   for (const reader of readers) reader.loadMore(1);
                   await until(() => readers.every((reader) => reader.results.length === 4), "a page more each");
-                  // The released pages leave within the sweeper's tick: the count is polled (it has no event) until
-                  // it has held for a second.
-                  let count = await upstream(), held = 0;
-                  for (let tries = 0; tries < 300 && held < 10; tries++) {
+                  // Each page is replaced by its pinned page once that has a value, and the released pages leave
+                  // within the sweeper's tick: the count is polled (it has no event) until it is 2, for at most
+                  // 30 s (on a loaded machine the swaps take a while), and then must hold for a second.
+                  let count = await upstream();
+                  for (let tries = 0; tries < 300 && count !== 2; tries++) {
                     await new Promise((resolve) => setTimeout(resolve, 100));
-                    const now = await upstream();
-                    held = now === count ? held + 1 : 0;
-                    count = now;
+                    count = await upstream();
+                  }
+                  for (let held = 0; held < 10 && count === 2; held++) {
+                    await new Promise((resolve) => setTimeout(resolve, 100));
+                    count = await upstream();
                   }
                   return { ...result, upstream: count };
                 })()
