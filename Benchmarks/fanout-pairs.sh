@@ -30,7 +30,7 @@ trap cleanup EXIT
 for _ in $(seq 1 "${LOAD:-0}"); do (while :; do :; done) & LOADERS+=($!); done
 
 . Benchmarks/fanout-server.sh
-figure() { sed -n 's/.*'"$1"'=\([0-9.]*\).*/\1/p' <<<"$2"; }
+. Benchmarks/stats.sh
 
 one() { # binary|c -> prints the client's summary line
     local pid port log

@@ -36,7 +36,7 @@ for _ in $(seq 600); do [ -e "$state/ready" ] && break; sleep 0.1; done
 direct=$((PORT + 1))
 echo "replica set: balancer $PORT, replicas $((PORT + 1))-$((PORT + 3)); load $(cut -d' ' -f1-3 /proc/loadavg)"
 
-median() { sort -g | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+. Benchmarks/stats.sh
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f\n", a / b }'; }
 
 hot() {
@@ -77,8 +77,7 @@ fanout_once() { # port -> the client's summary line
 }
 
 fanout() {
-    local p50s=() p99s=() d b figure
-    figure() { sed -n 's/.*'"$1"'=\([0-9.]*\).*/\1/p' <<<"$2"; }
+    local p50s=() p99s=() d b
     for run in $(seq "$RUNS"); do
         d=$(fanout_once "$direct")
         b=$(fanout_once "$PORT")

@@ -143,7 +143,7 @@ start_gateway() { # log-name [extra flags...]
     wait_for "http://127.0.0.1:$GW_PORT/readyz"
 }
 
-median() { sort -n "$1" | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+. Benchmarks/stats.sh
 
 # The ratio of each run of one series to the same run of another (runs are interleaved, so each pair ran back to back).
 pair_ratios() { # series-a series-b

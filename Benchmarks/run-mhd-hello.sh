@@ -63,7 +63,7 @@ run_one() { # name binary port run [extra server args]
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
-median() { sort -n "$1" | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+. Benchmarks/stats.sh
 
 rm -f "$OUT"/*.rps "$OUT"/*.cpu
 echo "== wrk -t2 -c$CONNECTIONS -d$DURATION --latency, $THREADS server threads, $RUNS runs each"
