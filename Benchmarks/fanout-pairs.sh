@@ -45,8 +45,7 @@ one() { # binary|c -> prints the client's summary line
         churn=$!
         sleep 2 # the churn at its steady state before the fan-out's streams open
     fi
-    timeout 120 .build-release/sse-fanout "$port" "$pid" "$STREAMS" "${ROUNDS:-5}" "/subscribe/conformance:counter?name=fanout" \
-        "/mutation/conformance:increment" '{"name":"fanout"}' 2>&1 | grep -E "^fanout|did not|closed|per_stream" |
+    run_fanout_load "$port" "$pid" "$STREAMS" "${ROUNDS:-5}" 2>&1 | grep -E "^fanout|did not|closed|per_stream" |
         tr '\n' ' ' || true
     if [ -n "$churn" ]; then
         kill -TERM "$churn" 2>/dev/null || true

@@ -27,8 +27,7 @@ pid=$server_pid
 port=$server_port
 cleanup() { kill "$pid" 2>/dev/null || true; rm -f "$log" "$out"; }
 trap cleanup EXIT
-timeout 120 .build-release/sse-fanout "$port" "$pid" "$streams" "$rounds" \
-    "/subscribe/conformance:counter?name=fanout" "/mutation/conformance:increment" '{"name":"fanout"}' >"$out" 2>&1 &
+run_fanout_load "$port" "$pid" "$streams" "$rounds" >"$out" 2>&1 &
 client=$!
 for _ in $(seq 600); do grep -q "^streams=" "$out" && break; sleep 0.05; done
 window=$(awk -v r="$rounds" 'BEGIN { print (r - 1) * 0.3 }')

@@ -37,6 +37,7 @@ direct=$((PORT + 1))
 echo "replica set: balancer $PORT, replicas $((PORT + 1))-$((PORT + 3)); load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 . Benchmarks/stats.sh
+. Benchmarks/fanout-server.sh
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f\n", a / b }'; }
 
 hot() {
@@ -71,8 +72,7 @@ wait_no_streams() {
 
 fanout_once() { # port -> the client's summary line
     wait_no_streams
-    timeout 180 .build-release/sse-fanout "$1" "$(cat "$state/replica-1.pid")" "${STREAMS:-9000}" 5 \
-        "/subscribe/conformance:counter?name=fanout$1" "/mutation/conformance:increment" "{\"name\":\"fanout$1\"}" 2>&1 |
+    run_fanout_load "$1" "$(cat "$state/replica-1.pid")" "${STREAMS:-9000}" 5 "fanout$1" 2>&1 |
         grep -E "^fanout|did not|closed" | tr '\n' ' ' || true
 }
 

@@ -27,21 +27,20 @@
 #      CHURN_SECONDS; then 6 bursts of CHURN_BURST streams opened and dropped together; the heartbeat is off, and
 #      another client sends mutations and GETs throughout (Benchmarks/stream_churn.py): dead connections held,
 #      time from a client's close to the gateway's release, and that client's answers that were not 200.
-#   9. SSE fan-out against the floor (fanout-c): STREAMS single-subscription streams, ROUNDS changes, on the gateway
-#      and on a plain C libmicrohttpd SSE server (Benchmarks/sse-fanout/sse_server.c: same mode, same event bytes)
-#      alternately, FANOUT_C_RUNS times each, with the same sse-fanout load; a fresh server each run. Ends with the
-#      ratio gateway/C of p50 and p99 per back-to-back pair and their medians.
+#   9. SSE fan-out against the floor (fanout-c): Benchmarks/fanout-pairs.sh with this script's binary, FANOUT_C_RUNS
+#      pairs (the C libmicrohttpd SSE server, then the gateway, each fresh) of STREAMS streams and ROUNDS changes; ends
+#      with the ratio gateway/C of p50 and p99 per pair and their medians.
 #  10. mutation to event (change-latency): CHANGE_ROUNDS mutations sent to the deployment itself; the time until the
 #      gateway's SSE stream has the new value, and until the official Python client subscribed directly to the
 #      deployment has it, in one run (Benchmarks/change_latency.py, with the .venv that scripts/test makes).
-#  12. the gateway on one CPU (one-core): the churn load of 8 against a gateway that `taskset -c 0` keeps on one CPU,
-#      with the load itself on the other (LOAD_CPUS) and heartbeats every ONE_CORE_HEARTBEAT seconds: the calling
-#      client's slowest answer and a watching stream's longest silence must stay under the heartbeat. Also prints the
-#      width of Swift's concurrency pool in that CPU set (Benchmarks/pool-width).
 #  11. hot GET under a steady write load (hot-writes): a signed-in client writes WRITE_RATE mutations a second through
 #      the gateway (Benchmarks/steady_writes.py) while wrk reads a hot GET of a query the writes do not change, with
 #      --read-your-writes true and false alternately (RUNS each, a fresh gateway per run): hot-GET throughput with and
 #      without the rule.
+#  12. the gateway on one CPU (one-core): the churn load of 8 against a gateway that `taskset -c 0` keeps on one CPU,
+#      with the load itself on the other (LOAD_CPUS) and heartbeats every ONE_CORE_HEARTBEAT seconds: the calling
+#      client's slowest answer and a watching stream's longest silence must stay under the heartbeat. Also prints the
+#      width of Swift's concurrency pool in that CPU set (Benchmarks/pool-width).
 #  13. a live paginated feed (paginated): one insert reaching a stream of 5 loaded pages of feed:list (pinned as
 #      client.js pins them), with and without JSON Patches, against one live query of the same posts (feed:all with a
 #      limit): bytes and time to the event per insert, medians of PAGINATED_ROUNDS (Benchmarks/paginated_feed.py).
@@ -144,6 +143,7 @@ start_gateway() { # log-name [extra flags...]
 }
 
 . Benchmarks/stats.sh
+. Benchmarks/fanout-server.sh
 
 # The ratio of each run of one series to the same run of another (runs are interleaved, so each pair ran back to back).
 pair_ratios() { # series-a series-b
@@ -315,8 +315,7 @@ latency() {
 fanout_one() { # streams
     start_gateway "fanout-$1-gateway"
     machine
-    .build-release/sse-fanout "$GW_PORT" "$GW_PID" "$1" "$ROUNDS" \
-        "/subscribe/conformance:counter?name=fanout" "/mutation/conformance:increment" '{"name":"fanout"}'
+    run_fanout_load "$GW_PORT" "$GW_PID" "$1" "$ROUNDS"
     machine
     stop GW_PID
 }
@@ -327,33 +326,10 @@ fanout() {
     fanout_c
 }
 
-# The p50 and p99 of a sse-fanout output file.
-fanout_figures() { awk '/^fanout streams=/ { for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } print v["p50_ms"], v["p99_ms"] }' "$1"; }
-
+# The gateway against the floor: Benchmarks/fanout-pairs.sh, the one runner of that pair, on the binary measured here.
 fanout_c() {
     echo "== 9. SSE fan-out, gateway vs the C SSE server ($STREAMS streams, $ROUNDS changes, $FANOUT_C_RUNS runs each, alternately)"
-    rm -f "$OUT/fanout-pairs.txt"
-    for run in $(seq 1 "$FANOUT_C_RUNS"); do
-        echo "-- run $run: C SSE server"
-        "${ON_SERVER_CPUS[@]}" .build-release/sse-server "$C_PORT" "$THREADS" >"$OUT/fanout-c-server.log" 2>&1 &
-        C_PID=$!
-        for _ in $(seq 1 100); do grep -q listening "$OUT/fanout-c-server.log" && break; sleep 0.1; done
-        machine
-        .build-release/sse-fanout "$C_PORT" "$C_PID" "$STREAMS" "$ROUNDS" \
-            "/subscribe/conformance:counter?name=fanout" "/mutation/conformance:increment" '{"name":"fanout"}' \
-            | tee "$OUT/fanout-c-$run.txt"
-        stop C_PID
-        echo "-- run $run: gateway"
-        fanout_one "$STREAMS" | tee "$OUT/fanout-gw-$run.txt"
-        echo "$(fanout_figures "$OUT/fanout-gw-$run.txt") $(fanout_figures "$OUT/fanout-c-$run.txt")" >>"$OUT/fanout-pairs.txt"
-    done
-    # Each pair ran back to back: gateway p50/p99 over the floor's p50/p99, per pair and the median of the pairs.
-    echo "-- ratio to the C floor ($STREAMS streams), per pair (gateway/C): p50 p99"
-    awk 'NF == 4 && $3 > 0 && $4 > 0 { printf "pair %d: %.2f %.2f\n", NR, $1 / $3, $2 / $4 }' "$OUT/fanout-pairs.txt"
-    awk 'NF == 4 && $3 > 0 && $4 > 0 { print $1 / $3 }' "$OUT/fanout-pairs.txt" >"$OUT/fanout-p50.ratios"
-    awk 'NF == 4 && $3 > 0 && $4 > 0 { print $2 / $4 }' "$OUT/fanout-pairs.txt" >"$OUT/fanout-p99.ratios"
-    printf 'fanout ratio to the C floor: p50 %.2f, p99 %.2f (medians of %d pairs)\n' \
-        "$(median "$OUT/fanout-p50.ratios")" "$(median "$OUT/fanout-p99.ratios")" "$(wc -l <"$OUT/fanout-pairs.txt")"
+    STREAMS=$STREAMS ROUNDS=$ROUNDS RUNS=$FANOUT_C_RUNS Benchmarks/fanout-pairs.sh gateway="$GATEWAY"
 }
 
 change_latency() {
