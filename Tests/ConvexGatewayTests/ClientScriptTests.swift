@@ -14,7 +14,7 @@ struct ClientScriptTests {
 
     @Test("GET /client.js answers the repository's script as JavaScript with an ETag; If-None-Match gets a 304")
     func servedWithETag() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let script = try await h.get("/client.js")
             #expect(script.status == 200)
             #expect(script.header("Content-Type") == "text/javascript; charset=utf-8")
@@ -42,10 +42,13 @@ struct ClientScriptTests {
 
     @Test("an API key does not guard /client.js, and CORS headers go on it as on every answer")
     func openAndCORS() async throws {
-        try await GatewayHarness.run(configure: { configuration in
-            configuration.access.apiKey = try? Secret("k-1", source: "test")
-            configuration.access.cors = CORSPolicy(origins: ["https://app.test"])
-        }) { h in
+        try await TestGateway.run(
+            .inProcess,
+            configure: { configuration in
+                configuration.access.apiKey = try? Secret("k-1", source: "test")
+                configuration.access.cors = CORSPolicy(origins: ["https://app.test"])
+            }
+        ) { h in
             let script = try await h.get("/client.js", headers: ["Origin": "https://app.test"])
             #expect(script.status == 200)
             #expect(script.header("Access-Control-Allow-Origin") == "https://app.test")

@@ -9,7 +9,7 @@ import Testing
 struct DemoPageTests {
     @Test("with the demo page on, GET / answers the repository's page as HTML with an ETag and a content policy")
     func served() async throws {
-        try await GatewayHarness.run(configure: { $0.demoPage = true }) { h in
+        try await TestGateway.run(.inProcess, configure: { $0.demoPage = true }) { h in
             let page = try await h.get("/")
             #expect(page.status == 200)
             #expect(page.header("Content-Type") == "text/html; charset=utf-8")
@@ -26,7 +26,7 @@ struct DemoPageTests {
 
     @Test("off (a real deployment's functions are not the demo's), GET / is a 404 like any unknown path")
     func offIsNotFound() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let page = try await h.get("/")
             #expect(page.status == 404)
             #expect(page.errorCode == "NotFound")

@@ -8,7 +8,7 @@ import Testing
 @Suite(.timeLimit(.minutes(5)))
 struct GatewayEndToEndTests {
     @Test func queryInEveryOutputMode() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let plain = try await h.get("/query/mlb:first_place_team?division=AL%20Central")
             #expect(plain.status == 200)
             #expect(plain.header("Content-Type") == "application/json")
@@ -28,7 +28,7 @@ struct GatewayEndToEndTests {
     }
 
     @Test func echoRoundTripsEveryValueType() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let body =
                 #"{"i":{"$integer":"BQAAAAAAAAA="},"f":1.5,"nan":{"$float":"AAAAAAAA+H8="},"nz":{"$float":"AAAAAAAAAIA="},"b":{"$bytes":"AAH/"},"s":"xé","n":null,"t":true,"a":[1,"two"],"o":{"k":{"deep":2}}}"#
             let plain = try await h.post("/mutation/echo:echoMutation", json: body)
@@ -43,7 +43,7 @@ struct GatewayEndToEndTests {
     }
 
     @Test func mutationThenQueryReadsItsWrite() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let sent = try await h.post("/mutation/messages:send", json: #"{"body":"hello","channel":"e2e"}"#)
             #expect(sent.status == 200)
             let list = try await h.get("/query/messages:list?channel=e2e")
@@ -58,7 +58,7 @@ struct GatewayEndToEndTests {
     }
 
     @Test func streamGetsCurrentValueThenEachChange() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let stream = try await h.openStream("/subscribe/mlb:first_place_team?division=AL%20East")
             defer { stream.close() }
             #expect(stream.head.status == 200)
@@ -84,7 +84,7 @@ struct GatewayEndToEndTests {
     }
 
     @Test func queryRouteWithEventStreamAcceptHeaderStreams() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let stream = try await h.openStream("/query/messages:list?channel=accept")
             defer { stream.close() }
             #expect(stream.head.header("Content-Type") == "text/event-stream")
@@ -94,7 +94,7 @@ struct GatewayEndToEndTests {
     }
 
     @Test func lastEventIDSkipsAnUnchangedValueAndSendsAChangedOne() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let target = "/subscribe/messages:list?channel=resume"
             let stream = try await h.openStream(target)
             let first = try #require(try await stream.nextEventAsync())
@@ -117,7 +117,7 @@ struct GatewayEndToEndTests {
     }
 
     @Test func heartbeatsArriveAsComments() async throws {
-        try await GatewayHarness.run(configure: { $0.heartbeatInterval = .milliseconds(200) }) { h in
+        try await TestGateway.run(.inProcess, configure: { $0.heartbeatInterval = .milliseconds(200) }) { h in
             let stream = try await h.openStream("/subscribe/messages:list?channel=hb")
             defer { stream.close() }
             _ = try await stream.nextEventAsync()
@@ -133,7 +133,7 @@ struct GatewayEndToEndTests {
     }
 
     @Test func functionErrorsArriveAsErrorEventsAndTheStreamCarriesOn() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let stream = try await h.openStream("/subscribe/conformance:failing")
             defer { stream.close() }
             let ok = try #require(try await stream.nextEventAsync())
@@ -150,7 +150,7 @@ struct GatewayEndToEndTests {
     }
 
     @Test func shutdownEndsStreamsCleanly() async throws {
-        let stream = try await GatewayHarness.run { h in
+        let stream = try await TestGateway.run(.inProcess) { h in
             let stream = try await h.openStream("/subscribe/messages:list?channel=bye")
             _ = try await stream.nextEventAsync()
             return stream
@@ -166,7 +166,7 @@ struct GatewayEndToEndTests {
     }
 
     @Test func healthReadinessMetrics() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let health = try await h.get("/healthz")
             #expect(health.status == 200)
             #expect(health.text == #"{"status":"ok"}"#)

@@ -48,7 +48,7 @@ struct GatewayErrorTests {
     }
 
     @Test func badRequestsAre400WithOneErrorShape() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let malformed = try await h.post("/mutation/messages:send", json: #"{"body":"#)
             #expect(malformed.status == 400)
             #expect(malformed.errorCode == "MalformedJSON")
@@ -76,7 +76,7 @@ struct GatewayErrorTests {
     }
 
     @Test func unknownFunctionIs404AndValidationIs400() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let unknown = try await h.get("/query/nope:nothing")
             #expect(unknown.status == 404)
             #expect(unknown.errorCode == "FunctionNotFound")
@@ -96,7 +96,7 @@ struct GatewayErrorTests {
     }
 
     @Test func convexErrorIs422WithDataAndOtherFailuresAre500() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let convexError = try await h.post("/mutation/mlb:record_win", json: #"{"team":"Nobody"}"#)
             #expect(convexError.status == 422)
             #expect(convexError.errorCode == "ConvexError")
@@ -110,7 +110,7 @@ struct GatewayErrorTests {
     }
 
     @Test func methodContentTypeAndBodySize() async throws {
-        try await GatewayHarness.run(configure: { $0.maxBodyBytes = 1024 }) { h in
+        try await TestGateway.run(.inProcess, configure: { $0.maxBodyBytes = 1024 }) { h in
             let wrongMethod = try await h.get("/mutation/messages:send")
             #expect(wrongMethod.status == 405)
             #expect(wrongMethod.header("Allow") == "POST")
@@ -131,10 +131,13 @@ struct GatewayErrorTests {
     }
 
     @Test func aBodyPastTheBoundOnBodiesInFlightIs503WithRetryAfter() async throws {
-        try await GatewayHarness.run(configure: { configuration in
-            configuration.maxBodyBytes = 1024
-            configuration.maxBodyBytesInFlight = 1024
-        }) { h in
+        try await TestGateway.run(
+            .inProcess,
+            configure: { configuration in
+                configuration.maxBodyBytes = 1024
+                configuration.maxBodyBytesInFlight = 1024
+            }
+        ) { h in
             // A client that has sent a tenth of its body and waits holds those bytes.
             let slow = try RawConnection(port: h.port)
             defer { slow.close() }
@@ -157,7 +160,7 @@ struct GatewayErrorTests {
     }
 
     @Test func aBodyLengthGivenTwoWaysIs400AndTheConnectionCloses() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let port = h.port
             let head = "POST /mutation/messages:send HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
             for lengths in [
@@ -184,7 +187,8 @@ struct GatewayErrorTests {
     }
 
     private func unreachable(url: String) async throws {
-        try await GatewayHarness.run(configure: { $0.connectTimeout = .milliseconds(500) }, deploymentURL: url) { h in
+        try await TestGateway.run(.inProcess, configure: { $0.connectTimeout = .milliseconds(500) }, deploymentURL: url)
+        { h in
             let response = try await h.get("/query/messages:list")
             #expect(response.status == 503)
             #expect(response.header("Retry-After") != nil)
@@ -201,7 +205,7 @@ struct GatewayErrorTests {
     }
 
     @Test func slowUpstreamIs504() async throws {
-        try await GatewayHarness.run(configure: { $0.upstreamTimeout = .milliseconds(300) }) { h in
+        try await TestGateway.run(.inProcess, configure: { $0.upstreamTimeout = .milliseconds(300) }) { h in
             let response = try await h.post("/action/conformance:sleep", json: #"{"ms":2000}"#)
             #expect(response.status == 504)
             #expect(response.errorCode == "UpstreamTimeout")
@@ -211,10 +215,13 @@ struct GatewayErrorTests {
     @Test func connectionLimitIs503() async throws {
         // No idle timeout: on a loaded machine the third request can come more than the default 30 s after the held
         // connections' answers, which would have closed them and let it in.
-        try await GatewayHarness.run(configure: {
-            $0.maxConnections = 2
-            $0.access.idleTimeoutSeconds = 0
-        }) { h in
+        try await TestGateway.run(
+            .inProcess,
+            configure: {
+                $0.maxConnections = 2
+                $0.access.idleTimeoutSeconds = 0
+            }
+        ) { h in
             let port = h.port
             let held = try (0..<2).map { _ in try RawConnection(port: port) }
             defer { held.forEach { $0.close() } }

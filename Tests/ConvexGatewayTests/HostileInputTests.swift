@@ -70,7 +70,7 @@ struct HostileInputTests {
     }
 
     @Test func malformedHTTPGetsAnErrorOrACleanClose() async throws {
-        try await GatewayProcess.run { gateway in
+        try await TestGateway.run(.process) { gateway in
             let port = gateway.port
             let baseline = try await Self.warmedUp(gateway)
             var randomBytes = [UInt8](repeating: 0, count: 4096)
@@ -136,7 +136,7 @@ struct HostileInputTests {
     }
 
     @Test func hugeHeadersAndMultiMegabyteURLsAreRefused() async throws {
-        try await GatewayProcess.run { gateway in
+        try await TestGateway.run(.process) { gateway in
             let port = gateway.port
             let baseline = try await Self.warmedUp(gateway)
             let bigHeader =
@@ -161,7 +161,7 @@ struct HostileInputTests {
     }
 
     @Test func invalidUTF8IsRefusedWithTheErrorShape() async throws {
-        try await GatewayProcess.run { gateway in
+        try await TestGateway.run(.process) { gateway in
             let port = gateway.port
             let baseline = try await Self.warmedUp(gateway)
             func raw(_ parts: [UInt8]...) -> [UInt8] { parts.flatMap { $0 } }
@@ -231,7 +231,7 @@ struct HostileInputTests {
     }
 
     @Test func jsonNestedPast64LevelsIsRefused() async throws {
-        try await GatewayProcess.run { gateway in
+        try await TestGateway.run(.process) { gateway in
             let port = gateway.port
             let baseline = try await Self.warmedUp(gateway)
             func nested(_ depth: Int) -> String {
@@ -271,7 +271,7 @@ struct HostileInputTests {
     }
 
     @Test func oddFunctionNamesAre400NeverARouteEscape() async throws {
-        try await GatewayProcess.run { gateway in
+        try await TestGateway.run(.process) { gateway in
             let port = gateway.port
             let baseline = try await Self.warmedUp(gateway)
             let invalid = [
@@ -303,7 +303,7 @@ struct HostileInputTests {
     }
 
     @Test func lineBreaksAndDataPrefixesInValuesNeverBreakEventFraming() async throws {
-        try await GatewayProcess.run { gateway in
+        try await TestGateway.run(.process) { gateway in
             let port = gateway.port
             let baseline = try await Self.warmedUp(gateway)
             let payload = "a\r\ndata: injected\r\n\r\nevent: error\nid: 999\r\r\n: comment\n\ndata:x\u{2028}end"
@@ -355,7 +355,7 @@ struct HostileInputTests {
     }
 
     @Test func streamsThatNeverReadDelayNobody() async throws {
-        try await GatewayProcess.run { gateway in
+        try await TestGateway.run(.process) { gateway in
             let port = gateway.port
             let baseline = try await Self.warmedUp(gateway)
             // Twenty readers that never read, with tiny receive buffers.
@@ -403,7 +403,7 @@ struct HostileInputTests {
     }
 
     @Test func thousandsOfConnectionsOpenedAndDropped() async throws {
-        try await GatewayProcess.run { gateway in
+        try await TestGateway.run(.process) { gateway in
             let port = gateway.port
             let baseline = try await Self.warmedUp(gateway)
             let total = 2000

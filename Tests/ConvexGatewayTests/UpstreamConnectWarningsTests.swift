@@ -126,7 +126,7 @@ struct UpstreamConnectWarningsTests {
     @Test func theGatewayNamesItsDeploymentAndSaysWhenItCannotReachIt() async throws {
         try await withRefusingPort { port in
             let url = "http://127.0.0.1:\(port)"
-            let log = try await GatewayProcess.run(arguments: ["--convex-url", url]) { gateway in
+            let log = try await TestGateway.run(.process, arguments: ["--convex-url", url]) { gateway in
                 let answer = try await blocking {
                     try RawConnection.request("GET", "/query/messages:list", port: gateway.port)
                 }

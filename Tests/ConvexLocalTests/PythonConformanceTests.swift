@@ -2,6 +2,7 @@ import ConvexLocal
 import ConvexValues
 import Foundation
 import Logging
+import TestSupport
 import Testing
 
 /// The official Python client (`convex==0.8.1`) against a deployment on a free loopback port.
@@ -79,7 +80,7 @@ struct PythonConformanceTests {
             // Whether the Rust client reads the AuthError before the Close that follows it varies, so its
             // `lastCloseReason` is `AuthError: <message> for identity version Some(0)` only sometimes (else empty or
             // `ProtocolFailure`) and is not checked.
-            let reconnected = await poll(timeout: .seconds(40)) { deployment.recentCloseReasons.count >= 3 }
+            let reconnected = await eventually(timeout: .seconds(40)) { deployment.recentCloseReasons.count >= 3 }
             #expect(reconnected, "\(deployment.recentCloseReasons)")
             FileManager.default.createFile(atPath: seen.path, contents: nil)
             expectPassed(try await script)
@@ -123,28 +124,3 @@ struct PythonConformanceTests {
         }
     }
 }
-
-/// Polls `condition` every 20 ms for up to `timeout`; records an issue at the caller and throws if it never holds.
-func waitUntil(
-    timeout: Duration = .seconds(60), _ condition: () throws -> Bool,
-    sourceLocation: SourceLocation = #_sourceLocation
-) async throws {
-    guard try await poll(timeout: timeout, condition) else {
-        Issue.record("waitUntil gave up after \(timeout)", sourceLocation: sourceLocation)
-        throw WaitTimeout()
-    }
-}
-
-/// Polls `condition` every 20 ms until it holds or `timeout` passes (or the task is cancelled); whether it held.
-func poll(timeout: Duration, _ condition: () throws -> Bool) async rethrows -> Bool {
-    // Real time: a poll for something that has no event to await, bounded generously by `timeout`.
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if try condition() { return true }
-        // Real time between polls: what is polled (the deployment's state, a Python process) has no event to await.
-        guard (try? await Task.sleep(for: .milliseconds(20))) != nil else { break }
-    }
-    return try condition()
-}
-
-struct WaitTimeout: Error {}

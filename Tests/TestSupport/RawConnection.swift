@@ -23,18 +23,21 @@ public final class Box<Value: Sendable>: Sendable {
     public func update<R>(_ body: (inout Value) -> R) -> R { storage.withLock { body(&$0) } }
 }
 
-/// Polls `condition` until it holds or `timeout` passes, and says whether it held: callers `#expect` the result
-/// (this target does not link Swift Testing), or throw, so a wait that gives up fails the test.
-public func eventually(timeout: Duration = .seconds(60), _ condition: () async -> Bool) async -> Bool {
+/// Polls `condition` until it holds or `timeout` passes (or the task is cancelled), and says whether it held. The one
+/// polling loop of the test targets: each target's `waitUntil` records an issue when it gives up (this target does
+/// not link Swift Testing); other callers `#expect` the result, or throw, so a wait that gives up fails the test.
+public func eventually(
+    timeout: Duration = .seconds(60), _ condition: () async throws -> Bool
+) async rethrows -> Bool {
     // Real time: a poll for something that has no event to await, bounded generously by `timeout`.
     let clock = ContinuousClock()
     let deadline = clock.now.advanced(by: timeout)
     while clock.now < deadline {
-        if await condition() { return true }
+        if try await condition() { return true }
         // Real time between polls: what is polled (a count, a server's state, a process) has no event to await.
         guard (try? await Task.sleep(for: .milliseconds(5))) != nil else { break }
     }
-    return await condition()
+    return try await condition()
 }
 
 public struct ResponseHead: Sendable {

@@ -15,7 +15,7 @@ struct AccessEndToEndTests {
     }
 
     @Test func answersSayTheyDependOnTheCallerAndASignedInCallersArePrivate() async throws {
-        try await GatewayHarness.run(configure: { $0.access.authCookie = "convex_jwt" }) { h in
+        try await TestGateway.run(.inProcess, configure: { $0.access.authCookie = "convex_jwt" }) { h in
             let token = HotPathTests.jwt(subject: "ann")
             let target = "/query/mlb:teams"
             let anonymous = try await h.get(target)
@@ -52,7 +52,7 @@ struct AccessEndToEndTests {
 
     @Test func apiKeyIsRequiredExceptOnProbesAndIsComparedExactly() async throws {
         let key = try Secret("gw-key-0123456789", source: "test")
-        try await GatewayHarness.run(configure: { $0.access.apiKey = key }) { h in
+        try await TestGateway.run(.inProcess, configure: { $0.access.apiKey = key }) { h in
             let missing = try await h.get("/query/messages:list")
             #expect(missing.status == 401)
             #expect(missing.errorCode == "InvalidAPIKey")
@@ -84,7 +84,7 @@ struct AccessEndToEndTests {
 
     @Test func aDeniedFunctionAnswersExactlyAsAnUnknownOne() async throws {
         let deny = try FunctionPattern.list("messages:send,conformance:*")
-        try await GatewayHarness.run(configure: { $0.access.functions.deny = deny }) { h in
+        try await TestGateway.run(.inProcess, configure: { $0.access.functions.deny = deny }) { h in
             for (denied, unknown) in [("messages:send", "messages:sent"), ("conformance:add", "conformancf:add")] {
                 for method in ["POST /mutation/", "POST /action/", "POST /query/", "GET /query/", "GET /subscribe/"] {
                     let parts = method.split(separator: " ")
@@ -125,7 +125,7 @@ struct AccessEndToEndTests {
 
     @Test func anAllowlistRefusesEverythingElse() async throws {
         let allow = try FunctionPattern.list("messages:*")
-        try await GatewayHarness.run(configure: { $0.access.functions.allow = allow }) { h in
+        try await TestGateway.run(.inProcess, configure: { $0.access.functions.allow = allow }) { h in
             #expect(try await h.get("/query/messages:list").status == 200)
             let other = try await h.get("/query/mlb:first_place_team?division=AL%20East")
             #expect(other.status == 404)
@@ -134,9 +134,12 @@ struct AccessEndToEndTests {
     }
 
     @Test func corsForRestAndEventStreams() async throws {
-        try await GatewayHarness.run(configure: {
-            $0.access.cors = CORSPolicy(origins: ["https://app.test"], allowCredentials: true, maxAgeSeconds: 120)
-        }) { h in
+        try await TestGateway.run(
+            .inProcess,
+            configure: {
+                $0.access.cors = CORSPolicy(origins: ["https://app.test"], allowCredentials: true, maxAgeSeconds: 120)
+            }
+        ) { h in
             let preflight = try await h.request(
                 "OPTIONS", "/mutation/messages:send",
                 headers: [
@@ -189,7 +192,7 @@ struct AccessEndToEndTests {
     }
 
     @Test func optionsIs405WhenCORSIsOff() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let options = try await h.request(
                 "OPTIONS", "/query/messages:list", headers: ["Origin": "https://app.test"])
             #expect(options.status == 405)
@@ -200,7 +203,8 @@ struct AccessEndToEndTests {
     @Test func rateLimitAnswers429WithRetryAfterPerClient() async throws {
         // The gateway's clock stands still: on the real one, a busy machine taking 5 s between the first GET and the
         // POST would refill a token (0.2 per second) and the POST would go through.
-        try await GatewayHarness.run(
+        try await TestGateway.run(
+            .inProcess,
             configure: {
                 $0.access.rateLimit = 0.2
                 $0.access.rateLimitBurst = 3
@@ -222,7 +226,7 @@ struct AccessEndToEndTests {
     }
 
     @Test func oversizedHeadersAndURLsAreRefusedByTheMemoryPool() async throws {
-        try await GatewayHarness.run(configure: { $0.access.connectionMemoryLimit = 8192 }) { h in
+        try await TestGateway.run(.inProcess, configure: { $0.access.connectionMemoryLimit = 8192 }) { h in
             let port = h.port
             let header = try await blocking {
                 try RawConnection.get(
@@ -240,7 +244,7 @@ struct AccessEndToEndTests {
     }
 
     @Test func theDefaultPoolAdmitsLargeHeadersAndBrowserSizedCookies() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             // libmicrohttpd keeps a parsed copy of the Cookie header in the pool, so cookies get less room.
             for headers in [
                 ["X-Client-Cert": String(repeating: "h", count: 10_000)],
@@ -257,7 +261,7 @@ struct AccessEndToEndTests {
     }
 
     @Test func aSlowSenderIsDisconnectedAfterTheIdleTimeout() async throws {
-        try await GatewayHarness.run(configure: { $0.access.idleTimeoutSeconds = 1 }) { h in
+        try await TestGateway.run(.inProcess, configure: { $0.access.idleTimeoutSeconds = 1 }) { h in
             let port = h.port
             // An open event stream is not idle-timed out: it goes idle first, so each slow sender the timeout closes
             // below was idle for less time than the stream.

@@ -59,7 +59,7 @@ struct DeniedLikeMissingTests {
 
     static func run(_ body: (GatewayHarness) async throws -> Void) async throws {
         let deny = try FunctionPattern.list("\(denied.query),\(denied.mutation),\(denied.action)")
-        try await GatewayHarness.run(configure: { $0.access.functions.deny = deny }) { h in try await body(h) }
+        try await TestGateway.run(.inProcess, configure: { $0.access.functions.deny = deny }) { h in try await body(h) }
     }
 
     /// Asks `route` for `function` twice (different arguments, so neither answer is a kept one) and checks that

@@ -38,7 +38,7 @@ struct StreamTicketEndToEndTests {
 
     @Test("a stream opened with the auth cookie or a ticket sees its own user")
     func cookieAndTicketStreamsSeeTheirUser() async throws {
-        try await GatewayHarness.run(configure: { $0.access.authCookie = Self.cookie }) { h in
+        try await TestGateway.run(.inProcess, configure: { $0.access.authCookie = Self.cookie }) { h in
             let ada = Self.jwt("ada-cookie")
             let byCookie = try await h.openStream(
                 "/subscribe/conformance:whoami", headers: ["Cookie": "theme=dark; \(Self.cookie)=\(ada); lang=en"])
@@ -91,7 +91,7 @@ struct StreamTicketEndToEndTests {
         func headers(_ more: [String: String]) -> [String: String] { cookie.merging(more) { $1 } }
         let forged = #"{"body":"forged","channel":"csrf"}"#
         // CORS off, as by default.
-        try await GatewayHarness.run(configure: { $0.access.authCookie = Self.cookie }) { h in
+        try await TestGateway.run(.inProcess, configure: { $0.access.authCookie = Self.cookie }) { h in
             // What a form or a no-cors fetch on another site can send, with the cookie the browser adds.
             for contentType in ["application/x-www-form-urlencoded", "text/plain", "multipart/form-data; boundary=x"] {
                 let refused = try await h.post(
@@ -132,10 +132,13 @@ struct StreamTicketEndToEndTests {
             #expect(anonymous.status == 200, "\(anonymous.text)")
         }
         // With CORS on, its origins act as the user too, with JSON only.
-        try await GatewayHarness.run(configure: {
-            $0.access.authCookie = Self.cookie
-            $0.access.cors = CORSPolicy(origins: ["https://app.test"], allowCredentials: true)
-        }) { h in
+        try await TestGateway.run(
+            .inProcess,
+            configure: {
+                $0.access.authCookie = Self.cookie
+                $0.access.cors = CORSPolicy(origins: ["https://app.test"], allowCredentials: true)
+            }
+        ) { h in
             let allowed = try await h.post(
                 "/mutation/messages:send", json: #"{"body":"from the app","channel":"cors"}"#,
                 headers: headers(["Origin": "https://app.test", "Content-Type": "application/json"]))
@@ -154,7 +157,7 @@ struct StreamTicketEndToEndTests {
 
     @Test("a cookie GET is never answered with the anonymous caller's prepared response")
     func cookieTakesTheFullPath() async throws {
-        try await GatewayHarness.run(configure: { $0.access.authCookie = Self.cookie }) { h in
+        try await TestGateway.run(.inProcess, configure: { $0.access.authCookie = Self.cookie }) { h in
             let target = "/query/conformance:whoami"
             _ = try await h.get(target)
             _ = try await h.get(target)
@@ -168,7 +171,7 @@ struct StreamTicketEndToEndTests {
 
     @Test("missing or bad credentials get 401 Unauthenticated with the usual error body")
     func refusals() async throws {
-        try await GatewayHarness.run(configure: { $0.access.authCookie = Self.cookie }) { h in
+        try await TestGateway.run(.inProcess, configure: { $0.access.authCookie = Self.cookie }) { h in
             let anonymous = try await h.request("POST", "/stream-tickets")
             #expect(anonymous.status == 401)
             #expect(anonymous.errorCode == "Unauthenticated")
@@ -212,7 +215,7 @@ struct StreamTicketEndToEndTests {
         // The gateway and the deployment share a test clock: the test moves it past the token's `exp`.
         let clock = TestClock<Duration>()
         let time = GatewayClock(clock)
-        try await GatewayHarness.run(clock: time) { h in
+        try await TestGateway.run(.inProcess, clock: time) { h in
             let token = Self.jwt("brief", expiresIn: 60, now: time.wallSeconds)
             let minted = try await h.request("POST", "/stream-tickets", headers: ["Authorization": "Bearer \(token)"])
             let ticket = try Self.ticket(from: minted)
@@ -232,10 +235,13 @@ struct StreamTicketEndToEndTests {
 
     @Test("a page's preflight for POST /stream-tickets with Authorization is allowed")
     func preflightAllowsTicketRequests() async throws {
-        try await GatewayHarness.run(configure: {
-            $0.access.cors = CORSPolicy(origins: ["https://app.test"], allowCredentials: true)
-            $0.access.authCookie = Self.cookie
-        }) { h in
+        try await TestGateway.run(
+            .inProcess,
+            configure: {
+                $0.access.cors = CORSPolicy(origins: ["https://app.test"], allowCredentials: true)
+                $0.access.authCookie = Self.cookie
+            }
+        ) { h in
             let preflight = try await h.request(
                 "OPTIONS", "/stream-tickets",
                 headers: [
@@ -273,7 +279,7 @@ struct StreamTicketEndToEndTests {
         ]
         var logs: [String] = []
 
-        let (ticket, firstLog) = try await GatewayProcess.run(environment: environment) { gateway in
+        let (ticket, firstLog) = try await TestGateway.run(.process, environment: environment) { gateway in
             let minted = try await blocking {
                 try RawConnection.request(
                     "POST", "/stream-tickets", port: gateway.port, headers: ["Authorization": "Bearer \(token)"])
@@ -303,7 +309,7 @@ struct StreamTicketEndToEndTests {
 
         // The first process is gone: the ticket alone carries the user to a replica holding the same key.
         logs.append(
-            try await GatewayProcess.run(environment: environment) { gateway in
+            try await TestGateway.run(.process, environment: environment) { gateway in
                 let stream = try await blocking {
                     try EventStreamReader(port: gateway.port, target: "/subscribe/conformance:whoami?ticket=\(ticket)")
                 }
@@ -315,7 +321,7 @@ struct StreamTicketEndToEndTests {
         var foreignEnvironment = environment
         foreignEnvironment["GATEWAY_TICKET_KEY_FILE"] = otherKey.path
         logs.append(
-            try await GatewayProcess.run(environment: foreignEnvironment) { gateway in
+            try await TestGateway.run(.process, environment: foreignEnvironment) { gateway in
                 let refused = try await blocking {
                     try RawConnection.request(
                         "GET", "/subscribe/conformance:whoami?ticket=\(ticket)", port: gateway.port)

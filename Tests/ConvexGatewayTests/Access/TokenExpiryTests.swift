@@ -29,7 +29,7 @@ struct TokenExpiryTests {
 
     @Test("a one-shot call with an expired token is a 401 Unauthenticated")
     func expiredTokenIs401() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let expired = ["Authorization": "Bearer \(Self.jwt(subject: "late", expiresIn: -60))"]
             let query = try await h.get("/query/conformance:whoami", headers: expired)
             #expect(query.status == 401, "\(query.text)")
@@ -49,7 +49,7 @@ struct TokenExpiryTests {
     func notYetValidTokenIs401() async throws {
         let clock = TestClock<Duration>()
         let time = GatewayClock(clock)
-        try await GatewayHarness.run(clock: time) { h in
+        try await TestGateway.run(.inProcess, clock: time) { h in
             let early = [
                 "Authorization":
                     "Bearer \(Self.jwt(subject: "early", expiresIn: 3600, issuedIn: 60, now: time.wallSeconds))"
@@ -68,7 +68,7 @@ struct TokenExpiryTests {
     func streamEndsAtExpiry() async throws {
         let clock = TestClock<Duration>()
         let time = GatewayClock(clock)
-        try await GatewayHarness.run(clock: time) { h in
+        try await TestGateway.run(.inProcess, clock: time) { h in
             let short = ["Authorization": "Bearer \(Self.jwt(subject: "brief", expiresIn: 60, now: time.wallSeconds))"]
             let long = [
                 "Authorization": "Bearer \(Self.jwt(subject: "lasting", expiresIn: 3600, now: time.wallSeconds))"

@@ -44,7 +44,7 @@ struct BrowserAuthTests {
 
     @Test("two users' pages, in separate browser contexts, each see their own identity by cookie, ticket and client.js")
     func cookieAndTicketPerUser() async throws {
-        try await BrowserPage.withGatewayPage(arguments: ["--auth-cookie", "session"]) { gateway, browser, first in
+        try await TestGateway.run(.page, arguments: ["--auth-cookie", "session"]) { gateway, browser, first in
             let second = try await BrowserPage.open(
                 browser, url: "http://127.0.0.1:\(gateway.port)/healthz",
                 context: try await BrowserPage.newContext(browser))
@@ -99,8 +99,8 @@ struct BrowserAuthTests {
         try Data(Data(key).base64EncodedString().utf8).write(to: keyFile)
         defer { try? FileManager.default.removeItem(at: keyFile) }
         let shared = ["GATEWAY_TICKET_KEY_FILE": keyFile.path]
-        try await GatewayProcess.run(environment: shared) { other in
-            try await BrowserPage.withGatewayPage(environment: shared) { gateway, _, page in
+        try await TestGateway.run(.process, environment: shared) { other in
+            try await TestGateway.run(.page, environment: shared) { gateway, _, page in
                 struct Minted: Decodable { var ticket: String }
                 let minted = try await page.evaluate(
                     "(async () => { \(Self.whoamiScript) return mintTicket(jwtFor(\"cal\")); })()", as: Minted.self)
@@ -125,7 +125,7 @@ struct BrowserAuthTests {
 
     @Test("when the token behind client.js's stream expires, it mints a ticket from a fresh token and carries on")
     func recoversFromExpiry() async throws {
-        try await BrowserPage.withGatewayPage { _, _, page in
+        try await TestGateway.run(.page) { _, _, page in
             let report = try await page.evaluate(
                 """
                 (async () => {

@@ -45,7 +45,7 @@ struct BrowserBadSubscriptionTests {
                            changed(); });
             """
         }.joined(separator: "\n")
-        try await BrowserPage.withGatewayPage { _, _, page in
+        try await TestGateway.run(.page) { _, _, page in
             let report = try await page.evaluate(
                 """
                 (async () => {

@@ -36,12 +36,13 @@ extension BrowserCallTests {
 
     @Test("client.js reads its own writes through a load balancer that alternates two gateway replicas per request")
     func readYourWritesAcrossReplicas() async throws {
-        try await GatewayProcess.run { first in
+        try await TestGateway.run(.process) { first in
             // The first gateway runs the embedded deployment; the second is a replica on it, behind the lagging link.
             let deployment = try #require(
                 Self.deploymentPort(inLog: first.log), "no convex.url in the first gateway's log:\n\(first.log)")
             try await LaggingRelay.run(upstream: deployment, lag: Self.replicaLag) { relay in
-                try await GatewayProcess.run(arguments: ["--convex-url", "http://127.0.0.1:\(relay)"]) { second in
+                try await TestGateway.run(.process, arguments: ["--convex-url", "http://127.0.0.1:\(relay)"]) {
+                    second in
                     try await RoundRobinProxy.run(upstreams: [first.port, second.port]) { proxy in
                         try await HeadlessChromium.run { browser in
                             let page = try await BrowserPage.open(browser, url: "http://127.0.0.1:\(proxy)/healthz")

@@ -28,7 +28,7 @@ struct BrowserCallTests {
 
     @Test("query, mutation and action resolve to plain JSON; failures reject with the gateway's error")
     func calls() async throws {
-        try await BrowserPage.withGatewayPage { _, _, page in
+        try await TestGateway.run(.page) { _, _, page in
             let result = try await page.evaluate(
                 """
                 (async () => {

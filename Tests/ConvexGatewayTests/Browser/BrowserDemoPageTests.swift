@@ -15,7 +15,7 @@ struct BrowserDemoPageTests {
 
     @Test("the page at / shows live standings, records a win on a click, and posts to the feed")
     func demoPage() async throws {
-        try await BrowserPage.withGatewayPage { gateway, _, page in
+        try await TestGateway.run(.page) { gateway, _, page in
             try await page.navigate(to: "http://127.0.0.1:\(gateway.port)/")
             let report = try await page.evaluate(
                 """

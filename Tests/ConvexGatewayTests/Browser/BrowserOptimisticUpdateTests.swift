@@ -61,7 +61,7 @@ struct BrowserOptimisticUpdateTests {
 
     @Test("messages sent with an optimistic update show at once and stay until the server's list holds them")
     func messagesShowAtOnceAndNeverFlicker() async throws {
-        try await BrowserPage.withGatewayPage { _, _, page in
+        try await TestGateway.run(.page) { _, _, page in
             let report = try await page.evaluate(
                 """
                 (async () => {
@@ -112,7 +112,7 @@ struct BrowserOptimisticUpdateTests {
         "a failed mutation's update goes at once; an update whose mutation changes none of the page's queries goes once the stream reaches its commit"
     )
     func failuresRollBackAndUnrelatedMutationsSettle() async throws {
-        try await BrowserPage.withGatewayPage { _, _, page in
+        try await TestGateway.run(.page) { _, _, page in
             let report = try await page.evaluate(
                 """
                 (async () => {
@@ -153,7 +153,7 @@ struct BrowserOptimisticUpdateTests {
 
     @Test("a post inserted at the top of a live paginated feed shows at once and stays until the server's page has it")
     func paginatedInsertAtTop() async throws {
-        try await BrowserPage.withGatewayPage { _, _, page in
+        try await TestGateway.run(.page) { _, _, page in
             let report = try await page.evaluate(
                 """
                 (async () => {

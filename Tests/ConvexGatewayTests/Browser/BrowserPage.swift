@@ -129,34 +129,15 @@ extension BrowserPage {
             _ origin: String
         ) async throws -> T
     ) async throws -> T {
-        try await GatewayProcess.run { deploymentHost in
+        try await TestGateway.run(.process) { deploymentHost in
             let deployment = try #require(
                 BrowserCallTests.deploymentPort(inLog: deploymentHost.log), "no convex.url in the log")
             let port = try portBelowTheEphemeralRange()
             let arguments = ["--convex-url", "http://127.0.0.1:\(deployment)", "--port", "\(port)"]
             return try await HeadlessChromium.run { browser in
                 try await body(
-                    { run in try await GatewayProcess.run(arguments: arguments, run) }, browser,
+                    { run in try await TestGateway.run(.process, arguments: arguments, run) }, browser,
                     "http://127.0.0.1:\(port)")
-            }
-        }
-    }
-
-    static func withGatewayPage<T: Sendable>(
-        environment: [String: String] = [:], arguments: [String] = [],
-        _ body: (GatewayProcess, DevToolsConnection, BrowserPage) async throws -> T
-    ) async throws -> T {
-        try await GatewayProcess.run(environment: environment, arguments: arguments) { gateway in
-            do {
-                return try await HeadlessChromium.run { browser in
-                    let page = try await BrowserPage.open(browser, url: "http://127.0.0.1:\(gateway.port)/healthz")
-                    return try await body(gateway, browser, page)
-                }
-            } catch {
-                // The gateway's side of the failure: its log goes with its process.
-                let lines = gateway.log.split(separator: "\n").suffix(80).joined(separator: "\n")
-                print("The gateway's log (port \(gateway.port)), last lines, for the failure below:\n\(lines)")
-                throw error
             }
         }
     }

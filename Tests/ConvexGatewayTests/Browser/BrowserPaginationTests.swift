@@ -58,7 +58,7 @@ struct BrowserPaginationTests {
         let close = try #require(rest[open.upperBound...].range(of: "</script>"))
         let printed = String(rest[open.upperBound..<close.lowerBound])
         #expect(printed.contains("paginatedQuery(\"feed:list\""))
-        try await BrowserPage.withGatewayPage { gateway, _, page in
+        try await TestGateway.run(.page) { gateway, _, page in
             let code = printed.replacingOccurrences(
                 of: "http://127.0.0.1:8080", with: "http://127.0.0.1:\(gateway.port)")
             let code64 = Data(code.utf8).base64EncodedString()
@@ -96,7 +96,7 @@ struct BrowserPaginationTests {
             var upstream: Int
         }
         // Released subscriptions are not kept warm, so the upstream count is that of the pages read.
-        try await BrowserPage.withGatewayPage(arguments: ["--keep-warm-seconds", "0.001"]) { _, _, page in
+        try await TestGateway.run(.page, arguments: ["--keep-warm-seconds", "0.001"]) { _, _, page in
             let readers = try await page.evaluate(
                 """
                 (async () => {

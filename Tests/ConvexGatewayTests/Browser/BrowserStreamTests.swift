@@ -29,7 +29,7 @@ struct BrowserStreamTests {
 
     @Test("a plain EventSource on /subscribe?sub.<id>=… holds 20 live queries while 20 mutations are answered")
     func plainEventSource() async throws {
-        try await BrowserPage.withGatewayPage { _, _, page in
+        try await TestGateway.run(.page) { _, _, page in
             let report = try await page.evaluate(
                 """
                 (async () => {
@@ -89,7 +89,7 @@ struct BrowserStreamTests {
     /// subscription alone; a stopped subscription hears nothing more.
     @Test("client.js holds 20 live queries on one shared stream while 20 mutations are answered")
     func clientScript() async throws {
-        try await BrowserPage.withGatewayPage { _, _, page in
+        try await TestGateway.run(.page) { _, _, page in
             let report = try await page.evaluate(
                 """
                 (async () => {
@@ -164,7 +164,7 @@ struct BrowserStreamTests {
     /// (dropped by a wrapped stream reader) makes the next one miss its base, and client.js starts over with full values.
     @Test("client.js applies JSON Patches and recovers from a lost one with a fresh stream")
     func clientScriptPatches() async throws {
-        try await BrowserPage.withGatewayPage { _, _, page in
+        try await TestGateway.run(.page) { _, _, page in
             let report = try await page.evaluate(
                 """
                 (async () => {
@@ -234,7 +234,7 @@ struct BrowserStreamTests {
     /// whenever either callback runs. On per-subscription events one query lagged after every mutation.
     @Test("client.js: two live queries that one mutation changes together are never seen torn, over 40 mutations")
     func clientScriptSnapshotConsistency() async throws {
-        try await BrowserPage.withGatewayPage { _, _, page in
+        try await TestGateway.run(.page) { _, _, page in
             let report = try await page.evaluate(
                 """
                 (async () => {

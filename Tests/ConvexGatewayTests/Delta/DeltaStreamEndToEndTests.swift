@@ -30,7 +30,7 @@ struct DeltaStreamEndToEndTests {
     }
 
     @Test func aSingleSubscriptionStreamSendsOneOperationPerChangeChainedByHashes() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let ids = try await addItems(h, 40)
             let patched = try await h.openStream("/subscribe/items:list?delta=json-patch")
             defer { patched.close() }
@@ -71,7 +71,7 @@ struct DeltaStreamEndToEndTests {
     }
 
     @Test func aPatchNotSmallerThanHalfTheValueIsSentAsTheFullValue() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let stream = try await h.openStream("/subscribe/messages:list?channel=delta-small&delta=json-patch")
             defer { stream.close() }
             #expect(try json(try #require(try await stream.nextEventAsync())) == [])
@@ -89,7 +89,7 @@ struct DeltaStreamEndToEndTests {
     }
 
     @Test func aMultiSubscriptionStreamNamesItsPatchesAndCarriesValueHashes() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             _ = try await addItems(h, 30)
             let stream = try await h.openStream(
                 "/subscribe?sub.items=items:list&sub.team=mlb:first_place_team&args.team=%7B%22division%22%3A%22AL%20Central%22%7D&delta=json-patch&format=clean"
@@ -131,7 +131,7 @@ struct DeltaStreamEndToEndTests {
     }
 
     @Test func deltaIsAStreamParameterAndABadOneIsRefused() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let bad = try await h.get("/subscribe/items:list?delta=diff", headers: ["Accept": "text/event-stream"])
             #expect(bad.status == 400)
             #expect(bad.errorCode == "InvalidDelta")

@@ -11,12 +11,15 @@ import Testing
 @Suite(.timeLimit(.minutes(5)))
 struct SubscriptionLimitEndToEndTests {
     @Test func newReadsAtTheLimitAreAnsweredAtOnce() async throws {
-        try await GatewayHarness.run(configure: { configuration in
-            configuration.maxSubscriptions = 3
-            configuration.maxSubscriptionsPerCaller = 3  // this test's one client may fill the table
-            configuration.upstreamTimeout = .seconds(600)
-            configuration.heartbeatInterval = .seconds(60)
-        }) { h in
+        try await TestGateway.run(
+            .inProcess,
+            configure: { configuration in
+                configuration.maxSubscriptions = 3
+                configuration.maxSubscriptionsPerCaller = 3  // this test's one client may fill the table
+                configuration.upstreamTimeout = .seconds(600)
+                configuration.heartbeatInterval = .seconds(60)
+            }
+        ) { h in
             // Three idle streams with distinct arguments fill the table.
             var streams: [EventStreamReader] = []
             defer { for stream in streams { stream.close() } }
@@ -73,12 +76,15 @@ struct SubscriptionLimitEndToEndTests {
     }
 
     @Test func oneCallerCannotTakeTheWholeTable() async throws {
-        try await GatewayHarness.run(configure: { configuration in
-            configuration.maxSubscriptions = 10
-            configuration.maxSubscriptionsPerCaller = 3
-            configuration.upstreamTimeout = .seconds(600)
-            configuration.heartbeatInterval = .seconds(60)
-        }) { h in
+        try await TestGateway.run(
+            .inProcess,
+            configure: { configuration in
+                configuration.maxSubscriptions = 10
+                configuration.maxSubscriptionsPerCaller = 3
+                configuration.upstreamTimeout = .seconds(600)
+                configuration.heartbeatInterval = .seconds(60)
+            }
+        ) { h in
             let hub = h.gateway.core.hub
             // An anonymous client (this test's address) makes its whole share with one stream of three.
             let greedy = try await h.openStream(Self.echoStream(["a", "b", "c"]))
@@ -121,11 +127,14 @@ struct SubscriptionLimitEndToEndTests {
 
     @Test func aStreamOrBatchCostsOneRequestPerSubscription() async throws {
         // A budget of five requests that refills too slowly to matter within the test.
-        try await GatewayHarness.run(configure: { configuration in
-            configuration.access.rateLimit = 0.01
-            configuration.access.rateLimitBurst = 5
-            configuration.heartbeatInterval = .seconds(60)
-        }) { h in
+        try await TestGateway.run(
+            .inProcess,
+            configure: { configuration in
+                configuration.access.rateLimit = 0.01
+                configuration.access.rateLimitBurst = 5
+                configuration.heartbeatInterval = .seconds(60)
+            }
+        ) { h in
             let four = try await h.openStream(Self.echoStream(["a", "b", "c", "d"]))
             defer { four.close() }
             #expect(four.head.status == 200)

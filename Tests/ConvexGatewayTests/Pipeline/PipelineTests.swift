@@ -18,7 +18,7 @@ struct PipelineTests {
         functions.query("zips:echo", args: ["zip": .string, "count": .float64, "exact": .int64]) { _, args in
             .object(args)
         }
-        try await GatewayHarness.run(adminKey: Self.adminKey, functions: functions) { h in
+        try await TestGateway.run(.inProcess, adminKey: Self.adminKey, functions: functions) { h in
             let division = try await h.get("/query/mlb:first_place_team?division=12345")
             #expect(division.status == 200, "\(division.text)")
             #expect(division.text == "null")
@@ -31,7 +31,7 @@ struct PipelineTests {
 
     @Test("without a function spec, query-string values are still guessed as JSON")
     func guessedWithoutSpec() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let refused = try await h.get("/query/mlb:first_place_team?division=12345")
             #expect(refused.status == 400)
             #expect(refused.errorCode == "ArgumentValidationError")
@@ -42,7 +42,8 @@ struct PipelineTests {
 
     @Test("a browser GET with an Origin under CORS is answered from the prepared response")
     func originTakesTheHotPath() async throws {
-        try await GatewayHarness.run(configure: { $0.access.cors = CORSPolicy(origins: ["https://app.test"]) }) { h in
+        try await TestGateway.run(.inProcess, configure: { $0.access.cors = CORSPolicy(origins: ["https://app.test"]) })
+        { h in
             let target = "/query/messages:list?channel=pipeline-cors"
             let browser = ["Origin": "https://app.test"]
             // The first GET subscribes; the second is answered from the subscription and remembers the target.
@@ -75,10 +76,13 @@ struct PipelineTests {
 
     @Test("the hot path counts requests against the rate limit like full handling")
     func rateLimitAppliesToHotAnswers() async throws {
-        try await GatewayHarness.run(configure: {
-            $0.access.rateLimit = 0.001
-            $0.access.rateLimitBurst = 3
-        }) { h in
+        try await TestGateway.run(
+            .inProcess,
+            configure: {
+                $0.access.rateLimit = 0.001
+                $0.access.rateLimitBurst = 3
+            }
+        ) { h in
             let target = "/query/messages:list?channel=pipeline-rate"
             #expect(try await h.get(target).status == 200)
             #expect(try await h.get(target).status == 200)
@@ -92,7 +96,8 @@ struct PipelineTests {
 
     @Test("the gateway's deadline is the upstream call's deadline, and the 504 names it")
     func oneDeadline() async throws {
-        try await GatewayHarness.run(
+        try await TestGateway.run(
+            .inProcess,
             configure: { $0.upstreamTimeout = .milliseconds(1500) },
             configureClient: { $0.callTimeout = .milliseconds(300) }
         ) { h in

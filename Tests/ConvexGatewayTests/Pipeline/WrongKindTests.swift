@@ -8,7 +8,7 @@ import Testing
 @Suite(.timeLimit(.minutes(5)))
 struct WrongKindTests {
     @Test func aQueryCalledAsAMutationOrActionIs404() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let asMutation = try await h.post("/mutation/messages:list", json: "{}")
             #expect(asMutation.status == 404)
             #expect(asMutation.errorCode == "FunctionNotFound")

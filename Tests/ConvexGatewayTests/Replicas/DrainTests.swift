@@ -15,7 +15,8 @@ struct DrainTests {
     @Test("during its drain delay a stopping gateway fails /readyz and serves everything else")
     func readinessFailsFirst() async throws {
         let clock = TestClock<Duration>()
-        try await GatewayHarness.run(configure: { $0.drainDelay = .seconds(5) }, clock: GatewayClock(clock)) { h in
+        try await TestGateway.run(.inProcess, configure: { $0.drainDelay = .seconds(5) }, clock: GatewayClock(clock)) {
+            h in
             #expect(await eventually { (try? await h.get("/readyz"))?.status == 200 })
             let gateway = h.gateway
             let stopped = Mutex(false)
@@ -59,7 +60,8 @@ struct DrainTests {
             for await _ in gate.stream { break }
             return .string("finished")
         }
-        try await GatewayHarness.run(
+        try await TestGateway.run(
+            .inProcess,
             configure: { $0.shutdownGracePeriod = .seconds(30) }, functions: functions
         ) { h in
             let call = Task { try await h.post("/action/drain:held", json: "{}") }
@@ -97,7 +99,8 @@ struct DrainTests {
             for await _ in AsyncStream<Void>.makeStream().stream {}
             return .null
         }
-        try await GatewayHarness.run(
+        try await TestGateway.run(
+            .inProcess,
             configure: { $0.shutdownGracePeriod = .milliseconds(300) }, functions: never
         ) { h in
             let call = Task { try await h.post("/action/drain:never", json: "{}") }

@@ -21,7 +21,7 @@ final class ReplicaSet: Sendable {
     }
 
     static func run<T: Sendable>(_ body: (ReplicaSet) async throws -> T) async throws -> T {
-        try await GatewayProcess.run { deploymentHost in
+        try await TestGateway.run(.process) { deploymentHost in
             let deployment = try #require(
                 BrowserCallTests.deploymentPort(inLog: deploymentHost.log), "no convex.url in the log")
             return try await UpstreamLink.run(upstream: deployment) { link in

@@ -49,12 +49,13 @@ import Testing
     /// at start, and does not once it is given one.
     @Test(.timeLimit(.minutes(5))) func anEmbeddedDeploymentThatTakesUnsignedTokensIsAWarning() async throws {
         let warning = "The embedded deployment accepts any well-formed JWT"
-        let open = try await GatewayProcess.run { gateway in gateway.log }
+        let open = try await TestGateway.run(.process) { gateway in gateway.log }
         #expect(open.contains(warning), "log:\n\(open)")
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("auth-\(UUID().uuidString).json").path
         try #"{"providers": []}"#.write(toFile: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: file) }
-        let configured = try await GatewayProcess.run(environment: ["CONVEX_LOCAL_AUTH_CONFIG": file]) { gateway in
+        let configured = try await TestGateway.run(.process, environment: ["CONVEX_LOCAL_AUTH_CONFIG": file]) {
+            gateway in
             gateway.log
         }
         #expect(configured.contains("Gateway listening"), "log:\n\(configured)")
@@ -65,10 +66,12 @@ import Testing
     @Test(.timeLimit(.minutes(5))) func anAdminKeyOnTheCommandLineIsAWarningThatNeverShowsIt() async throws {
         let key = "admin-\(UUID().uuidString)"
         let warning = "The admin key given as --admin-key shows in the process list"
-        let flagged = try await GatewayProcess.run(arguments: ["--admin-key", key]) { gateway in gateway.log }
+        let flagged = try await TestGateway.run(.process, arguments: ["--admin-key", key]) { gateway in gateway.log }
         #expect(flagged.contains(warning), "log:\n\(flagged)")
         #expect(!flagged.contains(key))
-        let variable = try await GatewayProcess.run(environment: ["CONVEX_ADMIN_KEY": key]) { gateway in gateway.log }
+        let variable = try await TestGateway.run(.process, environment: ["CONVEX_ADMIN_KEY": key]) { gateway in
+            gateway.log
+        }
         #expect(variable.contains("Gateway listening"), "log:\n\(variable)")
         #expect(!variable.contains(warning))
     }
@@ -84,7 +87,7 @@ import Testing
             "CONFIG_ACCESS_LOG_FILE": accessLog, "GATEWAY_API_KEY": apiKey, "CONVEX_ADMIN_KEY": adminKey,
             "LOG_LEVEL": "trace",
         ]
-        let log = try await GatewayProcess.run(environment: environment) { gateway in gateway.log }
+        let log = try await TestGateway.run(.process, environment: environment) { gateway in gateway.log }
         let access = try String(contentsOfFile: accessLog, encoding: .utf8)
         #expect(access.contains("gateway.port -> \"0\""), "\(access)")
         #expect(access.contains("gateway.api.key -> \"<REDACTED>\""), "\(access)")
@@ -120,11 +123,11 @@ import Testing
 
     /// SIGTERM the moment the gateway announces its port (the first thing an orchestrator or a test can act on) drains
     /// it and exits 0, because the signal is trapped before anything starts, not only once the service group runs.
-    /// `GatewayProcess.run` sends it as soon as its body returns and checks the exit status; each round is one more
+    /// `TestGateway.run(.process)` sends it as soon as its body returns and checks the exit status; each round is one more
     /// chance at the gap a late trap would leave.
     @Test(.timeLimit(.minutes(5))) func aSigtermRightAfterThePortIsAnnouncedDrains() async throws {
         for _ in 0..<3 {
-            try await GatewayProcess.run { _ in }
+            try await TestGateway.run(.process) { _ in }
         }
     }
 }

@@ -14,17 +14,20 @@ struct ClientDepartureEndToEndTests {
     }
 
     @Test func droppedStreamsAndLongPollsAreReleasedWithoutAHeartbeat() async throws {
-        try await GatewayHarness.run(configure: Self.quietHeartbeat) { h in
+        try await TestGateway.run(.inProcess, configure: Self.quietHeartbeat) { h in
             try await Self.dropStreamsAndLongPolls(h, streams: 100, longPolls: 20, within: .seconds(10))
         }
     }
 
     @Test func theStreamLimitLeavesRoomForCallsAndGets() async throws {
-        try await GatewayHarness.run(configure: { configuration in
-            Self.quietHeartbeat(&configuration)
-            configuration.maxConnections = 50
-            configuration.maxStreams = 3
-        }) { h in
+        try await TestGateway.run(
+            .inProcess,
+            configure: { configuration in
+                Self.quietHeartbeat(&configuration)
+                configuration.maxConnections = 50
+                configuration.maxStreams = 3
+            }
+        ) { h in
             var streams: [EventStreamReader] = []
             for index in 0..<3 {
                 let stream = try await h.openStream("/subscribe/messages:list?channel=limit\(index)")
@@ -132,7 +135,7 @@ struct ClientDepartureEndToEndTests {
     .enabled(if: ProcessInfo.processInfo.environment["CONVEX_TEST_REAL_TIME"] == "1", "run alone by scripts/test"))
 struct ClientDepartureTimingTests {
     @Test func fiveHundredStreamsAndAHundredLongPollsAreReleasedWithinASecond() async throws {
-        try await GatewayHarness.run(configure: ClientDepartureEndToEndTests.quietHeartbeat) { h in
+        try await TestGateway.run(.inProcess, configure: ClientDepartureEndToEndTests.quietHeartbeat) { h in
             try await ClientDepartureEndToEndTests.dropStreamsAndLongPolls(
                 h, streams: 500, longPolls: 100, within: .seconds(1))
         }

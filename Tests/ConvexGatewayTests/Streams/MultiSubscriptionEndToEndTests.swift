@@ -59,7 +59,7 @@ struct MultiSubscriptionEndToEndTests {
     }
 
     @Test func manySubscriptionsShareOneStreamAndEachChangeNamesItsSubscription() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let target = Self.query(
                 (0..<12).map { ("c\($0)", "messages:list", #"{"channel":"multi-\#($0)"}"#) }
                     + [("team", "mlb:first_place_team", #"{"division":"AL Central"}"#)])
@@ -88,7 +88,7 @@ struct MultiSubscriptionEndToEndTests {
     }
 
     @Test func reconnectingWithLastEventIDSendsOnlyWhatChangedMeanwhile() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let target = Self.query([
                 ("same", "messages:list", #"{"channel":"resume-same"}"#),
                 ("moved", "messages:list", #"{"channel":"resume-moved"}"#),
@@ -113,7 +113,7 @@ struct MultiSubscriptionEndToEndTests {
     }
 
     @Test func aFailingSubscriptionSendsItsErrorAndTheOthersCarryOn() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let stream = try await h.openStream(
                 Self.query([("flaky", "conformance:failing", nil), ("list", "messages:list", #"{"channel":"carry"}"#)]))
             defer { stream.close() }
@@ -132,7 +132,7 @@ struct MultiSubscriptionEndToEndTests {
     }
 
     @Test func badSubscriptionsAreRefusedBeforeTheStreamNamingTheSubscription() async throws {
-        try await GatewayHarness.run(configure: { $0.maxStreamSubscriptions = 3 }) { h in
+        try await TestGateway.run(.inProcess, configure: { $0.maxStreamSubscriptions = 3 }) { h in
             let unknown = try await h.get(
                 Self.query([("ok", "messages:list", #"{"channel":"x"}"#), ("gone", "nothing:here", nil)]),
                 headers: ["Accept": "text/event-stream"])
@@ -178,7 +178,7 @@ struct MultiSubscriptionEndToEndTests {
     ]
 
     @Test func everyKindOfBadSubscriptionIsRefusedNamingItInItsSubField() async throws {
-        try await GatewayHarness.run(adminKey: TypedInputTests.adminKey) { h in
+        try await TestGateway.run(.inProcess, adminKey: TypedInputTests.adminKey) { h in
             let good: (id: String, function: String, args: String?) = ("good", "messages:list", #"{"channel":"good"}"#)
             for bad in Self.badBesideGood {
                 let what = "\(bad.function) \(bad.args ?? "")"
@@ -216,7 +216,7 @@ struct MultiSubscriptionEndToEndTests {
     }
 
     @Test func openStreamsAreCountedOncePerConnectionAndGetHeartbeats() async throws {
-        try await GatewayHarness.run(configure: { $0.heartbeatInterval = .milliseconds(200) }) { h in
+        try await TestGateway.run(.inProcess, configure: { $0.heartbeatInterval = .milliseconds(200) }) { h in
             let stream = try await h.openStream(
                 Self.query([
                     ("a", "messages:list", #"{"channel":"hb-a"}"#), ("b", "messages:list", #"{"channel":"hb-b"}"#),
@@ -238,7 +238,8 @@ struct MultiSubscriptionEndToEndTests {
         // The gateway and the deployment share a test clock: the test moves it past the ticket's token's `exp`.
         let clock = TestClock<Duration>()
         let time = GatewayClock(clock)
-        try await GatewayHarness.run(
+        try await TestGateway.run(
+            .inProcess,
             configure: { $0.access.authCookie = StreamTicketEndToEndTests.cookie }, clock: time
         ) { h in
             let target = Self.query([
@@ -280,7 +281,7 @@ struct MultiSubscriptionEndToEndTests {
     }
 
     @Test func oneMutationThatChangesTwoSubscriptionsIsOneEvent() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let target = Self.query([
                 ("leader", "mlb:first_place_team", #"{"division":"AL Central"}"#),
                 ("teams", "mlb:teams", #"{"division":"AL Central"}"#),
@@ -302,7 +303,7 @@ struct MultiSubscriptionEndToEndTests {
     }
 
     @Test func tenSubscriptionsOfWhichAMutationChangesThreeGetOneEventWithThreeChanges() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let subscriptions: [(id: String, function: String, args: String?)] =
                 [
                     ("leader", "mlb:first_place_team", #"{"division":"AL Central"}"#),

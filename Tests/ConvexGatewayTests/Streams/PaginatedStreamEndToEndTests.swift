@@ -17,7 +17,7 @@ struct PaginatedStreamEndToEndTests {
     /// with the journal of its last result, so the page keeps its end and never shrinks back to `numItems`.
     @Test("a live first page keeps its end when the gateway's upstream connection is replaced")
     func aLivePageKeepsItsEndAcrossAnUpstreamReconnect() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             for i in 0..<4 { _ = try h.deployment.mutation("feed:post", ["body": .string("p\(i)")]) }
             let options = #"{"numItems":2,"cursor":null}"#.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
             let stream = try await h.openStream("/subscribe/feed:list?paginationOpts=\(options)")

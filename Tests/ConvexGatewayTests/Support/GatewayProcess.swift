@@ -3,16 +3,16 @@ import TestSupport
 import Testing
 
 /// The real `convex-gateway` executable (built next to the test binary by `swift build --build-tests`) on the
-/// embedded deployment, in its own process on 127.0.0.1 with a port it picks itself. Running it apart lets the
+/// embedded deployment (`TestGateway.run(.process)`), in its own process on 127.0.0.1 with a port it picks itself. Running it apart lets the
 /// hostile-input tests count exactly its descriptors and memory (`/proc/<pid>/fd`, `VmRSS`) while other suites run,
 /// and notice if it crashes.
-final class GatewayProcess: Sendable {
+final class GatewayProcess: GatewayUnderTest {
     let process: ChildProcess
     let port: Int
     let logPath: String
     var pid: Int32 { process.pid }
 
-    private init(process: ChildProcess, port: Int, logPath: String) {
+    init(process: ChildProcess, port: Int, logPath: String) {
         self.process = process
         self.port = port
         self.logPath = logPath
@@ -33,53 +33,6 @@ final class GatewayProcess: Sendable {
     static var inheritedEnvironment: [String: String] {
         ProcessInfo.processInfo.environment.filter {
             !$0.key.hasPrefix("GATEWAY_") && !$0.key.hasPrefix("CONVEX_") && $0.key != "LOG_LEVEL"
-        }
-    }
-
-    /// Starts the gateway with `environment` added to a clean configuration and with `arguments`, runs `body`, then
-    /// stops it with SIGTERM and checks that it was still running and exits cleanly.
-    static func run<T: Sendable>(
-        environment extra: [String: String] = [:], arguments: [String] = [], _ body: (GatewayProcess) async throws -> T
-    ) async throws -> T {
-        let logPath = FileManager.default.temporaryDirectory
-            .appendingPathComponent("convex-gateway-\(UUID().uuidString).log").path
-        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        var environment = inheritedEnvironment
-        environment["GATEWAY_PORT"] = "0"
-        environment["GATEWAY_THREADS"] = "2"
-        environment["GATEWAY_IDLE_TIMEOUT_SECONDS"] = "5"
-        environment["LOG_LEVEL"] = "notice"
-        // A closed stream is noticed at its next write: heartbeats every 2 s let descriptors settle quickly.
-        environment["GATEWAY_HEARTBEAT_SECONDS"] = "2"
-        environment.merge(extra) { _, new in new }
-        let process = try ChildProcess(try binaryPath(), arguments: arguments) { options in
-            options.directory = packageRoot
-            options.environment = environment
-            options.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        }
-        defer { try? FileManager.default.removeItem(atPath: logPath) }
-
-        var port: Int?
-        _ = await eventually(timeout: .seconds(30)) {
-            port = parsePort(log: (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")
-            return port != nil || !process.isRunning
-        }
-        guard let port else {
-            await process.stop(grace: .seconds(5))
-            let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
-            throw TestFailure("convex-gateway did not report its port within 30 s; log:\n\(log)")
-        }
-        let gateway = GatewayProcess(process: process, port: port, logPath: logPath)
-        do {
-            let result = try await body(gateway)
-            #expect(process.isRunning, "the gateway process died during the test\(Self.report(gateway.log))")
-            let status = await gateway.stop()
-            // A sanitizer's report (ThreadSanitizer exits 66) is in the log, which is deleted after the test.
-            #expect(status == 0, "the gateway exited with status \(status) after SIGTERM\(Self.report(gateway.log))")
-            return result
-        } catch {
-            _ = await gateway.stop()
-            throw error
         }
     }
 

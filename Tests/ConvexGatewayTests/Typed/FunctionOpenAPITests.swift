@@ -69,7 +69,9 @@ struct FunctionOpenAPITests {
 
     @Test("one operation per public function, int64 and bytes per output mode, valid OpenAPI 3.1")
     func document() async throws {
-        try await GatewayHarness.run(adminKey: TypedInputTests.adminKey, functions: TypedInputTests.functions()) { h in
+        try await TestGateway.run(
+            .inProcess, adminKey: TypedInputTests.adminKey, functions: TypedInputTests.functions()
+        ) { h in
             let plain = try await h.get("/openapi.yaml?functions=1")
             #expect(plain.status == 200, "\(plain.text)")
             #expect(plain.header("content-type") == "application/yaml")
@@ -119,7 +121,8 @@ struct FunctionOpenAPITests {
     @Test("functions refused by the denylist are absent from the document")
     func denylist() async throws {
         let deny = try FunctionPattern.list("typed:*")
-        try await GatewayHarness.run(
+        try await TestGateway.run(
+            .inProcess,
             configure: { $0.access.functions.deny = deny }, adminKey: TypedInputTests.adminKey,
             functions: TypedInputTests.functions()
         ) { h in
@@ -134,7 +137,8 @@ struct FunctionOpenAPITests {
     func apiKey() async throws {
         let key = try Secret("gw-key-0123456789", source: "test")
         let deny = try FunctionPattern.list("typed:*")
-        try await GatewayHarness.run(
+        try await TestGateway.run(
+            .inProcess,
             configure: {
                 $0.access.apiKey = key
                 $0.access.functions.deny = deny

@@ -25,7 +25,7 @@ struct TypedInputTests {
 
     @Test("plain JSON numbers reach an int64 argument, by body and by query string")
     func int64Argument() async throws {
-        try await GatewayHarness.run(adminKey: Self.adminKey, functions: Self.functions()) { h in
+        try await TestGateway.run(.inProcess, adminKey: Self.adminKey, functions: Self.functions()) { h in
             let posted = try await h.post("/query/conformance:typed", json: #"{"x": 81}"#)
             #expect(posted.status == 200, "\(posted.text)")
             #expect(posted.text == "81")
@@ -43,7 +43,7 @@ struct TypedInputTests {
 
     @Test("a number that cannot be an int64 gets 400 naming the argument")
     func int64Refused() async throws {
-        try await GatewayHarness.run(adminKey: Self.adminKey, functions: Self.functions()) { h in
+        try await TestGateway.run(.inProcess, adminKey: Self.adminKey, functions: Self.functions()) { h in
             let fraction = try await h.post("/query/conformance:typed", json: #"{"x": 1.5}"#)
             #expect(fraction.status == 400)
             #expect(fraction.errorCode == "ArgumentValidationError")
@@ -60,7 +60,7 @@ struct TypedInputTests {
 
     @Test("no silent rounding: a JSON number past 2^53 - 1 is refused, a decimal string past int64 says out of range")
     func noSilentRounding() async throws {
-        try await GatewayHarness.run(adminKey: Self.adminKey, functions: Self.functions()) { h in
+        try await TestGateway.run(.inProcess, adminKey: Self.adminKey, functions: Self.functions()) { h in
             // 2^53 + 1 reads as 2^53 in a float64: refused, never stored rounded.
             for target in ["/query/conformance:typed", "/mutation/typed:store"] {
                 let body =
@@ -91,7 +91,7 @@ struct TypedInputTests {
 
     @Test("base64 strings reach a bytes argument; results render per output mode")
     func bytesArgument() async throws {
-        try await GatewayHarness.run(adminKey: Self.adminKey, functions: Self.functions()) { h in
+        try await TestGateway.run(.inProcess, adminKey: Self.adminKey, functions: Self.functions()) { h in
             let body = #"{"team": {"wins": 81, "logo": "AQID", "tags": [1, "2"]}}"#
             let plain = try await h.post("/mutation/typed:store", json: body)
             #expect(plain.status == 200, "\(plain.text)")
@@ -108,7 +108,8 @@ struct TypedInputTests {
     @Test("a refused function answers as an unknown one, whatever its validators would say of the arguments")
     func refusedFunctionIsNeverTyped() async throws {
         let refused = FunctionFilter(deny: try! FunctionPattern.list("typed:*,conformance:*"))
-        try await GatewayHarness.run(
+        try await TestGateway.run(
+            .inProcess,
             configure: { $0.access.functions = refused }, adminKey: Self.adminKey, functions: Self.functions()
         ) { h in
             // Arguments the validators refuse (an allowed function would get 400 naming 'team.wins' and 'x')…
@@ -130,7 +131,7 @@ struct TypedInputTests {
 
     @Test("without an admin key arguments pass through as before")
     func withoutSpec() async throws {
-        try await GatewayHarness.run(functions: Self.functions()) { h in
+        try await TestGateway.run(.inProcess, functions: Self.functions()) { h in
             let posted = try await h.post("/query/conformance:typed", json: #"{"x": 81}"#)
             #expect(posted.status == 400)
             #expect(posted.errorCode == "ArgumentValidationError")
@@ -145,7 +146,8 @@ struct TypedInputTests {
     func refreshOnDemand() async throws {
         let functions = Self.functions()
         let clock = TestClock<Duration>()
-        try await GatewayHarness.run(
+        try await TestGateway.run(
+            .inProcess,
             configure: { $0.functionSpec?.minimumRefreshInterval = .seconds(2) }, adminKey: Self.adminKey,
             functions: functions, clock: GatewayClock(clock)
         ) { h in
@@ -179,7 +181,7 @@ struct TypedInputProcessTests {
 
     @Test("embedded deployment: typed inputs work with no configuration")
     func embedded() async throws {
-        try await GatewayProcess.run { gateway in
+        try await TestGateway.run(.process) { gateway in
             let response = try await Self.typedCall(gateway)
             #expect(response.status == 200, "\(response.text)")
             #expect(response.text == "81")
@@ -192,7 +194,7 @@ struct TypedInputProcessTests {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("admin-key-\(UUID().uuidString)")
         try Data((key + "\n").utf8).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
-        try await GatewayProcess.run(environment: ["CONVEX_ADMIN_KEY_FILE": file.path, "LOG_LEVEL": "trace"]) {
+        try await TestGateway.run(.process, environment: ["CONVEX_ADMIN_KEY_FILE": file.path, "LOG_LEVEL": "trace"]) {
             gateway in
             let response = try await Self.typedCall(gateway)
             #expect(response.text == "81")

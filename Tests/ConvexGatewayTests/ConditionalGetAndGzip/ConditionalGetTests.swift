@@ -29,7 +29,7 @@ struct ConditionalGetTests {
     }
 
     @Test func aMatchingIfNoneMatchGets304OnTheHotAndTheFullPath() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let target = "/query/messages:list?channel=c304"
             let first = try await HotPathTests.warm(h, target)
             let etag = try #require(first.header("ETag"))
@@ -75,7 +75,8 @@ struct ConditionalGetTests {
         // Keep-warm on a test clock: the subscription lives until the test moves the clock past it, however slowly the
         // requests that warm it come.
         let clock = TestClock<Duration>()
-        try await GatewayHarness.run(configure: { $0.keepWarm = .seconds(10) }, clock: GatewayClock(clock)) { h in
+        try await TestGateway.run(.inProcess, configure: { $0.keepWarm = .seconds(10) }, clock: GatewayClock(clock)) {
+            h in
             let target = "/query/messages:list?channel=c304-expiry"
             let first = try await HotPathTests.warm(h, target)
             let etag = try #require(first.header("ETag"))
@@ -92,7 +93,7 @@ struct ConditionalGetTests {
     }
 
     @Test func bodiesFromOneKiBAreGzipCodedForClientsThatAcceptIt() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let target = "/query/messages:list?channel=gz"
             let small = try await h.get(target, headers: ["Accept-Encoding": "gzip"])
             #expect(small.header("Content-Encoding") == nil)
@@ -154,7 +155,7 @@ struct ConditionalGetTests {
     }
 
     @Test func otherLargeAnswersAreGzipCodedToo() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let script = try await h.get("/client.js", headers: ["Accept-Encoding": "gzip"])
             #expect(script.header("Content-Encoding") == "gzip")
             #expect(try Self.gunzip(script.body) == (try await h.get("/client.js")).body)
@@ -201,7 +202,7 @@ struct ConditionalGetTests {
 
     @Test func aWaitingGetAnswersTheChange() async throws {
         let clock = TestClock<Duration>()
-        try await GatewayHarness.run(clock: GatewayClock(clock)) { h in
+        try await TestGateway.run(.inProcess, clock: GatewayClock(clock)) { h in
             let target = "/query/messages:list?channel=poll"
             let first = try await HotPathTests.warm(h, target)
             let etag = try #require(first.header("ETag"))
@@ -232,7 +233,7 @@ struct ConditionalGetTests {
 
     @Test func aWaitEndsWith304AfterTheWaitBoundedByTheSetting() async throws {
         let clock = TestClock<Duration>()
-        try await GatewayHarness.run(configure: { $0.maxWaitSeconds = 7 }, clock: GatewayClock(clock)) { h in
+        try await TestGateway.run(.inProcess, configure: { $0.maxWaitSeconds = 7 }, clock: GatewayClock(clock)) { h in
             let target = "/query/messages:list?channel=poll-timeout"
             let etag = try #require(try await HotPathTests.warm(h, target).header("ETag"))
             let hub = h.gateway.core.hub
@@ -250,7 +251,7 @@ struct ConditionalGetTests {
     }
 
     @Test func withoutAMatchingTagOrAReadableWaitTheAnswerComesAtOnce() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let target = "/query/messages:list?channel=poll-now"
             let first = try await HotPathTests.warm(h, target)
             let etag = try #require(first.header("ETag"))
@@ -269,7 +270,7 @@ struct ConditionalGetTests {
     }
 
     @Test func waitingIsOffAtZero() async throws {
-        try await GatewayHarness.run(configure: { $0.maxWaitSeconds = 0 }) { h in
+        try await TestGateway.run(.inProcess, configure: { $0.maxWaitSeconds = 0 }) { h in
             let target = "/query/messages:list?channel=poll-off"
             let etag = try #require(try await HotPathTests.warm(h, target).header("ETag"))
             let answer = try await h.get(target, headers: ["If-None-Match": etag, "Prefer": "wait=30"])
@@ -280,7 +281,7 @@ struct ConditionalGetTests {
 
     @Test func aClientThatLeavesReleasesItsWaitWhenTheWaitEnds() async throws {
         let clock = TestClock<Duration>()
-        try await GatewayHarness.run(clock: GatewayClock(clock)) { h in
+        try await TestGateway.run(.inProcess, clock: GatewayClock(clock)) { h in
             let target = "/query/messages:list?channel=poll-leave"
             let etag = try #require(try await HotPathTests.warm(h, target).header("ETag"))
             let hub = h.gateway.core.hub
@@ -299,7 +300,7 @@ struct ConditionalGetTests {
 
     @Test func shutdownEndsAWait() async throws {
         let clock = TestClock<Duration>()
-        try await GatewayHarness.run(clock: GatewayClock(clock)) { h in
+        try await TestGateway.run(.inProcess, clock: GatewayClock(clock)) { h in
             let target = "/query/messages:list?channel=poll-shutdown"
             let etag = try #require(try await HotPathTests.warm(h, target).header("ETag"))
             let hub = h.gateway.core.hub

@@ -29,7 +29,7 @@ struct ReadYourWritesEndToEndTests {
     }
 
     @Test func aGetAfterAWriteNeverShowsTheWorldBeforeIt() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let target = "/query/conformance:counter?name=ryw-one"
             // The reader's target is answered from a live subscription, on the hot path once remembered.
             _ = try await HotPathTests.warm(h, target)
@@ -47,7 +47,7 @@ struct ReadYourWritesEndToEndTests {
     /// whose refusal comes while the read already waits. The upstream timeout is generous (the write connects a new
     /// identity on a loaded machine); a read that waited for it would answer 504 after it, and fail.
     @Test func aRefusedTokenAfterAWriteIsAnsweredUnauthenticatedNotTimedOut() async throws {
-        try await GatewayHarness.run(configure: { $0.upstreamTimeout = .seconds(30) }) { h in
+        try await TestGateway.run(.inProcess, configure: { $0.upstreamTimeout = .seconds(30) }) { h in
             let wrote = try await h.post(
                 "/mutation/conformance:increment", json: #"{"name":"ryw-refused"}"#,
                 headers: ["Content-Type": "application/json"].merging(Self.writer) { $1 })
@@ -94,7 +94,7 @@ struct ReadYourWritesEndToEndTests {
     }
 
     @Test func aReplicaAskedForTheWritesTimestampShowsTheWrite() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             try await h.withReplica { replica in
                 let target = "/query/conformance:counter?name=ryw-two"
                 var warm = try await Self.get(replica, target)
@@ -110,7 +110,7 @@ struct ReadYourWritesEndToEndTests {
     }
 
     @Test func aTimestampTheDeploymentHasNotReachedIsA504() async throws {
-        try await GatewayHarness.run(configure: { $0.upstreamTimeout = .seconds(1) }) { h in
+        try await TestGateway.run(.inProcess, configure: { $0.upstreamTimeout = .seconds(1) }) { h in
             let future = String(UInt64(Int64.max) - 1)
             for target in ["/query/conformance:counter?name=ryw-future", "/query?q.a=conformance:counter"] {
                 let answer = try await h.get(target, headers: ["Convex-Min-Timestamp": future])
@@ -133,7 +133,7 @@ struct ReadYourWritesEndToEndTests {
     }
 
     @Test func everyAnswerNamesItsTimestamp() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let wrote = try await h.post("/mutation/conformance:increment", json: #"{"name":"ryw-ts"}"#)
             let commit = try #require(Self.timestamp(wrote))
             let posted = try await h.post("/query/conformance:counter", json: #"{"name":"ryw-ts"}"#)
@@ -167,7 +167,7 @@ struct ReadYourWritesEndToEndTests {
     // MARK: One snapshot for many queries
 
     @Test func aBatchReadsEveryQueryAtOneSnapshotWhileWritesRun() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let division = "AL%20West"
             let target =
                 "/query?q.leader=mlb:first_place_team&args.leader=%7B%22division%22%3A%22\(division)%22%7D"
@@ -205,7 +205,7 @@ struct ReadYourWritesEndToEndTests {
     }
 
     @Test func aBatchHasOneTagAndWaitsForAnyChange() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let target =
                 "/query?q.a=conformance:counter&args.a=%7B%22name%22%3A%22ryw-b1%22%7D"
                 + "&q.b=conformance:counter&args.b=%7B%22name%22%3A%22ryw-b2%22%7D&q.c=nope:missing"
@@ -237,7 +237,7 @@ struct ReadYourWritesEndToEndTests {
     }
 
     @Test func aBadBatchIsRefusedNamingTheQuery() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             for (target, code) in [
                 ("/query", "InvalidQueries"), ("/query?q.a=conformance:counter&args.a=%7B", "MalformedJSON"),
                 ("/query?q.a%21=conformance:counter", "InvalidQueries"), ("/query?x=1", "InvalidQueries"),

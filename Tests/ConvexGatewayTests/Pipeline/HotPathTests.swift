@@ -34,7 +34,7 @@ struct HotPathTests {
     }
 
     @Test func aRememberedTargetFollowsEveryChange() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let target = "/query/messages:list?channel=hot"
             let first = try await Self.warm(h, target)
             #expect(first.status == 200)
@@ -68,7 +68,7 @@ struct HotPathTests {
     }
 
     @Test func aRememberedTargetNeverAnswersForAnotherCaller() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let target = "/query/conformance:whoami"
             let anonymous = try await Self.warm(h, target)
             #expect(anonymous.text.contains(#""identity":null"#))
@@ -86,7 +86,7 @@ struct HotPathTests {
     }
 
     @Test func anEventStreamRequestOnARememberedTargetStillStreams() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let target = "/query/messages:list?channel=hot-sse"
             _ = try await Self.warm(h, target)
             let stream = try await h.openStream(target)
@@ -100,10 +100,13 @@ struct HotPathTests {
 
     @Test func accessControlsStillApplyToARememberedTarget() async throws {
         let key = try Secret("hot-key-0123456789", source: "test")
-        try await GatewayHarness.run(configure: {
-            $0.access.apiKey = key
-            $0.access.cors = CORSPolicy(origins: ["https://app.test"])
-        }) { h in
+        try await TestGateway.run(
+            .inProcess,
+            configure: {
+                $0.access.apiKey = key
+                $0.access.cors = CORSPolicy(origins: ["https://app.test"])
+            }
+        ) { h in
             let target = "/query/messages:list?channel=hot-access"
             let ok = try await Self.warm(h, target, headers: ["X-API-Key": "hot-key-0123456789"])
             #expect(ok.status == 200)
@@ -133,7 +136,9 @@ struct HotPathTests {
         // Keep-warm expiry on a test clock, moved on when the test wants the subscription gone (on the real clock, a
         // busy machine could expire it between any two steps).
         let clock = TestClock<Duration>()
-        try await GatewayHarness.run(configure: { $0.keepWarm = .milliseconds(200) }, clock: GatewayClock(clock)) { h in
+        try await TestGateway.run(
+            .inProcess, configure: { $0.keepWarm = .milliseconds(200) }, clock: GatewayClock(clock)
+        ) { h in
             let target = "/query/messages:list?channel=hot-memo"
             _ = try await Self.warm(h, target)
             let port = h.port
@@ -180,7 +185,8 @@ struct HotPathTests {
         // Keep-warm on a test clock: the subscription lives until the test moves the clock past it, however slowly the
         // requests that warm it come (on the real clock, a busy machine expired it between the warming GETs).
         let clock = TestClock<Duration>()
-        try await GatewayHarness.run(configure: { $0.keepWarm = .seconds(10) }, clock: GatewayClock(clock)) { h in
+        try await TestGateway.run(.inProcess, configure: { $0.keepWarm = .seconds(10) }, clock: GatewayClock(clock)) {
+            h in
             let target = "/query/messages:list?channel=hot-expiry"
             _ = try await Self.warm(h, target)
             let remembered = try #require(h.gateway.core.hotPath.targets.route(for: target))
@@ -201,7 +207,7 @@ struct HotPathTests {
     }
 
     @Test func hotAnswersAreCountedInTheMetrics() async throws {
-        try await GatewayHarness.run { h in
+        try await TestGateway.run(.inProcess) { h in
             let target = "/query/mlb:first_place_team?division=AL%20West"
             _ = try await Self.warm(h, target)
             let before = try await Self.queryCount(h)

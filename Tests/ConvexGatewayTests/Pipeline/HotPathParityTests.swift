@@ -25,7 +25,7 @@ struct HotPathParityTests {
     }
 
     @Test func theHotPathAndFullHandlingAnswerAlike() async throws {
-        try await GatewayHarness.run(configure: Self.configure) { quick in
+        try await TestGateway.run(.inProcess, configure: Self.configure) { quick in
             try await quick.withReplica(configure: { full in
                 full.hotPath = false
                 Self.configure(&full)
