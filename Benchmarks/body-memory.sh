@@ -41,13 +41,9 @@ python3 -c 'import sys; n = int(sys.argv[1]); sys.stdout.write("{\"s\":\"" + "x"
     "$MAX_BODY" >"$BODY"
 [ "$(stat -c %s "$BODY")" = "$MAX_BODY" ] || { echo "the body is not $MAX_BODY bytes" >&2; exit 1; }
 
+. Benchmarks/toolkit.sh
 GW_PID=
 SAMPLER_PID=
-stop() { # pid-variable
-    local pid=${!1}
-    if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
-    eval "$1="
-}
 cleanup() { stop SAMPLER_PID; stop GW_PID; }
 trap cleanup EXIT
 
@@ -55,14 +51,6 @@ kib() { # field pid: a /proc/PID/status field, in KiB
     awk -v field="$1:" '$1 == field { print $2 }' "/proc/$2/status"
 }
 
-wait_for() { # url
-    for _ in $(seq 1 200); do
-        if [ "$(curl -s -o /dev/null -w '%{http_code}' "$1")" = 200 ]; then return 0; fi
-        sleep 0.1
-    done
-    echo "$1 did not answer 200" >&2
-    return 1
-}
 
 client() { # index: ROUNDS posts, one status per line
     for _ in $(seq 1 "$ROUNDS"); do

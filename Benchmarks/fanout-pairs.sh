@@ -29,8 +29,7 @@ cleanup() {
 trap cleanup EXIT
 for _ in $(seq 1 "${LOAD:-0}"); do (while :; do :; done) & LOADERS+=($!); done
 
-. Benchmarks/fanout-server.sh
-. Benchmarks/stats.sh
+. Benchmarks/toolkit.sh
 
 one() { # binary|c -> prints the client's summary line
     local pid port log

@@ -21,7 +21,7 @@ rounds=${2:-10}
 streams=${3:-10000}
 log=$(mktemp)
 out=$(mktemp)
-. Benchmarks/fanout-server.sh
+. Benchmarks/toolkit.sh
 start_fanout_server "$server" "$streams" "$log"
 pid=$server_pid
 port=$server_port

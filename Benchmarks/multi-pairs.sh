@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 binary=${1:?usage: $0 GATEWAY_BINARY}
 ratios=$(mktemp)
 trap 'rm -f "$ratios"' EXIT
-. Benchmarks/stats.sh
+. Benchmarks/toolkit.sh
 for pair in $(seq 1 "${PAIRS:-6}"); do
     lines=$(MULTI_CONTROL=1 GATEWAY_BINARY="$binary" Benchmarks/run-gateway.sh multi 2>&1 | grep "^fanout streams=" || true)
     single=$(sed -n 1p <<<"$lines") multi=$(sed -n 2p <<<"$lines") again=$(sed -n 3p <<<"$lines")

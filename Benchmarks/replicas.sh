@@ -36,9 +36,7 @@ for _ in $(seq 600); do [ -e "$state/ready" ] && break; sleep 0.1; done
 direct=$((PORT + 1))
 echo "replica set: balancer $PORT, replicas $((PORT + 1))-$((PORT + 3)); load $(cut -d' ' -f1-3 /proc/loadavg)"
 
-. Benchmarks/stats.sh
-. Benchmarks/fanout-server.sh
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f\n", a / b }'; }
+. Benchmarks/toolkit.sh
 
 hot() {
     local url=/query/conformance:counter?name=hot ratios=() d b

@@ -114,24 +114,12 @@ else
 fi
 swiftc -O -o .build-release/pool-width Benchmarks/pool-width/main.swift
 
+. Benchmarks/toolkit.sh
 GW_PID=
 C_PID=
-stop() { # pid-variable
-    local pid=${!1}
-    if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
-    eval "$1="
-}
 cleanup() { stop C_PID; stop GW_PID; }
 trap cleanup EXIT
 
-wait_for() { # url
-    for _ in $(seq 1 200); do
-        if [ "$(curl -s -o /dev/null -w '%{http_code}' "$1")" = 200 ]; then return 0; fi
-        sleep 0.1
-    done
-    echo "$1 did not answer 200" >&2
-    return 1
-}
 
 start_gateway() { # log-name [extra flags...]
     local log=$1
@@ -142,15 +130,12 @@ start_gateway() { # log-name [extra flags...]
     wait_for "http://127.0.0.1:$GW_PORT/readyz"
 }
 
-. Benchmarks/stats.sh
-. Benchmarks/fanout-server.sh
 
 # The ratio of each run of one series to the same run of another (runs are interleaved, so each pair ran back to back).
 pair_ratios() { # series-a series-b
     paste -d' ' "$OUT/$1.rps" "$OUT/$2.rps" | awk '{printf "%s%.2f", (NR > 1 ? " " : ""), $1 / $2}'
 }
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 # With SERVER_PID set, also the server's CPU time (user + system) per request, which other load disturbs less than
 # req/s does.

@@ -24,6 +24,7 @@ gcc -O2 -Wall -o .build-release/mhd-hello-c Benchmarks/mhd-hello/C/hello.c \
     $(pkg-config --cflags --libs libmicrohttpd) -lpthread
 swift build -c release --scratch-path .build-release --product mhd-hello 2>&1 | tail -1
 
+. Benchmarks/toolkit.sh
 SERVER_PID=
 cleanup() { if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi; }
 trap cleanup EXIT
@@ -61,9 +62,7 @@ run_one() { # name binary port run [extra server args]
     echo "$cpu" >>"$OUT/$name.cpu"
 }
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
-. Benchmarks/stats.sh
 
 rm -f "$OUT"/*.rps "$OUT"/*.cpu
 echo "== wrk -t2 -c$CONNECTIONS -d$DURATION --latency, $THREADS server threads, $RUNS runs each"
