@@ -1,18 +1,19 @@
 #!/usr/bin/env python3
 """Checks a gateway build against Benchmarks/thresholds.json: counts that do not move with a busy machine.
 
-Measured on a gateway process (LD_PRELOAD=alloc_count.so counts its heap allocations; `perf stat` counts its system
-calls) that reaches a deployment in a second process, the same binary on its embedded deployment:
+Measured on a gateway process (LD_PRELOAD=Benchmarks/alloc-count/alloc_count.so counts its heap allocations and its
+calls that write bytes out) that reaches a deployment in a second process, the same binary on its embedded
+deployment:
 
 - allocations per hot `GET /query` (the same query asked again: the answer is prepared once);
-- allocations, and system calls that write to a socket, per event delivered to a stream, while one change at a time fans out to STREAMS
+- allocations, and calls that write to a socket, per event delivered to a stream, while one change at a time fans out to STREAMS
   single-subscription streams (Benchmarks/sse-fanout/sse_fanout.c). Two runs, of ROUNDS_SHORT and ROUNDS_LONG
   changes, and the difference between them divided by the extra events: opening and closing the streams cancel out;
 - user-space bytes per idle stream (the process's resident memory, before and after the streams open).
 
 The counts differ between a debug and a release build: the file holds a set for each, and the binary's path says
 which applies (a path with /release/ in it is the release build's). The total number of system calls is not a
-figure: it moves with timing (how often an event loop finds nothing to do); the socket writes do not. Instructions
+figure: it moves with timing (how often an event loop finds nothing to do); the writes do not. Instructions
 are not counted either: this machine kind has no hardware counters (`perf stat -e instructions` reports
 "not supported") and valgrind 3.19 stops with an internal error on the gateway's threads.
 
@@ -21,7 +22,7 @@ one is above it. `--write` records the figures measured now as the new "recorded
 they are set by hand, with the margin their spread needs).
 
 Usage: Benchmarks/check_thresholds.py GATEWAY_BINARY [--thresholds FILE] [--write]
-Needs gcc, perf (Debian linux-perf) and libmicrohttpd; scripts/check-performance installs them and builds the binary.
+Needs gcc and libmicrohttpd; scripts/check-performance installs them and builds the binary.
 """
 
 import argparse
@@ -45,14 +46,12 @@ HOT_GETS = 2000
 STREAM_PATH = "/subscribe/conformance:counter?name=thresholds"
 MUTATION_PATH = "/mutation/conformance:increment"
 MUTATION_BODY = '{"name":"thresholds"}'
-# The system calls that put bytes on a socket (an event's bytes go out in one of them).
-WRITE_SYSCALLS = ["write", "writev", "sendto", "sendmsg"]
 
 
 def build_tools():
     TOOLS.mkdir(exist_ok=True)
     subprocess.run(["gcc", "-O2", "-Wall", "-shared", "-fPIC", "-o", str(TOOLS / "alloc_count.so"),
-                    str(ROOT / "Benchmarks/alloc-count/alloc_count.c")], check=True)
+                    str(ROOT / "Benchmarks/alloc-count/alloc_count.c"), "-ldl"], check=True)
     subprocess.run(["gcc", "-O2", "-Wall", "-o", str(TOOLS / "sse-fanout"),
                     str(ROOT / "Benchmarks/sse-fanout/sse_fanout.c")], check=True)
 
@@ -87,7 +86,8 @@ class CountedGateway:
             env=environment, stdout=self.log, stderr=subprocess.STDOUT)
         wait_ready(GATEWAY_PORT, self.process)
 
-    def allocations(self):
+    def counts(self):
+        """(allocations, writes) so far."""
         try:
             os.unlink(self.count_file)
         except FileNotFoundError:
@@ -97,7 +97,8 @@ class CountedGateway:
             try:
                 text = pathlib.Path(self.count_file).read_text()
                 if text.endswith("\n"):
-                    return int(re.search(r"allocations (\d+)", text).group(1))
+                    found = re.search(r"allocations (\d+) frees \d+ writes (\d+)", text)
+                    return int(found.group(1)), int(found.group(2))
             except FileNotFoundError:
                 pass
             time.sleep(0.01)
@@ -120,31 +121,26 @@ def hot_get_allocations(gateway):
                 sys.exit(f"GET /query answered {response.status}")
 
     ask(50)
-    before = gateway.allocations()
+    before = gateway.counts()[0]
     ask(HOT_GETS)
-    return (gateway.allocations() - before) / HOT_GETS
+    return (gateway.counts()[0] - before) / HOT_GETS
 
 
 def quiet(gateway):
     """Waits until the gateway holds no stream (the last run's have gone) and its allocations stand still."""
-    previous = gateway.allocations()
+    previous = gateway.counts()
     for _ in range(100):
         time.sleep(0.3)
-        now = gateway.allocations()
-        if now - previous < 50:
+        now = gateway.counts()
+        if now[0] - previous[0] < 50:
             return now
         previous = now
     return previous
 
 
-def fanout_run(gateway, rounds, workdir):
-    """One sse_fanout run of `rounds` changes to STREAMS streams: (allocations, system calls, KiB per idle stream)."""
-    perf_out = os.path.join(workdir, f"perf-{rounds}.txt")
+def fanout_run(gateway, rounds):
+    """One sse_fanout run of `rounds` changes to STREAMS streams: (allocations, writes, KiB per idle stream)."""
     before = quiet(gateway)
-    events = ["raw_syscalls:sys_enter"] + [f"syscalls:sys_enter_{name}" for name in WRITE_SYSCALLS]
-    perf = subprocess.Popen(["perf", "stat", "-x", ",", "-e", ",".join(events), "-p", str(gateway.process.pid),
-                             "-o", perf_out])
-    time.sleep(0.5)
     run = subprocess.run(
         [str(TOOLS / "sse-fanout"), str(GATEWAY_PORT), str(gateway.process.pid), str(STREAMS), str(rounds),
          STREAM_PATH, MUTATION_PATH, MUTATION_BODY],
@@ -152,18 +148,8 @@ def fanout_run(gateway, rounds, workdir):
     if run.returncode != 0:
         sys.exit(f"sse-fanout failed ({run.returncode}):\n{run.stdout}\n{run.stderr}")
     after = quiet(gateway)
-    perf.send_signal(signal.SIGINT)
-    perf.wait(timeout=30)
-    counts = {}
-    for line in pathlib.Path(perf_out).read_text().splitlines():
-        fields = line.split(",")
-        if len(fields) > 2 and fields[0].isdigit():
-            counts[fields[2]] = int(fields[0])
-    if "raw_syscalls:sys_enter" not in counts:
-        sys.exit(f"perf counted no system calls:\n{pathlib.Path(perf_out).read_text()}")
-    writes = sum(counts.get(f"syscalls:sys_enter_{name}", 0) for name in WRITE_SYSCALLS)
     per_stream = float(re.search(r"per_stream_kib=([0-9.]+)", run.stdout).group(1))
-    return after - before, counts["raw_syscalls:sys_enter"], writes, per_stream
+    return after[0] - before[0], after[1] - before[1], per_stream
 
 
 def measure(binary):
@@ -179,13 +165,13 @@ def measure(binary):
             gateway = CountedGateway(binary, workdir)
             figures["allocations_per_hot_get"] = hot_get_allocations(gateway)
             # The first run opens the first STREAMS streams (the memory figure: later runs reuse what it freed).
-            first = fanout_run(gateway, 1, workdir)
-            short = fanout_run(gateway, ROUNDS_SHORT, workdir)
-            long = fanout_run(gateway, ROUNDS_LONG, workdir)
+            first = fanout_run(gateway, 1)
+            short = fanout_run(gateway, ROUNDS_SHORT)
+            long = fanout_run(gateway, ROUNDS_LONG)
             extra_events = (ROUNDS_LONG - ROUNDS_SHORT) * STREAMS
             figures["allocations_per_event"] = (long[0] - short[0]) / extra_events
-            figures["write_syscalls_per_event"] = (long[2] - short[2]) / extra_events
-            figures["kib_per_idle_stream"] = first[3]
+            figures["writes_per_event"] = (long[1] - short[1]) / extra_events
+            figures["kib_per_idle_stream"] = first[2]
         finally:
             if gateway:
                 gateway.stop()
