@@ -59,8 +59,8 @@ let package = Package(
         // MARK: Sync protocol and client
         .target(name: "ConvexSyncProtocol", dependencies: ["ConvexValues"]),
         // The byte-level rules of the header fields the gateway reads on its hot path (entity tags, Accept,
-        // Accept-Encoding, comparisons in place) and the client-address key: the only unsafe code outside MicroHTTPD
-        // (and ChildProcess's C strings for posix_spawn).
+        // Accept-Encoding, comparisons in place) and the client-address key (docs/architecture.md says where the
+        // other unsafe code is).
         .target(name: "HTTPFields", dependencies: ["MicroHTTPD"]),
         .testTarget(name: "ConvexSyncProtocolTests", dependencies: ["ConvexSyncProtocol", "ConvexValues"]),
         // One HTTP/1.1 request over SwiftNIO: the few plain fetches, without FoundationNetworking (libcurl).

@@ -1,6 +1,6 @@
 import ConvexSyncProtocol
 
-/// What a request path names: a row of the route table (``Route/table``, Pipeline/Routes.swift), with the function
+/// What a request path names: a row of the route table (``Route/table``, Pipeline/Dispatch.swift), with the function
 /// path of a function route. Parsed once per request, from the raw path.
 struct Route: Sendable, Equatable {
     /// One route of the gateway: its path, the methods it answers, what the access stage asks of it, whether it reads
