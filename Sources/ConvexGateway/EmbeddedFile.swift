@@ -1,3 +1,5 @@
+import HTTPFields
+
 /// A file built into the binary and served as it is (`/client.js`, the demo page): SwiftPM embeds it at build time, so
 /// the installed executable and the container image serve it with no resource files beside them.
 struct EmbeddedFile: Sendable {
@@ -16,8 +18,8 @@ struct EmbeddedFile: Sendable {
         response = GatewayResponse(
             status: 200,
             headers: [
-                ("Content-Type", contentType), ("ETag", etag), ("Cache-Control", "no-cache"),
-                ("X-Content-Type-Options", "nosniff"),
+                (HeaderName.contentType, contentType), (HeaderName.eTag, etag), (HeaderName.cacheControl, "no-cache"),
+                (HeaderName.xContentTypeOptions, "nosniff"),
             ] + extraHeaders,
             body: body, gzipped: body.count >= ContentCoding.minimumBytes ? ContentCoding.gzip(body) : nil)
     }

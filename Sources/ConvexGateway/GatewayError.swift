@@ -1,4 +1,5 @@
 import ConvexValues
+import HTTPFields
 
 /// An error the gateway answers with: an HTTP status and the one JSON error body used everywhere,
 /// `{"error": {"code": "...", "message": "...", "data": ...}}` (`data` only for a function's `ConvexError`).
@@ -127,7 +128,7 @@ extension GatewayError {
     }
 
     package static func unauthenticated(_ message: String) -> GatewayError {
-        GatewayError(code: .unauthenticated, message: message, headers: [("WWW-Authenticate", "Bearer")])
+        GatewayError(code: .unauthenticated, message: message, headers: [(HeaderName.wwwAuthenticate, "Bearer")])
     }
 
     package static func routeNotFound(_ path: String) -> GatewayError {
@@ -163,7 +164,7 @@ extension GatewayError {
     package static func upstreamUnavailable(retryAfter: Int = 1) -> GatewayError {
         GatewayError(
             code: .upstreamUnavailable, message: "Convex deployment is unreachable; try again later",
-            headers: [("Retry-After", String(retryAfter))]
+            headers: [(HeaderName.retryAfter, String(retryAfter))]
         )
     }
 
@@ -182,14 +183,14 @@ extension GatewayError {
 
     package static let overloaded = GatewayError(
         code: .overloaded, message: "Connection limit reached; try again later",
-        headers: [("Retry-After", "1")]
+        headers: [(HeaderName.retryAfter, "1")]
     )
 
     /// A request body that does not fit beside the bodies held now (`--max-body-bytes-in-flight`); answered before
     /// the body is read when its `Content-Length` says so.
     package static let bodiesInFlightLimitReached = GatewayError(
         code: .overloaded, message: "Too many request bodies are in flight; try again shortly",
-        headers: [("Retry-After", "1")]
+        headers: [(HeaderName.retryAfter, "1")]
     )
 
     /// A signed-in caller without an upstream connection while `--max-identities` signed-in callers hold one: each
@@ -198,20 +199,20 @@ extension GatewayError {
         GatewayError(
             code: .overloaded,
             message: "Too many signed-in callers hold connections to the deployment; try again later",
-            headers: [("Retry-After", String(retryAfter))])
+            headers: [(HeaderName.retryAfter, String(retryAfter))])
     }
 
     /// A new event stream while `--max-streams` are open: the connections left are kept for calls and `GET`s.
     package static let streamLimitReached = GatewayError(
         code: .overloaded, message: "Stream limit reached; try again later",
-        headers: [("Retry-After", "5")]
+        headers: [(HeaderName.retryAfter, "5")]
     )
 
     /// A stream or batch `GET` that needs a new upstream subscription while `--max-subscriptions` live (a `GET` of
     /// one query makes a one-shot call instead). Subscriptions free up as their readers leave and keep-warm ends.
     package static let subscriptionLimitReached = GatewayError(
         code: .overloaded, message: "Subscription limit reached; try again later",
-        headers: [("Retry-After", "5")]
+        headers: [(HeaderName.retryAfter, "5")]
     )
 
     /// A stream or batch `GET` that needs a new upstream subscription while its caller (identity, else client
@@ -222,12 +223,12 @@ extension GatewayError {
             code: .tooManySubscriptions,
             message: "This caller already holds \(limit) live subscriptions, the most one caller may "
                 + "(--max-subscriptions-per-caller); close a stream, or retry once unread ones expire",
-            headers: [("Retry-After", String(max(1, Int(keepWarm.seconds.rounded(.up)))))])
+            headers: [(HeaderName.retryAfter, String(max(1, Int(keepWarm.seconds.rounded(.up)))))])
     }
 
     package static let shuttingDown = GatewayError(
         code: .shuttingDown, message: "Gateway is shutting down",
-        headers: [("Retry-After", "1")]
+        headers: [(HeaderName.retryAfter, "1")]
     )
 
     package static let unansweredAtShutdown = GatewayError(

@@ -1,9 +1,11 @@
+import HTTPFields
+
 /// The gateway's access controls and request limits. Every control is off by default except the limits; the
 /// `convex-gateway` executable fills this from flags and environment variables, as declared in
 /// `Settings/GatewaySettings+Declarations.swift` (docs/configuration.md, "Access controls and limits").
 public struct AccessConfiguration: Sendable {
     /// When set, every request except `/healthz`, `/readyz`, `/openapi.yaml` (but for its functions document),
-    /// `/client.js` and CORS preflights must carry it in the ``apiKeyHeader`` header; otherwise 401 `InvalidAPIKey`.
+    /// `/client.js` and CORS preflights must carry it in the `X-API-Key` header; otherwise 401 `InvalidAPIKey`.
     public var apiKey: Secret?
     /// Which functions callers may reach; a refused function answers exactly as an unknown one (404).
     public var functions = FunctionFilter()
@@ -31,7 +33,7 @@ public struct AccessConfiguration: Sendable {
     public var ticketMaxLifetime = Duration.seconds(3600)
 
     /// The header that carries the gateway API key.
-    public static let apiKeyHeader = "X-API-Key"
+    public static let apiKeyHeader = HeaderName.xAPIKey
 
     public init() {}
 

@@ -7,9 +7,9 @@ extension GatewayError {
         GatewayError(
             code: .invalidAPIKey,
             message: missing
-                ? "This gateway requires an API key in the \(AccessConfiguration.apiKeyHeader) header"
-                : "The API key in the \(AccessConfiguration.apiKeyHeader) header is not valid",
-            headers: [("WWW-Authenticate", #"APIKey header="\#(AccessConfiguration.apiKeyHeader)""#)])
+                ? "This gateway requires an API key in the \(HeaderName.xAPIKey) header"
+                : "The API key in the \(HeaderName.xAPIKey) header is not valid",
+            headers: [(HeaderName.wwwAuthenticate, #"APIKey header="\#(HeaderName.xAPIKey)""#)])
     }
 
     static func originNotAllowed(_ origin: String) -> GatewayError {
@@ -22,7 +22,7 @@ extension GatewayError {
         GatewayError(
             code: .rateLimited,
             message: "Too many requests from this address; retry in \(retryAfter) s",
-            headers: [("Retry-After", String(retryAfter))])
+            headers: [(HeaderName.retryAfter, String(retryAfter))])
     }
 }
 
@@ -81,7 +81,7 @@ package final class AccessControl: Sendable {
         let cors = configuration.cors
         var headers: [(String, String)] = []
         if cors.isEnabled {
-            switch fields.withField("Origin", originCheck) {
+            switch fields.withField(HeaderName.origin, originCheck) {
             case .absent:
                 if method == "OPTIONS" { return .answer(cors.preflightResponse()) }
             case .refused(let origin):
@@ -95,7 +95,7 @@ package final class AccessControl: Sendable {
                     return .answer(preflight)
                 }
             }
-        } else if let origin = fields.withField("Origin", { $0?.text }),
+        } else if let origin = fields.withField(HeaderName.origin, { $0?.text }),
             !CrossSiteCheck.isOwnOrigin(origin, host: fields.withField("Host", { $0?.text }))
         {
             refusedOrigins.record(origin, corsEnabled: false)
@@ -126,7 +126,7 @@ package final class AccessControl: Sendable {
     /// passes, or when the gateway has no key.
     private func apiKeyRefusal(_ fields: some HeaderFields) -> GatewayError? {
         guard let key = configuration.apiKey else { return nil }
-        switch fields.withField(AccessConfiguration.apiKeyHeader, { $0.map { key.matches($0) } }) {
+        switch fields.withField(HeaderName.xAPIKey, { $0.map { key.matches($0) } }) {
         case nil: return .invalidAPIKey(missing: true)
         case false?: return .invalidAPIKey(missing: false)
         case true?: return nil

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPFields
 
 /// Cross-origin resource sharing for the REST routes and the event streams.
 ///
@@ -29,11 +30,11 @@ public struct CORSPolicy: Sendable, Hashable {
     /// Request headers a page may send.
     public static let allowedHeaders =
         "Accept, Authorization, Cache-Control, Content-Type, Convex-Min-Timestamp, If-None-Match, Last-Event-ID, Prefer, "
-        + "X-API-Key"
+        + HeaderName.xAPIKey
 
     public init(
         origins: [String] = [], allowCredentials: Bool = false, maxAgeSeconds: Int = 600,
-        exposedHeaders: [String] = ["ETag", "Retry-After", "Convex-Timestamp"]
+        exposedHeaders: [String] = [HeaderName.eTag, HeaderName.retryAfter, HeaderName.convexTimestamp]
     ) {
         self.origins = origins.map { $0.lowercased() }
         self.allowCredentials = allowCredentials
@@ -109,14 +110,14 @@ public struct CORSPolicy: Sendable, Hashable {
         var headers: [(String, String)] = []
         headers.reserveCapacity(4)  // built on every answer, the hot path's too: one allocation
         if origins.contains("*") && !allowCredentials {
-            headers.append(("Access-Control-Allow-Origin", "*"))
+            headers.append((HeaderName.accessControlAllowOrigin, "*"))
         } else {
-            headers.append(("Access-Control-Allow-Origin", origin))
-            headers.append(("Vary", "Origin"))
+            headers.append((HeaderName.accessControlAllowOrigin, origin))
+            headers.append((HeaderName.vary, HeaderName.origin))
         }
-        if allowCredentials { headers.append(("Access-Control-Allow-Credentials", "true")) }
+        if allowCredentials { headers.append((HeaderName.accessControlAllowCredentials, "true")) }
         if !exposedHeaders.isEmpty {
-            headers.append(("Access-Control-Expose-Headers", exposedHeadersField))
+            headers.append((HeaderName.accessControlExposeHeaders, exposedHeadersField))
         }
         return headers
     }
@@ -128,9 +129,9 @@ public struct CORSPolicy: Sendable, Hashable {
             status: 204,
             headers: [
                 ("Allow", Self.allowedMethods),
-                ("Access-Control-Allow-Methods", Self.allowedMethods),
-                ("Access-Control-Allow-Headers", Self.allowedHeaders),
-                ("Access-Control-Max-Age", String(maxAgeSeconds)),
+                (HeaderName.accessControlAllowMethods, Self.allowedMethods),
+                (HeaderName.accessControlAllowHeaders, Self.allowedHeaders),
+                (HeaderName.accessControlMaxAge, String(maxAgeSeconds)),
             ],
             body: [])
     }

@@ -1,3 +1,5 @@
+import HTTPFields
+
 /// How the answers of a route that acts for its caller may be cached. They depend on the request fields that name
 /// the caller (`Vary: Authorization`, and `Cookie` when the gateway reads an auth cookie), and a signed-in caller's
 /// answers are that caller's alone (`Cache-Control: private`), so that no shared cache (a CDN, a proxy) hands one
@@ -11,9 +13,9 @@ struct CallerCaching: Sendable {
 
     /// - Parameter authCookie: the cookie the gateway reads the caller's token from (`--auth-cookie`), if any.
     init(authCookie: String?) {
-        let vary = ("Vary", authCookie == nil ? "Authorization" : "Authorization, Cookie")
+        let vary = (HeaderName.vary, authCookie == nil ? HeaderName.authorization : "Authorization, Cookie")
         anonymous = [vary]
-        signedIn = [("Cache-Control", "private"), vary]
+        signedIn = [(HeaderName.cacheControl, "private"), vary]
     }
 
     /// The headers of answers to `identity`.

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPFields
 
 /// Where a request's caller identity comes from, first match wins: the `Authorization` header, then a stream
 /// ticket (`?ticket=` on the stream routes, whose `EventSource` cannot send headers), then the auth cookie (when one
@@ -33,7 +34,7 @@ struct CallerCredentials: Sendable {
             query.parameters.removeAll { $0.name == Self.ticketParameter }
         }
         guard route.actsForCaller else { return .anonymous }
-        if let authorization = request.header("authorization") {
+        if let authorization = request.header(HeaderName.authorization) {
             return try Self.identity(authorization: authorization)
         }
         if let ticket {
@@ -44,7 +45,7 @@ struct CallerCredentials: Sendable {
         }
         if let cookieName {
             // Two of them (one set by a sibling subdomain for the parent domain, say): neither is taken for the user.
-            let values = CookieHeader.values(named: cookieName, in: request.header("cookie"))
+            let values = CookieHeader.values(named: cookieName, in: request.header(HeaderName.cookie))
             if values.contains(where: { $0 != values[0] }) {
                 throw GatewayError.unauthenticated(
                     "The '\(cookieName)' cookie was sent more than once, with different values; clear it and sign in "

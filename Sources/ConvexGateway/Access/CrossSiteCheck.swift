@@ -1,4 +1,5 @@
 import Foundation
+import HTTPFields
 
 extension GatewayError {
     static func crossSiteRequest(_ message: String) -> GatewayError {
@@ -37,25 +38,25 @@ struct CrossSiteCheck: Sendable {
 
     /// Why `request`, on a route that acts for the caller, is refused; `nil` when it may go on.
     func refusal(of request: GatewayRequest) -> GatewayError? {
-        guard !Self.safeMethods.contains(request.method), request.header("authorization") == nil,
-            let cookie = CookieHeader.value(named: cookieName, in: request.header("cookie")), !cookie.isEmpty
+        guard !Self.safeMethods.contains(request.method), request.header(HeaderName.authorization) == nil,
+            let cookie = CookieHeader.value(named: cookieName, in: request.header(HeaderName.cookie)), !cookie.isEmpty
         else {
             return nil
         }
-        if let origin = request.header("origin") {
+        if let origin = request.header(HeaderName.origin) {
             guard allows(origin: origin, host: request.header("host")) else {
                 return .crossSiteRequest(
                     "Origin '\(printable(origin))' may not act as the signed-in user of the auth cookie; only the "
                         + "gateway's own origin and its CORS origins may")
             }
-        } else if let site = request.header("sec-fetch-site")?.lowercased(),
+        } else if let site = request.header(HeaderName.secFetchSite)?.lowercased(),
             site == "cross-site" || site == "same-site"
         {
             return .crossSiteRequest(
                 "A \(site) request may not act as the signed-in user of the auth cookie; send an Origin the gateway "
                     + "allows")
         }
-        if let contentType = request.header("content-type") {
+        if let contentType = request.header(HeaderName.contentType) {
             guard Self.isJSON(contentType) else {
                 return .crossSiteRequest(
                     "A request that the auth cookie authenticates must send its body as application/json, not "

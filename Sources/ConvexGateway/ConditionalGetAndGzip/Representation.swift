@@ -16,8 +16,8 @@ struct RepresentationPreferences: Sendable {
     }
 
     init(method: String, header: (String) -> String?) {
-        acceptsGzip = AcceptEncoding.acceptsGzip(header("accept-encoding"))
-        ifNoneMatch = method == "GET" || method == "HEAD" ? header("if-none-match") : nil
+        acceptsGzip = AcceptEncoding.acceptsGzip(header(HeaderName.acceptEncoding))
+        ifNoneMatch = method == "GET" || method == "HEAD" ? header(HeaderName.ifNoneMatch) : nil
     }
 }
 
@@ -31,25 +31,25 @@ extension GatewayResponse {
     ///
     /// - Parameter compressed: the gzip-coded body, asked for only when it is sent (the hot path keeps one per value).
     func negotiated(_ preferences: RepresentationPreferences, compressed: () -> [UInt8]?) -> GatewayResponse {
-        let compressible = body.count >= ContentCoding.minimumBytes && header("Content-Encoding") == nil
-        let etag = status == 200 ? header("ETag") : nil
+        let compressible = body.count >= ContentCoding.minimumBytes && header(HeaderName.contentEncoding) == nil
+        let etag = status == 200 ? header(HeaderName.eTag) : nil
         guard compressible || (etag != nil && preferences.ifNoneMatch != nil) else { return self }
         let gzip = compressible && preferences.acceptsGzip
         var response = self
-        if compressible { response.headers.append(("Vary", "Accept-Encoding")) }
+        if compressible { response.headers.append((HeaderName.vary, HeaderName.acceptEncoding)) }
         if let etag, let ifNoneMatch = preferences.ifNoneMatch, EntityTag.ifNoneMatch(ifNoneMatch, matches: etag) {
             if gzip {
-                response.setHeader("ETag", EntityTag.gzipVariant(of: etag))
+                response.setHeader(HeaderName.eTag, EntityTag.gzipVariant(of: etag))
                 if let coded = compressed() { response.body = coded }
             }
             response.status = 304
-            response.headers.removeAll { $0.0.lowercased() == "content-type" }
+            response.headers.removeAll { $0.0.lowercased() == HeaderName.contentType.lowercased() }
             return response
         }
         if gzip, let coded = compressed() {
             response.body = coded
-            response.headers.append(("Content-Encoding", "gzip"))
-            if let etag { response.setHeader("ETag", EntityTag.gzipVariant(of: etag)) }
+            response.headers.append((HeaderName.contentEncoding, "gzip"))
+            if let etag { response.setHeader(HeaderName.eTag, EntityTag.gzipVariant(of: etag)) }
         }
         return response
     }

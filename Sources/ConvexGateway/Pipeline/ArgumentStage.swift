@@ -1,6 +1,7 @@
 import ConvexSyncProtocol
 import ConvexValues
 import Foundation
+import HTTPFields
 
 /// The typed-arguments stage: turns what the client sent into the arguments object of a Convex call, consulting
 /// the deployment's function spec when the gateway has one.
@@ -188,7 +189,7 @@ struct TypedArguments: Sendable {
     /// The input of a request's body.
     func bodyInput(_ request: ParsedRequest) throws(GatewayError) -> ArgumentStage.Input {
         try ArgumentStage.input(
-            fromBody: request.request.body, contentType: request.request.header("content-type"),
+            fromBody: request.request.body, contentType: request.request.header(HeaderName.contentType),
             maxBytes: maxBodyBytes)
     }
 

@@ -1,4 +1,5 @@
 import ConvexValues
+import HTTPFields
 import Logging
 
 /// `GET /query?q.<id>=<module:function>&args.<id>=<JSON object>…`: many queries answered from one snapshot of the
@@ -114,8 +115,8 @@ struct BatchQueries: Sendable {
         }
         body.append(UInt8(ascii: "}"))
         var response = GatewayResponse.json(body)
-        response.headers.append(("ETag", Queries.etag(hash: tag.value, format: format)))
-        response.headers.append((SnapshotFloor.timestampHeader, String(snapshot.ts)))
+        response.headers.append((HeaderName.eTag, Queries.etag(hash: tag.value, format: format)))
+        response.headers.append((HeaderName.convexTimestamp, String(snapshot.ts)))
         return response
     }
 }

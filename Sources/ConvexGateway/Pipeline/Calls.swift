@@ -1,5 +1,6 @@
 import ConvexSyncProtocol
 import ConvexValues
+import HTTPFields
 import Logging
 
 /// The call stage: mutations, actions and `POST /query/<function>`, each with the gateway's one deadline.
@@ -44,7 +45,7 @@ struct Calls: Sendable {
             var response = GatewayResponse.json(render(answer.value, request.format))
             if let ts = answer.ts {
                 if kind == .mutation { readYourWrites.committed(ts) }
-                response.headers.append((SnapshotFloor.timestampHeader, String(ts)))
+                response.headers.append((HeaderName.convexTimestamp, String(ts)))
             }
             return response
         case .success(nil):

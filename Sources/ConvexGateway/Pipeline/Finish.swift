@@ -1,4 +1,5 @@
 import ConvexValues
+import HTTPFields
 
 /// What completing a response needs of its request: the route template (the metrics label), when the request
 /// started, the access stage's headers (CORS), and the representation it asks for (gzip, `If-None-Match`).
@@ -62,8 +63,8 @@ extension GatewayCore {
             response.gzipped ?? ContentCoding.gzip(response.body)
         }
         response.headers += context.headers
-        let ownCacheControl = response.header("Cache-Control") != nil
-        for header in context.callerHeaders where !(ownCacheControl && header.0 == "Cache-Control") {
+        let ownCacheControl = response.header(HeaderName.cacheControl) != nil
+        for header in context.callerHeaders where !(ownCacheControl && header.0 == HeaderName.cacheControl) {
             response.headers.append(header)
         }
         metrics.recordRequest(

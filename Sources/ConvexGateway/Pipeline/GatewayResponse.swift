@@ -1,4 +1,5 @@
 import ConvexValues
+import HTTPFields
 
 /// A complete response.
 package struct GatewayResponse: Sendable {
@@ -16,13 +17,13 @@ package struct GatewayResponse: Sendable {
     }
 
     static func json(_ body: [UInt8], status: Int = 200) -> GatewayResponse {
-        GatewayResponse(status: status, headers: [("Content-Type", "application/json")], body: body)
+        GatewayResponse(status: status, headers: [(HeaderName.contentType, "application/json")], body: body)
     }
 
     /// The one place an error becomes status, headers and the JSON error body (`data` rendered by `render`).
     static func error(_ error: GatewayError, render: (ConvexValue) -> [UInt8]) -> GatewayResponse {
         GatewayResponse(
-            status: error.status, headers: [("Content-Type", "application/json")] + error.headers,
+            status: error.status, headers: [(HeaderName.contentType, "application/json")] + error.headers,
             body: error.body(render: render))
     }
 }

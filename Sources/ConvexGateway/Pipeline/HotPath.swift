@@ -49,17 +49,17 @@ struct HotPath: Sendable {
         // full handling moves it there. (A malformed header gets full handling's 400.)
         let minTimestamp: UInt64?
         do {
-            minTimestamp = try SnapshotFloor.minTimestamp(request.header(SnapshotFloor.minTimestampHeader))
+            minTimestamp = try SnapshotFloor.minTimestamp(request.header(HeaderName.convexMinTimestamp))
         } catch {
             return nil
         }
         let floor = readYourWrites.floor(minTimestamp: minTimestamp)
         guard route.live.session.ts >= floor else { return nil }
         // The representation fields are read in place (HTTPRequestHead): nothing is copied for the usual answer.
-        let sentIfNoneMatch = request.hasHeader("If-None-Match")
+        let sentIfNoneMatch = request.hasHeader(HeaderName.ifNoneMatch)
         // A long-poll waits in full handling.
         if sentIfNoneMatch,
-            Prefer.longPollWait(request.header("Prefer"), maxSeconds: maxWaitSeconds) != nil
+            Prefer.longPollWait(request.header(HeaderName.prefer), maxSeconds: maxWaitSeconds) != nil
         {
             return nil
         }
@@ -99,10 +99,10 @@ struct HotPath: Sendable {
         }
         let notModified =
             sentIfNoneMatch
-            && request.withField("If-None-Match") { field in
+            && request.withField(HeaderName.ifNoneMatch) { field in
                 field.map { EntityTag.ifNoneMatch($0, matches: value.etag, gzip: value.gzipETag) } ?? false
             }
-        let gzip = request.withField("Accept-Encoding", AcceptEncoding.acceptsGzip)
+        let gzip = request.withField(HeaderName.acceptEncoding, AcceptEncoding.acceptsGzip)
         let prepared: HTTPPreparedResponse
         if let made = value.variant(gzip: gzip, notModified: notModified, accessHeaders: accessHeaders) {
             prepared = made
@@ -128,11 +128,11 @@ struct HotPath: Sendable {
     /// `Accept-Encoding`) and the access stage's headers vary the answer in ways both paths apply by the same rules
     /// (ConditionalGetAndGzip/, Access/); a long-poll (`Prefer: wait`) is left to full handling, which can wait.
     static func answersByTargetAlone(method: String, fields: some HeaderFields, authCookie: String?) -> Bool {
-        guard method == "GET", fields.withField("Authorization", { $0 == nil }),
-            !fields.withField("Accept", Accept.acceptsEventStream)
+        guard method == "GET", fields.withField(HeaderName.authorization, { $0 == nil }),
+            !fields.withField(HeaderName.accept, Accept.acceptsEventStream)
         else { return false }
         guard let authCookie else { return true }
-        return fields.withField("Cookie") { field in
+        return fields.withField(HeaderName.cookie) { field in
             field.map { CookieHeader.value(named: authCookie, in: $0.text) == nil } ?? true
         }
     }
@@ -199,7 +199,7 @@ extension HotPath {
                 self.revision = revision
                 self.ts = ts
                 self.response = response
-                self.etag = response.header("ETag") ?? ""
+                self.etag = response.header(HeaderName.eTag) ?? ""
                 self.gzipETag = EntityTag.gzipVariant(of: etag)
             }
 

@@ -10,12 +10,12 @@ enum LongPoll {
     /// (`--max-wait-seconds`); `nil` when it asks for none (or waiting is off).
     static func wait(_ request: ParsedRequest, _ context: ResponseContext, maxSeconds: Int) -> Int? {
         guard request.method == "GET", context.representation.ifNoneMatch != nil else { return nil }
-        return Prefer.longPollWait(request.request.header("prefer"), maxSeconds: maxSeconds)
+        return Prefer.longPollWait(request.request.header(HeaderName.prefer), maxSeconds: maxSeconds)
     }
 
     /// Whether the request's `If-None-Match` names the value `answer` carries, i.e. the client holds it already.
     static func holds(_ context: ResponseContext, _ answer: GatewayResponse) -> Bool {
-        guard let ifNoneMatch = context.representation.ifNoneMatch, let etag = answer.header("ETag") else {
+        guard let ifNoneMatch = context.representation.ifNoneMatch, let etag = answer.header(HeaderName.eTag) else {
             return false
         }
         return EntityTag.ifNoneMatch(ifNoneMatch, matches: etag)
@@ -38,9 +38,9 @@ enum LongPoll {
             answer = changed
         } else {
             answer.setHeader(
-                SnapshotFloor.timestampHeader, String(hub.sessionTimestamp(of: members.first?.key.identity ?? "")))
+                HeaderName.convexTimestamp, String(hub.sessionTimestamp(of: members.first?.key.identity ?? "")))
         }
-        answer.headers.append(("Preference-Applied", "wait=\(seconds)"))
+        answer.headers.append((HeaderName.preferenceApplied, "wait=\(seconds)"))
         return answer
     }
 }

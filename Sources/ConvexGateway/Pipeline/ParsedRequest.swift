@@ -56,13 +56,13 @@ struct ParsedRequest: Sendable {
             throw GatewayError.methodNotAllowed(request.method, allowed: route.allowedMethods)
         }
         identity = try credentials.identity(of: request, route: route, query: &query)
-        minTimestamp = try SnapshotFloor.minTimestamp(request.header("convex-min-timestamp"))
+        minTimestamp = try SnapshotFloor.minTimestamp(request.header(HeaderName.convexMinTimestamp))
         if route.isStream {
             // Like `ticket`, `delta` on a stream route is the stream's own parameter, never a function argument.
             wantsPatches = try ValueDelta.wantsPatches(query.values(named: ValueDelta.parameter))
             query.parameters.removeAll { $0.name == ValueDelta.parameter }
         }
-        wantsEventStream = Accept.acceptsEventStream(request.header("accept"))
+        wantsEventStream = Accept.acceptsEventStream(request.header(HeaderName.accept))
         self.request = request
     }
 }

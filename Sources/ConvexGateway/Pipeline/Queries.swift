@@ -73,11 +73,11 @@ struct Queries: Sendable {
         switch current.result {
         case .value:
             response = GatewayResponse.json(body)
-            response.headers.append(("ETag", Self.etag(hash: current.hash, format: format)))
+            response.headers.append((HeaderName.eTag, Self.etag(hash: current.hash, format: format)))
         case .failure(let failure):
             response = GatewayResponse.error(failure.gatewayError(logging: logger)) { render($0, format) }
         }
-        response.headers.append((SnapshotFloor.timestampHeader, String(ts)))
+        response.headers.append((HeaderName.convexTimestamp, String(ts)))
         return response
     }
 

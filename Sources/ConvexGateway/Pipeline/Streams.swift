@@ -1,5 +1,6 @@
 import ConvexSyncProtocol
 import ConvexValues
+import HTTPFields
 import Logging
 import Synchronization
 
@@ -25,8 +26,9 @@ struct Streams: Sendable {
 
     /// Headers of every event stream, before the CORS headers.
     static let eventStreamHeaders: [(String, String)] = [
-        ("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"), ("X-Accel-Buffering", "no"),
-        ("Referrer-Policy", "no-referrer"),
+        (HeaderName.contentType, "text/event-stream"), (HeaderName.cacheControl, "no-store"),
+        (HeaderName.xAccelBuffering, "no"),
+        (HeaderName.referrerPolicy, "no-referrer"),
     ]
 
     /// The subscriptions of a multi-subscription stream URL, with their arguments typed, once the rate limit is
@@ -61,7 +63,7 @@ struct Streams: Sendable {
             subscriptions.count == 1 && subscriptions[0].id == nil
             ? .function : .transitions(ids: subscriptions.map { $0.id ?? "" })
         let stream = (
-            framing: framing, lastEventID: request.request.header("last-event-id"), patches: request.wantsPatches
+            framing: framing, lastEventID: request.request.header(HeaderName.lastEventID), patches: request.wantsPatches
         )
         let attachments = StreamAttachments()
         let (hub, logger, openStreams) = (self.hub, self.logger, self.openStreams)

@@ -1,4 +1,5 @@
 import ConvexValues
+import HTTPFields
 import Synchronization
 
 /// The gateway's own routes: health, readiness, metrics, the OpenAPI documents, `/client.js` and stream tickets.
@@ -36,7 +37,8 @@ struct SystemRoutes: Sendable {
     /// `GET /metrics`: the Prometheus text.
     func metricsPage() -> GatewayResponse {
         GatewayResponse(
-            status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")], body: metrics.render()
+            status: 200, headers: [(HeaderName.contentType, "text/plain; version=0.0.4; charset=utf-8")],
+            body: metrics.render()
         )
     }
 
@@ -56,7 +58,8 @@ struct SystemRoutes: Sendable {
         guard let document = openAPIDocument else {
             throw GatewayError(code: .routeNotFound, message: "The OpenAPI document is not available on this gateway")
         }
-        return .now(GatewayResponse(status: 200, headers: [("Content-Type", "application/yaml")], body: document))
+        return .now(
+            GatewayResponse(status: 200, headers: [(HeaderName.contentType, "application/yaml")], body: document))
     }
 
     /// The per-deployment document (JSON text, which is YAML 1.2), or 404 without a function spec.
@@ -70,7 +73,7 @@ struct SystemRoutes: Sendable {
         }
         let document = FunctionOpenAPI.document(spec, format: format, include: functionFilter.permits)
         return GatewayResponse(
-            status: 200, headers: [("Content-Type", "application/yaml")], body: document.json(mode: .plain))
+            status: 200, headers: [(HeaderName.contentType, "application/yaml")], body: document.json(mode: .plain))
     }
 
     /// `POST /stream-tickets`: 201 with a ticket for the caller's token (Access/StreamTickets.swift).
@@ -86,7 +89,7 @@ struct SystemRoutes: Sendable {
             #"{"ticket":"# + String(decoding: ConvexValue.string(issued.ticket).convexJSON(), as: UTF8.self)
             + #","expiresAt":\#(issued.expiresAt)}"#
         var response = GatewayResponse.json(Array(body.utf8), status: 201)
-        response.headers.append(("Cache-Control", "no-store"))
+        response.headers.append((HeaderName.cacheControl, "no-store"))
         return response
     }
 }

@@ -1,3 +1,4 @@
+import HTTPFields
 import Synchronization
 
 /// Read-your-writes over HTTP: the oldest snapshot of the database a query answer may come from.
@@ -9,11 +10,6 @@ import Synchronization
 /// Every mutation answer says its commit timestamp, and every query answer the timestamp of its snapshot, in
 /// `Convex-Timestamp` (decimal nanoseconds, Convex's own timestamps).
 enum SnapshotFloor {
-    /// The response header with an answer's timestamp.
-    static let timestampHeader = "Convex-Timestamp"
-    /// The request header asking for a snapshot at a timestamp or later.
-    static let minTimestampHeader = "Convex-Min-Timestamp"
-
     /// The oldest snapshot a query answer may come from: the caller's `Convex-Min-Timestamp`, and with read-your-writes
     /// the newest commit this gateway has answered.
     static func required(minTimestamp: UInt64?, lastCommit: UInt64, readYourWrites: Bool) -> UInt64 {
@@ -30,8 +26,8 @@ enum SnapshotFloor {
             let value = UInt64(String(text)), value <= UInt64(Int64.max)
         else {
             throw GatewayError.invalidTimestamp(
-                "\(minTimestampHeader) must be a Convex timestamp: a decimal number of nanoseconds up to "
-                    + "9223372036854775807, as a response's \(timestampHeader) gives it")
+                "\(HeaderName.convexMinTimestamp) must be a Convex timestamp: a decimal number of nanoseconds up to "
+                    + "9223372036854775807, as a response's \(HeaderName.convexTimestamp) gives it")
         }
         return value
     }
