@@ -75,7 +75,7 @@ package final class AccessControl: Sendable {
     /// key or rate limit needs them; CORS preflights never need the key).
     /// Never blocks; counts the request against the rate limit.
     func decide(
-        method: String, accessClass: @autoclosure () -> Route.AccessClass,
+        method: String, accessClass: @autoclosure () -> AccessClass,
         remoteAddress: @autoclosure () -> String?, fields: some HeaderFields
     ) -> AccessDecision {
         let cors = configuration.cors
@@ -111,7 +111,7 @@ package final class AccessControl: Sendable {
 
     /// ``decide(method:accessClass:remoteAddress:fields:)`` for a request the server has read whole; then, on a route
     /// that acts for the caller, the cross-site check, which reads the body.
-    func decide(_ request: GatewayRequest, accessClass: Route.AccessClass) -> AccessDecision {
+    func decide(_ request: GatewayRequest, accessClass: AccessClass) -> AccessDecision {
         let decision = decide(
             method: request.method, accessClass: accessClass, remoteAddress: request.remoteAddress, fields: request)
         guard case .proceed(let headers) = decision, let crossSite, accessClass.isRateLimited,

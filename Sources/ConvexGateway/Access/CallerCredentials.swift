@@ -16,24 +16,20 @@ struct CallerCredentials: Sendable {
     /// The query parameter that carries a stream ticket.
     static let ticketParameter = "ticket"
 
-    /// The identity `request` acts as. On routes that take a ticket, `ticket` is removed from `query`, so no later
-    /// stage reads it as an argument.
-    /// - Throws: 401 for an `Authorization` header that is not `Bearer <token>`, a malformed token in the header or
-    ///   the cookie, the cookie sent twice with different values, or a ticket that does not open; 400 for `ticket`
-    ///   given more than once.
-    func identity(of request: GatewayRequest, route: Route, query: inout QueryString) throws(GatewayError)
-        -> UpstreamIdentity
-    {
-        var ticket: String??
-        if route.takesTicket {
-            let tickets = query.values(named: Self.ticketParameter)
-            guard tickets.count <= 1 else {
-                throw GatewayError.badRequest("Give 'ticket' once", code: .badRequest)
-            }
-            ticket = tickets.first
-            query.parameters.removeAll { $0.name == Self.ticketParameter }
+    /// The stream ticket among a request's query parameters (the values of every `ticket`), `nil` without one.
+    /// - Throws: 400 for `ticket` given more than once.
+    static func ticket(in values: [String?]) throws(GatewayError) -> String?? {
+        guard values.count <= 1 else {
+            throw GatewayError.badRequest("Give 'ticket' once", code: .badRequest)
         }
-        guard route.actsForCaller else { return .anonymous }
+        return values.first
+    }
+
+    /// The identity `request` acts as, on a route that acts for the caller (`ticket`: the request's stream ticket,
+    /// ``ticket(in:)``, on the routes that take one).
+    /// - Throws: 401 for an `Authorization` header that is not `Bearer <token>`, a malformed token in the header or
+    ///   the cookie, the cookie sent twice with different values, or a ticket that does not open.
+    func identity(of request: GatewayRequest, ticket: String??) throws(GatewayError) -> UpstreamIdentity {
         if let authorization = request.header(HeaderName.authorization) {
             return try Self.identity(authorization: authorization)
         }

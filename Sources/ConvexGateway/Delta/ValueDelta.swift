@@ -23,25 +23,12 @@ package enum ValueDelta {
         return true
     }
 
-    /// A change as a JSON Patch, made once per change and output mode and shared by every stream.
-    package struct Patch: Sendable {
-        /// The hash of the value the patch applies to.
-        package var base: UInt64
-        /// The hash of the value it makes.
-        package var result: UInt64
-        /// `"base":"…","v":"…","ops":[…]`: the event data's fields, without the braces (a multi-subscription stream
-        /// puts its `"sub"` first).
-        package var fields: [UInt8]
-        /// Where the patch's `/subscribe/<function>` event is kept once a stream framed it, for every other stream.
-        package var frame = FramedOnce()
-    }
-
     /// The patch from `previous` to `snapshot`, when both are values and the patch is smaller than half of `body`
     /// (the new value's JSON in `format`).
     static func patch(
-        from previous: SubscriptionHub.CurrentResult, to current: SubscriptionHub.CurrentResult, body: [UInt8],
+        from previous: CurrentResult, to current: CurrentResult, body: [UInt8],
         render: (ConvexValue) -> [UInt8]
-    ) -> Patch? {
+    ) -> ValuePatch? {
         guard case .value(let old) = previous.result, case .value(let new) = current.result else { return nil }
         var fields: [UInt8] = []
         fields += #""base":""#.utf8
@@ -55,6 +42,6 @@ package enum ValueDelta {
                 ValueDiff.operations(from: old, to: new), budget: budget, value: render)
         else { return nil }
         fields += operations
-        return Patch(base: previous.hash, result: current.hash, fields: fields)
+        return ValuePatch(base: previous.hash, result: current.hash, fields: fields)
     }
 }

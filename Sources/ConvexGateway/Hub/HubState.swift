@@ -10,7 +10,6 @@ import ConvexValues
 /// subscriptions as one delivery: a stream never holds a mix of two snapshots of the database.
 struct HubState {
     typealias Key = SubscriptionHub.Key
-    typealias CurrentResult = SubscriptionHub.CurrentResult
     typealias Member = SubscriptionHub.Member
 
     /// One subscription of one stream.

@@ -33,7 +33,7 @@ struct BatchQueries: Sendable {
         let keys = queries.map { SubscriptionHub.Key(identity: identityID, function: $0.function, args: $0.args) }
         let caller = SubscriptionCaller(identity: identityID, remoteAddress: request.request.remoteAddress)
         let format = request.format
-        let floor = readYourWrites.floor(for: request)
+        let floor = readYourWrites.floor(minTimestamp: request.minTimestamp)
         let longPoll = LongPoll.wait(request, context, maxSeconds: configuration.maxWaitSeconds)
         let ids = queries.map { $0.id ?? "" }
         return .later { [keys, queries] () async throws(GatewayError) -> GatewayOutcome in

@@ -21,7 +21,7 @@ struct Calls: Sendable {
         _ request: ParsedRequest
     ) async throws(GatewayError) -> GatewayResponse {
         // A one-shot query reads the connection's view: moved to the snapshot floor first (read-your-writes).
-        let floor = kind == .query ? readYourWrites.floor(for: request) : 0
+        let floor = kind == .query ? readYourWrites.floor(minTimestamp: request.minTimestamp) : 0
         let timeout = configuration.upstreamTimeout
         let connectTimeout = configuration.connectTimeout
         let result = try await pool.withUpstream(for: request.identity) { _, upstream in

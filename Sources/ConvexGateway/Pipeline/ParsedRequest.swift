@@ -55,7 +55,14 @@ struct ParsedRequest: Sendable {
         guard route.allowedMethods.contains(request.method) else {
             throw GatewayError.methodNotAllowed(request.method, allowed: route.allowedMethods)
         }
-        identity = try credentials.identity(of: request, route: route, query: &query)
+        // On routes that take a ticket, `ticket` is the request's own parameter: no later stage reads it as an
+        // argument.
+        var ticket: String?? = nil
+        if route.takesTicket {
+            ticket = try CallerCredentials.ticket(in: query.values(named: CallerCredentials.ticketParameter))
+            query.parameters.removeAll { $0.name == CallerCredentials.ticketParameter }
+        }
+        identity = route.actsForCaller ? try credentials.identity(of: request, ticket: ticket) : .anonymous
         minTimestamp = try SnapshotFloor.minTimestamp(request.header(HeaderName.convexMinTimestamp))
         if route.isStream {
             // Like `ticket`, `delta` on a stream route is the stream's own parameter, never a function argument.

@@ -27,7 +27,7 @@ struct Queries: Sendable {
         let key = SubscriptionHub.Key(identity: identityID, function: function, args: args)
         let caller = SubscriptionCaller(identity: identityID, remoteAddress: request.request.remoteAddress)
         let longPoll = LongPoll.wait(request, context, maxSeconds: configuration.maxWaitSeconds)
-        let floor = readYourWrites.floor(for: request)
+        let floor = readYourWrites.floor(minTimestamp: request.minTimestamp)
         // A live result answers at once when its snapshot is new enough (read-your-writes, ReadYourWrites/SnapshotFloor.swift).
         if let hot = hub.currentBody(for: key, format: format), hot.ts >= floor {
             let answer = answer(for: hot.current, body: hot.body, format: format, ts: hot.ts)
@@ -67,7 +67,7 @@ struct Queries: Sendable {
     /// The answer to a query from a live result that holds at snapshot `ts`: the value with its `ETag`, or the
     /// function's error; either with `Convex-Timestamp`.
     func answer(
-        for current: SubscriptionHub.CurrentResult, body: [UInt8], format: OutputFormat, ts: UInt64
+        for current: CurrentResult, body: [UInt8], format: OutputFormat, ts: UInt64
     ) -> GatewayResponse {
         var response: GatewayResponse
         switch current.result {
@@ -90,7 +90,7 @@ struct Queries: Sendable {
 
     /// Holds a `GET` whose client has the current value (``LongPoll``).
     private func waitForChange(
-        _ unchanged: GatewayResponse, _ held: SubscriptionHub.CurrentResult, _ key: SubscriptionHub.Key,
+        _ unchanged: GatewayResponse, _ held: CurrentResult, _ key: SubscriptionHub.Key,
         _ args: ConvexValue, _ caller: SubscriptionCaller, _ upstream: any ConvexUpstream, _ seconds: Int,
         _ format: OutputFormat
     ) async -> GatewayResponse {

@@ -58,7 +58,7 @@ struct Streams: Sendable {
         let caller = SubscriptionCaller(identity: identityID, remoteAddress: request.request.remoteAddress)
         try await awaitFirstResults(
             of: zip(subscriptions, keys).map { ($0.id, $1, $0.args) }, identity: identityID, caller: caller,
-            upstream: upstream, floor: readYourWrites.floor(for: request))
+            upstream: upstream, floor: readYourWrites.floor(minTimestamp: request.minTimestamp))
         let framing: EventStream.Framing =
             subscriptions.count == 1 && subscriptions[0].id == nil
             ? .function : .transitions(ids: subscriptions.map { $0.id ?? "" })

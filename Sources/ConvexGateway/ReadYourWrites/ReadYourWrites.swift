@@ -7,20 +7,20 @@ import Logging
 /// `Convex-Min-Timestamp`.
 struct ReadYourWrites: Sendable {
     let hub: SubscriptionHub
-    let configuration: GatewayConfiguration
+    /// Whether answers wait for the newest commit this gateway answered (`--read-your-writes`); the caller's
+    /// `Convex-Min-Timestamp` is waited for either way.
+    let followsCommits: Bool
+    /// How long a caller waits for the upstream connection, and for the deployment to reach a floor.
+    let connectTimeout: Duration
+    let upstreamTimeout: Duration
     let logger: Logger
     /// The newest commit among the mutations this gateway answered.
     let lastCommit = CommitWatermark()
 
-    /// The oldest snapshot an answer to `request` may come from.
-    func floor(for request: ParsedRequest) -> UInt64 {
-        floor(minTimestamp: request.minTimestamp)
-    }
-
     /// The oldest snapshot an answer may come from, given the caller's `Convex-Min-Timestamp`.
     func floor(minTimestamp: UInt64?) -> UInt64 {
         SnapshotFloor.required(
-            minTimestamp: minTimestamp, lastCommit: lastCommit.ts, readYourWrites: configuration.readYourWrites)
+            minTimestamp: minTimestamp, lastCommit: lastCommit.ts, readYourWrites: followsCommits)
     }
 
     /// A mutation answered here committed at `ts`.
@@ -33,12 +33,12 @@ struct ReadYourWrites: Sendable {
     ///   does not reach `floor` within the upstream timeout.
     func ready(at floor: UInt64, identity: String, upstream: any ConvexUpstream) async throws(GatewayError) {
         do throws(UpstreamFailure) {
-            try await upstream.waitUntilConnected(timeout: configuration.connectTimeout)
+            try await upstream.waitUntilConnected(timeout: connectTimeout)
         } catch {
             throw error.gatewayError(logging: logger)
         }
         guard floor > 0, hub.sessionTimestamp(of: identity) < floor else { return }
-        let timeout = configuration.upstreamTimeout
+        let timeout = upstreamTimeout
         if await hub.reach(floor, identity: identity, upstream: upstream, timeout: timeout) { return }
         // A connection whose credentials the deployment refused never reaches the floor: the refusal is the answer.
         if let refusal = await upstream.credentialsRefusal() { throw refusal.gatewayError(logging: logger) }

@@ -101,7 +101,7 @@ struct StreamWire {
         }
         ts = transition.ts
         // Per change, the patch to send instead of its value (none when the stream reads values).
-        var patches: [ValueDelta.Patch?] = []
+        var patches: [ValuePatch?] = []
         if wantsPatches { patches.reserveCapacity(changes.count) }
         for change in changes {
             let update = change.update
@@ -148,7 +148,7 @@ struct StreamWire {
 
     /// Appends what a delivery sends of one subscription, its result in full or with `patch` its change as a JSON
     /// Patch, to `data`: the whole event of a `/subscribe/<function>` stream, a transition's change otherwise.
-    private func append(_ change: StreamTransition.Change, patch: ValueDelta.Patch?, to data: inout [UInt8]) {
+    private func append(_ change: StreamTransition.Change, patch: ValuePatch?, to data: inout [UInt8]) {
         let (sent, member) = (change.update, change.member)
         guard case .transitions(let ids) = framing else {
             guard let patch else {
@@ -183,8 +183,8 @@ struct StreamWire {
 
     /// The bytes of one transition (`patches`: per change, the patch to send instead of its value; empty for none):
     /// the `/subscribe/<function>` events as they are, or one `event: transition` written in one buffer.
-    private func event(_ changes: [StreamTransition.Change], patches: [ValueDelta.Patch?]) -> [UInt8] {
-        func patch(_ index: Int) -> ValueDelta.Patch? { patches.isEmpty ? nil : patches[index] }
+    private func event(_ changes: [StreamTransition.Change], patches: [ValuePatch?]) -> [UInt8] {
+        func patch(_ index: Int) -> ValuePatch? { patches.isEmpty ? nil : patches[index] }
         guard case .transitions = framing else {
             var events: [UInt8] = []
             for (index, change) in changes.enumerated() { append(change, patch: patch(index), to: &events) }

@@ -240,7 +240,7 @@ extension AccessControl {
     }
 
     /// The access class GatewayCore gives the access stage: the parsed route's, else the raw path's.
-    static func accessClass(of request: GatewayRequest) -> Route.AccessClass {
+    static func accessClass(of request: GatewayRequest) -> AccessClass {
         (try? Route(rawPath: request.rawPath[...]))?.accessClass ?? Route.accessClass(rawPath: request.rawPath[...])
     }
 }

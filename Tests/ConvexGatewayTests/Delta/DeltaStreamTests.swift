@@ -12,11 +12,11 @@ import Testing
     /// The update from `old` to `new`, with its patch as the hub makes it.
     func update(from old: (ConvexValue, UInt64)?, to new: ConvexValue, hash: UInt64) -> SubscriptionUpdate {
         let body = new.json(mode: .plain)
-        let current = SubscriptionHub.CurrentResult(
+        let current = CurrentResult(
             id: "1-\(String(hash, radix: 16))", sequence: hash, hash: hash, result: .value(new))
         var update = SubscriptionUpdate(current: current, body: body)
         if let old {
-            let previous = SubscriptionHub.CurrentResult(
+            let previous = CurrentResult(
                 id: "0-\(String(old.1, radix: 16))", sequence: 0, hash: old.1, result: .value(old.0))
             update.patch = ValueDelta.patch(from: previous, to: current, body: body) { $0.json(mode: .plain) }
         }

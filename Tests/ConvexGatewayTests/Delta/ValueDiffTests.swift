@@ -89,8 +89,8 @@ import Testing
     }
 
     @Test func aPatchIsMadeOnlyWhenSmallerThanHalfTheValue() {
-        func current(_ value: ConvexValue, _ hash: UInt64) -> SubscriptionHub.CurrentResult {
-            SubscriptionHub.CurrentResult(
+        func current(_ value: ConvexValue, _ hash: UInt64) -> CurrentResult {
+            CurrentResult(
                 id: "1-\(String(hash, radix: 16))", sequence: 1, hash: hash, result: .value(value))
         }
         let old = ConvexValue.array(Self.list(1000))
@@ -109,7 +109,7 @@ import Testing
                 from: current(old, 1), to: current(renumbered, 2), body: renumbered.json(mode: .plain)
             ) { $0.json(mode: .plain) } == nil)
         // A failure on either side: no patch.
-        let failure = SubscriptionHub.CurrentResult(
+        let failure = CurrentResult(
             id: "2-3", sequence: 2, hash: 3, result: .failure(.unauthenticated("expired")))
         #expect(ValueDelta.patch(from: failure, to: current(inserted, 4), body: body) { $0.json(mode: .plain) } == nil)
     }

@@ -29,8 +29,8 @@ import Testing
     }
 
     /// The results delivered, each with the number of streams it went to.
-    func delivered(_ actions: [HubState.Action]) -> [(SubscriptionHub.CurrentResult, Int)] {
-        var delivered: [(SubscriptionHub.CurrentResult, Int)] = []
+    func delivered(_ actions: [HubState.Action]) -> [(CurrentResult, Int)] {
+        var delivered: [(CurrentResult, Int)] = []
         for (delivery, _) in perStream(actions) {
             for change in delivery.changes {
                 if let index = delivered.firstIndex(where: { $0.0.id == change.current.id }) {

@@ -88,7 +88,9 @@ package final class GatewayCore: Sendable {
             FunctionSpecStore(source: $0, logger: logger, clock: clock)
         }
         self.functionSpecs = functionSpecs
-        let readYourWrites = ReadYourWrites(hub: hub, configuration: configuration, logger: logger)
+        let readYourWrites = ReadYourWrites(
+            hub: hub, followsCommits: configuration.readYourWrites, connectTimeout: configuration.connectTimeout,
+            upstreamTimeout: configuration.upstreamTimeout, logger: logger)
         let arguments = TypedArguments(
             functionSpecs: functionSpecs, functions: configuration.access.functions,
             maxBodyBytes: configuration.maxBodyBytes)

@@ -1,0 +1,16 @@
+/// The changes of one upstream transition to one stream's subscriptions, rendered.
+package struct StreamTransition: Sendable {
+    package struct Change: Sendable {
+        /// The subscription's index in its stream.
+        package var member: Int
+        package var update: SubscriptionUpdate
+    }
+
+    /// The Convex timestamp (nanoseconds) of the snapshot the results come from.
+    package var ts: UInt64
+    /// In the order of the stream's members.
+    package var changes: [Change]
+    /// Where the streams that share this transition find the event another of them made, when the hub shares it
+    /// (``SharedTransitionEvents``).
+    package var shared: SharedTransitionEvents? = nil
+}

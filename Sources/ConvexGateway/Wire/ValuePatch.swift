@@ -1,0 +1,13 @@
+/// A change of one subscription's value as a JSON Patch (``ValueDelta`` makes it), made once per change and output
+/// mode and shared by every stream that reads patches.
+package struct ValuePatch: Sendable {
+    /// The hash of the value the patch applies to.
+    package var base: UInt64
+    /// The hash of the value it makes.
+    package var result: UInt64
+    /// `"base":"…","v":"…","ops":[…]`: the event data's fields, without the braces (a multi-subscription stream
+    /// puts its `"sub"` first).
+    package var fields: [UInt8]
+    /// Where the patch's `/subscribe/<function>` event is kept once a stream framed it, for every other stream.
+    package var frame = FramedOnce()
+}
