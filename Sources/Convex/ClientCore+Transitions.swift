@@ -64,9 +64,9 @@ extension ClientCore {
             if case .querySet(let continuation)? = l.listeners[id] { continuation.yield(update) }
         }
         if let transition = effects.transition, !transition.changed.isEmpty {
-            let changes = transition.changed.compactMap { id -> ConvexTransition.Change? in
+            let changes = transition.changed.compactMap { id -> ConvexTransition.QueryChange? in
                 guard let query = l.sync.queries[id], let result = query.result else { return nil }
-                return ConvexTransition.Change(functionPath: query.udfPath, arguments: query.args, result: result)
+                return ConvexTransition.QueryChange(functionPath: query.udfPath, arguments: query.args, result: result)
             }
             let report = ConvexTransition(ts: transition.ts, changes: changes)
             for case .all(let continuation) in l.listeners.values { continuation.yield(report) }

@@ -9,7 +9,7 @@ import ConvexValues
 /// had.
 public struct ConvexTransition: Sendable {
     /// One query whose result the transition changed.
-    public struct Change: Sendable {
+    public struct QueryChange: Sendable {
         /// The function path as the subscriber gave it.
         public var functionPath: String
         public var arguments: [String: ConvexValue]
@@ -19,7 +19,10 @@ public struct ConvexTransition: Sendable {
     /// The database timestamp of the snapshot the client's view moved to.
     public var ts: ConvexTimestamp
     /// The queries whose result changed, in the order of the Transition's modifications.
-    public var changes: [Change]
+    public var changes: [QueryChange]
+
+    @available(*, deprecated, renamed: "QueryChange")
+    public typealias Change = QueryChange
 }
 
 /// A group of live queries read transition by transition: what a server that fans results out (the gateway) needs to

@@ -75,7 +75,7 @@ struct GatewayEndToEndTests {
             let second = try #require(try await stream.nextEventAsync())
             #expect(second.data.contains(#""wins":86"#))
             let secondID = try #require(second.id)
-            #expect(Self.sequence(secondID) > Self.sequence(firstID))
+            #expect(Self.version(secondID) > Self.version(firstID))
 
             // The hot path: a GET of a live subscription answers from it.
             let hot = try await h.get("/query/mlb:first_place_team?division=AL%20East")
@@ -201,7 +201,7 @@ struct GatewayEndToEndTests {
         }
     }
 
-    static func sequence(_ id: String) -> UInt64 {
+    static func version(_ id: String) -> UInt64 {
         UInt64(id.split(separator: "-").first ?? "") ?? 0
     }
 }

@@ -33,7 +33,7 @@ struct HubState {
 
     /// The changes one upstream transition (or a stream's start) brings one stream, in the order of its members.
     struct Delivery {
-        struct Change {
+        struct MemberResult {
             var member: Int
             /// One entry's new result, shared by every stream the transition brings it to.
             var result: NewResult
@@ -55,7 +55,7 @@ struct HubState {
 
         /// The Convex timestamp of the snapshot the results come from.
         var ts: UInt64
-        var changes: [Change]
+        var changes: [MemberResult]
     }
 
     /// An entry's new result as one transition (or a stream's start) brings it: one object however many streams it
@@ -82,7 +82,7 @@ struct HubState {
     }
 
     /// One upstream result of one entry, as a transition brings it.
-    struct Change {
+    struct EntryResult {
         var key: Key
         var generation: UInt64
         var result: UpstreamResult
@@ -96,7 +96,7 @@ struct HubState {
         /// The caller that made it, charged for it while it lives (``SubscriptionCaller``).
         let owner: SubscriptionCaller
         var current: CurrentResult?
-        var sequence: UInt64 = 0
+        var version: UInt64 = 0
         /// The subscriptions of streams of several subscriptions, and those of single-subscription streams that
         /// still wait for a result other than the one they hold (`held`).
         var attachments: [AttachmentID: Attachment] = [:]
@@ -183,7 +183,7 @@ struct HubState {
             if charged[caller, default: 0] + newKeys.count > maxPerCaller { throw .tooManySubscriptionsForCaller }
         }
         var actions: [Action] = []
-        var initial: [Delivery.Change] = []
+        var initial: [Delivery.MemberResult] = []
         let stream = ObjectIdentifier(sink)
         for (index, member) in members.enumerated() {
             actions += ensureEntry(member.key, args: member.args, owner: caller, now: now)
@@ -198,7 +198,7 @@ struct HubState {
             entries[member.key]!.idleSince = nil
             if let current, current.hash != member.held {
                 initial.append(
-                    Delivery.Change(member: index, key: member.key, current: current, previous: nil))
+                    Delivery.MemberResult(member: index, key: member.key, current: current, previous: nil))
             }
         }
         guard !initial.isEmpty, let identity = members.first?.key.identity else { return (nil, actions) }
@@ -279,7 +279,7 @@ struct HubState {
     /// gateway restarts and replicas. Each stream gets one delivery with every change of its subscriptions; timestamp
     /// waits of the identity that the transition reached end last.
     mutating func receive(
-        ts: UInt64, identity: String, changes: [Change], wallMilliseconds: UInt64, now: Duration
+        ts: UInt64, identity: String, changes: [EntryResult], wallMilliseconds: UInt64, now: Duration
     ) -> [Action] {
         var actions = apply(changes, ts: ts, wallMilliseconds: wallMilliseconds, now: now)
         // After the results: a reader that sees the new timestamp finds them.
@@ -289,7 +289,7 @@ struct HubState {
     }
 
     private mutating func apply(
-        _ changes: [Change], ts: UInt64, wallMilliseconds: UInt64, now: Duration
+        _ changes: [EntryResult], ts: UInt64, wallMilliseconds: UInt64, now: Duration
     ) -> [Action] {
         var actions: [Action] = []
         // Streams of several subscriptions: each stream's delivery, in the order the streams first come, and where
@@ -309,9 +309,9 @@ struct HubState {
                 continue
             }
             let previous = entry.current
-            entry.sequence = max(entry.sequence + 1, wallMilliseconds)
+            entry.version = max(entry.version + 1, wallMilliseconds)
             let current = CurrentResult(
-                id: ResumeID(version: entry.sequence, held: [change.hash]).text, sequence: entry.sequence,
+                id: ResumeID(version: entry.version, held: [change.hash]).text, version: entry.version,
                 hash: change.hash,
                 result: change.result)
             entry.current = current
@@ -319,7 +319,7 @@ struct HubState {
             entry.frames = [:]
             entry.live.advance()
             let result = NewResult(key: key, current: current, previous: previous)
-            var only: [Delivery.Change]?
+            var only: [Delivery.MemberResult]?
             // Single-subscription streams that held a hash join the fan-out now: after this change if it is the
             // result they hold, with it otherwise.
             var joinAfter: [any EventSink] = []
@@ -337,7 +337,7 @@ struct HubState {
                     entry.attachments[id]?.held = nil
                     if held == change.hash { continue }
                 }
-                let change = Delivery.Change(member: attachment.member, result: result)
+                let change = Delivery.MemberResult(member: attachment.member, result: result)
                 if deliveryOf.isEmpty { deliveryOf.reserveCapacity(entry.attachments.count) }
                 let index = Self.index(in: &deliveryOf[id.sink], next: deliveries.count)
                 if index == deliveries.count {
@@ -349,7 +349,7 @@ struct HubState {
                 }
             }
             if !entry.fanOut.isEmpty {
-                let change = Delivery.Change(member: 0, result: result)
+                let change = Delivery.MemberResult(member: 0, result: result)
                 fanOuts.append(
                     .fanOut(FanOut(delivery: Delivery(ts: ts, changes: [change]), sinks: entry.fanOut.slots)))
             }

@@ -46,16 +46,16 @@ extension SubscriptionHub {
         {
             return single
         }
-        let changes = delivery.changes.map { change -> StreamTransition.Change in
+        let changes = delivery.changes.map { change -> StreamTransition.MemberUpdate in
             if !patches, rendering.last?.result === change.result, rendering.last?.format == format,
                 let update = rendering.last?.update
             {
-                return StreamTransition.Change(member: change.member, update: update)
+                return StreamTransition.MemberUpdate(member: change.member, update: update)
             }
             let renderedKey = RenderedKey(key: change.key, current: change.current.id, format: format)
             if !patches, let rendered = rendering.updates[renderedKey] {
                 rendering.remember(rendered, of: change.result, format: format)
-                return StreamTransition.Change(member: change.member, update: rendered)
+                return StreamTransition.MemberUpdate(member: change.member, update: rendered)
             }
             var update =
                 rendering.updates[renderedKey] ?? update(for: change.key, current: change.current, format: format)
@@ -66,7 +66,7 @@ extension SubscriptionHub {
             }
             rendering.updates[renderedKey] = update
             rendering.remember(update, of: change.result, format: format)
-            return StreamTransition.Change(member: change.member, update: update)
+            return StreamTransition.MemberUpdate(member: change.member, update: update)
         }
         guard one else { return StreamTransition(ts: delivery.ts, changes: changes) }
         let transition = StreamTransition(ts: delivery.ts, changes: changes, shared: SharedTransitionEvents())

@@ -61,10 +61,11 @@ extension SubscriptionHub {
         let wallMilliseconds = UInt64(max(0, clock.wallMilliseconds))
         let actions = state.withLock { locked -> [HubState.Action] in
             guard let set = locked.querySets[identity], set.generation == querySet else { return [] }
-            var changes: [HubState.Change] = []
+            var changes: [HubState.EntryResult] = []
             for (change, hash) in zip(transition.changes, hashes) {
                 guard let key = set.members[change.token] else { continue }
-                changes.append(HubState.Change(key: key, generation: change.token, result: change.result, hash: hash))
+                changes.append(
+                    HubState.EntryResult(key: key, generation: change.token, result: change.result, hash: hash))
             }
             return locked.hub.receive(
                 ts: transition.ts, identity: identity, changes: changes, wallMilliseconds: wallMilliseconds,

@@ -53,7 +53,7 @@ struct StreamWire {
     /// What the client holds of each subscription: the next event's id, and the base a patch must apply to.
     private(set) var resume: ResumeID
     /// The results this connection sent or queued, by subscription (`nil` until the first): what a later result must
-    /// be newer than (by sequence).
+    /// be newer than (by version).
     private var sent: [SubscriptionUpdate?]
     private var ts: UInt64 = 0
     private(set) var ended = false
@@ -83,8 +83,8 @@ struct StreamWire {
         // newer, the usual case, is used as it is: no copy per stream.)
         // (`sent` is read in place, not copied: a copy alive here would make the update below copy the array.)
         var changes = transition.changes
-        if !changes.allSatisfy({ $0.update.current.sequence > sent[$0.member]?.current.sequence ?? 0 }) {
-            changes = changes.filter { $0.update.current.sequence > sent[$0.member]?.current.sequence ?? 0 }
+        if !changes.allSatisfy({ $0.update.current.version > sent[$0.member]?.current.version ?? 0 }) {
+            changes = changes.filter { $0.update.current.version > sent[$0.member]?.current.version ?? 0 }
         }
         guard !changes.isEmpty else { return [] }
         for change in changes { sent[change.member] = change.update }
@@ -107,13 +107,13 @@ struct StreamWire {
             let update = change.update
             let base = resume.held[change.member]
             resume.held[change.member] = update.hash
-            resume.version = max(resume.version, update.current.sequence)
+            resume.version = max(resume.version, update.current.version)
             if wantsPatches { patches.append(update.patch.flatMap { $0.base == base ? $0 : nil }) }
         }
         if pendingBytes() >= limit {
             // What is queued is dropped, patch bases among it: every subscription's latest, in full, replaces it.
             let everything = sent.enumerated().compactMap { member, sent in
-                sent.map { StreamTransition.Change(member: member, update: $0) }
+                sent.map { StreamTransition.MemberUpdate(member: member, update: $0) }
             }
             return Writes(.replacePending(event(everything, patches: [])))
         }
@@ -148,7 +148,7 @@ struct StreamWire {
 
     /// Appends what a delivery sends of one subscription, its result in full or with `patch` its change as a JSON
     /// Patch, to `data`: the whole event of a `/subscribe/<function>` stream, a transition's change otherwise.
-    private func append(_ change: StreamTransition.Change, patch: ValuePatch?, to data: inout [UInt8]) {
+    private func append(_ change: StreamTransition.MemberUpdate, patch: ValuePatch?, to data: inout [UInt8]) {
         let (sent, member) = (change.update, change.member)
         guard case .transitions(let ids) = framing else {
             guard let patch else {
@@ -183,7 +183,7 @@ struct StreamWire {
 
     /// The bytes of one transition (`patches`: per change, the patch to send instead of its value; empty for none):
     /// the `/subscribe/<function>` events as they are, or one `event: transition` written in one buffer.
-    private func event(_ changes: [StreamTransition.Change], patches: [ValuePatch?]) -> [UInt8] {
+    private func event(_ changes: [StreamTransition.MemberUpdate], patches: [ValuePatch?]) -> [UInt8] {
         func patch(_ index: Int) -> ValuePatch? { patches.isEmpty ? nil : patches[index] }
         guard case .transitions = framing else {
             var events: [UInt8] = []

@@ -236,7 +236,7 @@ private final class ClientQuerySet: UpstreamQuerySet {
             guard !state.ended else { return nil }
             state.ended = true
             let changes = state.members.keys.sorted().map {
-                UpstreamTransition.Change(token: $0, result: .failure(failure))
+                UpstreamTransition.TokenResult(token: $0, result: .failure(failure))
             }
             return UpstreamTransition(ts: state.lastTimestamp, changes: changes)
         }
@@ -248,7 +248,7 @@ private final class ClientQuerySet: UpstreamQuerySet {
         let transition = state.withLock { state -> UpstreamTransition? in
             guard !state.ended else { return nil }
             state.lastTimestamp = update.ts.nanoseconds
-            let changes = update.changes.compactMap { change -> UpstreamTransition.Change? in
+            let changes = update.changes.compactMap { change -> UpstreamTransition.TokenResult? in
                 guard let token = state.tokens[change.member] else { return nil }
                 switch change.result {
                 case .success(let value): return .init(token: token, result: .value(value))

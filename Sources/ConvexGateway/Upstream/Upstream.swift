@@ -70,7 +70,8 @@ public struct UpstreamAnswer: Sendable, Hashable {
 /// The new results of a query set's members that one upstream transition brought (none: the members' results hold
 /// at its timestamp too).
 public struct UpstreamTransition: Sendable, Hashable {
-    public struct Change: Sendable, Hashable {
+    /// One member's new result, named by the token its subscriber gave the member when it added it.
+    public struct TokenResult: Sendable, Hashable {
         public var token: UInt64
         public var result: UpstreamResult
 
@@ -82,9 +83,12 @@ public struct UpstreamTransition: Sendable, Hashable {
 
     /// The Convex timestamp (nanoseconds) of the snapshot the results come from.
     public var ts: UInt64
-    public var changes: [Change]
+    public var changes: [TokenResult]
 
-    public init(ts: UInt64, changes: [Change]) {
+    @available(*, deprecated, renamed: "TokenResult")
+    public typealias Change = TokenResult
+
+    public init(ts: UInt64, changes: [TokenResult]) {
         self.ts = ts
         self.changes = changes
     }

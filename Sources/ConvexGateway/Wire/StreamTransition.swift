@@ -1,6 +1,6 @@
 /// The changes of one upstream transition to one stream's subscriptions, rendered.
 package struct StreamTransition: Sendable {
-    package struct Change: Sendable {
+    package struct MemberUpdate: Sendable {
         /// The subscription's index in its stream.
         package var member: Int
         package var update: SubscriptionUpdate
@@ -9,7 +9,7 @@ package struct StreamTransition: Sendable {
     /// The Convex timestamp (nanoseconds) of the snapshot the results come from.
     package var ts: UInt64
     /// In the order of the stream's members.
-    package var changes: [Change]
+    package var changes: [MemberUpdate]
     /// Where the streams that share this transition find the event another of them made, when the hub shares it
     /// (``SharedTransitionEvents``).
     package var shared: SharedTransitionEvents? = nil

@@ -91,7 +91,7 @@ import Testing
     @Test func aPatchIsMadeOnlyWhenSmallerThanHalfTheValue() {
         func current(_ value: ConvexValue, _ hash: UInt64) -> CurrentResult {
             CurrentResult(
-                id: "1-\(String(hash, radix: 16))", sequence: 1, hash: hash, result: .value(value))
+                id: "1-\(String(hash, radix: 16))", version: 1, hash: hash, result: .value(value))
         }
         let old = ConvexValue.array(Self.list(1000))
         let inserted = ConvexValue.array([Self.document(1000)] + Self.list(1000))
@@ -110,7 +110,7 @@ import Testing
             ) { $0.json(mode: .plain) } == nil)
         // A failure on either side: no patch.
         let failure = CurrentResult(
-            id: "2-3", sequence: 2, hash: 3, result: .failure(.unauthenticated("expired")))
+            id: "2-3", version: 2, hash: 3, result: .failure(.unauthenticated("expired")))
         #expect(ValueDelta.patch(from: failure, to: current(inserted, 4), body: body) { $0.json(mode: .plain) } == nil)
     }
 }

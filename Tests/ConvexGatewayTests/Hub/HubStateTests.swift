@@ -283,9 +283,9 @@ import Testing
     let teams = SubscriptionHub.Key(identity: "", function: try! UdfPath(parsing: "mlb:teams"), args: [:])
 
     func change(_ key: SubscriptionHub.Key, _ generation: UInt64, _ result: UpstreamResult, hash: UInt64)
-        -> HubState.Change
+        -> HubState.EntryResult
     {
-        HubState.Change(key: key, generation: generation, result: result, hash: hash)
+        HubState.EntryResult(key: key, generation: generation, result: result, hash: hash)
     }
 
     /// Streams whose only subscription changed share one action and one delivery, however many there are; a stream of
@@ -472,7 +472,7 @@ extension HubState {
     ) -> [Action] {
         receive(
             ts: 0, identity: key.identity,
-            changes: [Change(key: key, generation: generation, result: result, hash: hash)],
+            changes: [EntryResult(key: key, generation: generation, result: result, hash: hash)],
             wallMilliseconds: wallMilliseconds, now: now)
     }
 }

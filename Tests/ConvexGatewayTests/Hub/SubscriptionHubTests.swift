@@ -63,7 +63,7 @@ final class ScriptedUpstream: ConvexUpstream {
             let changes = set.members.withLock { members in
                 members.keys.sorted().compactMap { token in
                     change(members[token]!.function, members[token]!.args).map {
-                        UpstreamTransition.Change(token: token, result: $0)
+                        UpstreamTransition.TokenResult(token: token, result: $0)
                     }
                 }
             }

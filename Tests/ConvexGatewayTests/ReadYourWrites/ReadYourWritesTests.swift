@@ -63,7 +63,7 @@ struct ReadYourWritesTests {
         var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
         _ = try hub.attach(RecordingSink(), to: key, args: [:], held: nil, now: .zero)
         _ = hub.receive(
-            ts: 5, identity: "", changes: [Change(key, 1, .value(1.0), 11)], wallMilliseconds: 1, now: .zero)
+            ts: 5, identity: "", changes: [entryResult(key, 1, .value(1.0), 11)], wallMilliseconds: 1, now: .zero)
         #expect(hub.current(key, format: .plain)?.ts == 5)
         let actions = hub.receive(ts: 9, identity: "", changes: [], wallMilliseconds: 2, now: .zero)
         #expect(actions.isEmpty, "nothing to deliver")
@@ -79,7 +79,7 @@ struct ReadYourWritesTests {
             return
         }
         let actions = hub.receive(
-            ts: 12, identity: "", changes: [Change(key, 1, .value(1.0), 11)], wallMilliseconds: 1, now: .zero)
+            ts: 12, identity: "", changes: [entryResult(key, 1, .value(1.0), 11)], wallMilliseconds: 1, now: .zero)
         let woken = actions.compactMap { action -> UInt64? in
             if case .resume([7], let read?) = action { read.ts } else { nil }
         }
@@ -91,10 +91,10 @@ struct ReadYourWritesTests {
         #expect(read.ts == 12)
     }
 
-    private func Change(_ key: SubscriptionHub.Key, _ generation: UInt64, _ result: UpstreamResult, _ hash: UInt64)
-        -> HubState.Change
+    private func entryResult(_ key: SubscriptionHub.Key, _ generation: UInt64, _ result: UpstreamResult, _ hash: UInt64)
+        -> HubState.EntryResult
     {
-        HubState.Change(key: key, generation: generation, result: result, hash: hash)
+        HubState.EntryResult(key: key, generation: generation, result: result, hash: hash)
     }
 
     // MARK: Moving a connection that lags

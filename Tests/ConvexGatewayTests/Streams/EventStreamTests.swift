@@ -37,22 +37,22 @@ final class RecordingOutput: EventStreamOutput {
 /// The event stream on its own: transition framing, resumption ids, coalescing and the whole-stream error, with no
 /// server and no hub.
 @Suite struct EventStreamTests {
-    /// A result of sequence `sequence` (by default the hash, so that later test values are newer).
-    func update(_ value: ConvexValue, hash: UInt64, sequence: UInt64? = nil) -> SubscriptionUpdate {
+    /// A result of version `version` (by default the hash, so that later test values are newer).
+    func update(_ value: ConvexValue, hash: UInt64, version: UInt64? = nil) -> SubscriptionUpdate {
         let body = value.json(mode: .plain)
-        let sequence = sequence ?? hash
+        let version = version ?? hash
         return SubscriptionUpdate(
             current: .init(
-                id: "\(sequence)-\(String(hash, radix: 16))", sequence: sequence, hash: hash, result: .value(value)),
+                id: "\(version)-\(String(hash, radix: 16))", version: version, hash: hash, result: .value(value)),
             body: body)
     }
 
-    func failure(_ failure: UpstreamFailure, hash: UInt64, sequence: UInt64? = nil) -> SubscriptionUpdate {
+    func failure(_ failure: UpstreamFailure, hash: UInt64, version: UInt64? = nil) -> SubscriptionUpdate {
         let body = failure.gatewayError(logging: Logger(label: "test")).body { $0.json(mode: .plain) }
-        let sequence = sequence ?? hash
+        let version = version ?? hash
         return SubscriptionUpdate(
             current: .init(
-                id: "\(sequence)-\(String(hash, radix: 16))", sequence: sequence, hash: hash, result: .failure(failure)),
+                id: "\(version)-\(String(hash, radix: 16))", version: version, hash: hash, result: .failure(failure)),
             body: body)
     }
 
@@ -73,12 +73,12 @@ final class RecordingOutput: EventStreamOutput {
     @Test func oneTransitionIsOneEventNamingEachSubscriptionAndCarryingWhatTheClientHolds() throws {
         let output = RecordingOutput()
         let stream = stream(["a", "b-2"], output)
-        stream.deliver(transition(1_700_000_000_000_000_001, (1, update(["n": 1.0], hash: 0xAAAA, sequence: 1))))
+        stream.deliver(transition(1_700_000_000_000_000_001, (1, update(["n": 1.0], hash: 0xAAAA, version: 1))))
         stream.deliver(
             transition(
-                1_700_000_000_000_000_002, (0, failure(.functionFailed(message: "boom"), hash: 0xBBBB, sequence: 2)),
-                (1, update(["n": 2.0], hash: 0xDDDD, sequence: 7))))
-        stream.deliver(transition(1_700_000_000_000_000_003, (0, update("ok", hash: 0xCCCC, sequence: 3))))
+                1_700_000_000_000_000_002, (0, failure(.functionFailed(message: "boom"), hash: 0xBBBB, version: 2)),
+                (1, update(["n": 2.0], hash: 0xDDDD, version: 7))))
+        stream.deliver(transition(1_700_000_000_000_000_003, (0, update("ok", hash: 0xCCCC, version: 3))))
 
         let events = output.events
         #expect(events.map(\.event) == ["transition", "transition", "transition"])
@@ -115,7 +115,7 @@ final class RecordingOutput: EventStreamOutput {
             stream.deliver(transition(ts, (0, update(.int64(Int64(index)), hash: UInt64(index + 1)))))
         }
         let broken = SubscriptionUpdate(
-            current: .init(id: "99-63", sequence: 99, hash: 99, result: .value("x")),
+            current: .init(id: "99-63", version: 99, hash: 99, result: .value("x")),
             body: Array("\"line\none\"".utf8))
         stream.deliver(transition(1, (0, broken)))
 
@@ -184,9 +184,9 @@ final class RecordingOutput: EventStreamOutput {
         // The first delivery of a stream is rendered outside the hub's lock: a transition may overtake it.
         let output = RecordingOutput()
         let stream = stream(["a", "b"], output)
-        stream.deliver(transition(2, (0, update("a2", hash: 0xA2, sequence: 2))))
+        stream.deliver(transition(2, (0, update("a2", hash: 0xA2, version: 2))))
         stream.deliver(
-            transition(1, (0, update("a1", hash: 0xA1, sequence: 1)), (1, update("b1", hash: 0xB1, sequence: 1))))
+            transition(1, (0, update("a1", hash: 0xA1, version: 1)), (1, update("b1", hash: 0xB1, version: 1))))
         let events = try output.events.map { try json($0.data) }
         #expect(events.count == 2)
         #expect(events[1]["changes"] == [["sub": "b", "value": "b1", "v": "b1"]], "a keeps its newer value")

@@ -75,7 +75,7 @@ import Testing
         }
         struct ExpectedOneWrite: Error { let writes: StreamWire.Writes }
 
-        let change = make.transition(5, (0, make.update("new", hash: 5, sequence: 5)))
+        let change = make.transition(5, (0, make.update("new", hash: 5, version: 5)))
         let shared = SharedTransitionEvents()
         var sharedChange = change
         sharedChange.shared = shared
@@ -88,7 +88,7 @@ import Testing
         for (ids, held, patches) in streams {
             var alone = wire(ids, patches: patches)
             var sharing = wire(ids, patches: patches)
-            let before = make.transition(1, (1, make.update("b", hash: held, sequence: held)))
+            let before = make.transition(1, (1, make.update("b", hash: held, version: held)))
             _ = alone.deliver(before, pendingBytes: { 0 })
             _ = sharing.deliver(before, pendingBytes: { 0 })
             let expected = try bytes(alone.deliver(change, pendingBytes: { 0 }))
