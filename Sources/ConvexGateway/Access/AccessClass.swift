@@ -1,5 +1,6 @@
 /// What the access stage (``AccessControl``) asks of a route: whether it needs the API key, and whether the rate limit
-/// counts it (the routes that act for the caller). Each row of the route table (Pipeline/Route.swift) names its class.
+/// counts it (the routes that act for the caller). Each row of the route table (``Route/table``,
+/// Pipeline/Dispatch.swift) names its class.
 enum AccessClass: Sendable {
     /// Probes, the public contract and the browser client: no API key (the functions document, a form of the
     /// contract's route, asks for it in its stage), no rate limit.

@@ -70,7 +70,7 @@ package final class AccessControl: Sendable {
             cors.origins.contains("*") && !cors.allowCredentials ? cors.responseHeaders(origin: "*") : nil
     }
 
-    /// Decides whether a request may go on, from its method, its route's access class (``Route/AccessClass``: the API
+    /// Decides whether a request may go on, from its method, its route's access class (``AccessClass``: the API
     /// key, the rate limit), client address and header fields alone (the class and address are read only when an API
     /// key or rate limit needs them; CORS preflights never need the key).
     /// Never blocks; counts the request against the rate limit.

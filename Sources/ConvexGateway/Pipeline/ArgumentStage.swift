@@ -13,8 +13,9 @@ import HTTPFields
 ///   (`zip=02139` is the string "02139"), `v.int64()` a decimal text exactly, `v.bytes()` base64 text; numbers,
 ///   booleans, null, arrays and objects are parsed as JSON. Only where no validator is known is the value guessed:
 ///   text that parses as JSON is that JSON value (`n=5` is the number 5), anything else is a string.
-///   `format` is reserved for the output mode; on the stream routes `ticket` never arrives here (the parse stage
-///   reads it as the caller's credentials and removes it, Access/CallerCredentials.swift).
+///   `format` is reserved for the output mode; on the stream routes `ticket` never arrives here (the parse stage,
+///   Pipeline/ParsedRequest.swift, takes it out of the query string and reads it as the caller's credentials with
+///   Access/CallerCredentials.swift).
 ///
 /// Then ``ArgumentCoercion`` turns plain JSON into the int64 and bytes values the validators ask for.
 enum ArgumentStage {

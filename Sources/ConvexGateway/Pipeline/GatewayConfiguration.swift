@@ -81,7 +81,7 @@ public struct GatewayConfiguration: Sendable {
     /// Typed inputs (Typed/): where to fetch the deployment's function spec; `nil` leaves arguments as sent.
     public var functionSpec: FunctionSpecSource?
 
-    /// Whether `GET /` serves the demo page (DemoPage.swift), which calls the embedded deployment's demo functions:
+    /// Whether `GET /` serves the demo page (ServedFiles/DemoPage.swift), which calls the embedded deployment's demo functions:
     /// `convex-gateway` turns it on when it starts that deployment. Off, `/` is a 404 like any unknown path.
     public var demoPage = false
 

@@ -1,7 +1,7 @@
 import Synchronization
 
 /// The event streams open now, single- and multi-subscription alike: they get the heartbeat and are counted in the
-/// open-streams metric. Every stream is first admitted under the stream limit (StreamAdmission.swift); its place is
+/// open-streams metric. Every stream is first admitted under the stream limit (Pipeline/StreamAdmission.swift); its place is
 /// given back when it closes, or when it never opens.
 final class OpenStreams: Sendable {
     private let outputs = Mutex<[ObjectIdentifier: any EventStreamOutput]>([:])
