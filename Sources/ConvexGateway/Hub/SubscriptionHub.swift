@@ -246,7 +246,7 @@ package final class SubscriptionHub: Sendable {
 
     /// The one sweeper: sweeps every quarter of the keep-warm period (10 ms to 1 s) until cancelled.
     package func runSweeper() async {
-        let keepWarm = state.withLock { $0.hub.keepWarm }
+        let keepWarm = state.withLock { $0.hub.table.keepWarm }
         let interval = min(max(keepWarm / 4, .milliseconds(10)), .seconds(1))
         while !Task.isCancelled {
             do {

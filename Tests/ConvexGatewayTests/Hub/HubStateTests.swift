@@ -160,7 +160,7 @@ import Testing
         // A stream of two subscriptions takes the greedy caller's whole share.
         let (_, made) = try hub.attach(RecordingSink(), members: [member(1), member(2)], caller: greedy, now: .zero)
         #expect(subscribed(made) == [1, 2])
-        #expect(hub.charged[greedy] == 2)
+        #expect(hub.table.charged[greedy] == 2)
         // It makes no more: a stream is refused, a GET answered at once (its stage makes a one-shot call instead).
         #expect(throws: SubscriptionHub.AttachError.tooManySubscriptionsForCaller) {
             try hub.attach(RecordingSink(), members: [member(3)], caller: greedy, now: .zero)
@@ -187,24 +187,24 @@ import Testing
         }
         #expect(subscribed(other) == [3])
         _ = try hub.attach(RecordingSink(), members: [member(1), member(2)], caller: polite, now: .zero)
-        #expect(hub.charged[polite] == 1)
-        #expect(hub.charged[greedy] == 2)
+        #expect(hub.table.charged[polite] == 1)
+        #expect(hub.table.charged[greedy] == 2)
 
         // A subscription that ends gives its place back to its maker: its upstream ended…
         _ = hub.upstreamEnded(key(1), generation: 1)
-        #expect(hub.charged[greedy] == 1)
+        #expect(hub.table.charged[greedy] == 1)
         guard case .waiting = hub.wait(4, for: key(4), args: ["n": 4.0], caller: greedy, now: .zero) else {
             Issue.record("a place given back is the caller's again")
             return
         }
-        #expect(hub.charged[greedy] == 2)
+        #expect(hub.table.charged[greedy] == 2)
         // …or it expired, unread for the keep-warm period.
         _ = hub.stopWaiting(4, for: key(4), now: .zero)
         #expect(unsubscribed(hub.tick(now: .seconds(10))) == [4])
-        #expect(hub.charged[greedy] == 1)
+        #expect(hub.table.charged[greedy] == 1)
         // Shutdown forgets every charge.
         _ = hub.shutdown()
-        #expect(hub.charged.isEmpty)
+        #expect(hub.table.charged.isEmpty)
     }
 
     @Test func anEndedUpstreamFinishesItsStreamsAndWaitersAndShutdownEndsEverything() throws {

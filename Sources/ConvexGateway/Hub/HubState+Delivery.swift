@@ -1,0 +1,60 @@
+extension HubState {
+    /// The changes one upstream transition (or a stream's start) brings one stream, in the order of its members.
+    struct Delivery {
+        struct MemberResult {
+            var member: Int
+            /// One entry's new result, shared by every stream the transition brings it to.
+            var result: NewResult
+
+            var key: Key { result.key }
+            var current: CurrentResult { result.current }
+            /// The result it replaces (what a JSON Patch is made against).
+            var previous: CurrentResult? { result.previous }
+
+            init(member: Int, result: NewResult) {
+                self.member = member
+                self.result = result
+            }
+
+            init(member: Int, key: Key, current: CurrentResult, previous: CurrentResult?) {
+                self.init(member: member, result: NewResult(key: key, current: current, previous: previous))
+            }
+        }
+
+        /// The Convex timestamp of the snapshot the results come from.
+        var ts: UInt64
+        var changes: [MemberResult]
+    }
+
+    /// An entry's new result as one transition (or a stream's start) brings it: one object however many streams it
+    /// reaches, so a stream's share of it is one reference.
+    final class NewResult: Sendable {
+        let key: Key
+        let current: CurrentResult
+        let previous: CurrentResult?
+
+        init(key: Key, current: CurrentResult, previous: CurrentResult?) {
+            self.key = key
+            self.current = current
+            self.previous = previous
+        }
+    }
+
+    /// One change for every stream whose only subscription it is: they all get the same one-change delivery (member
+    /// 0), so a change that reaches 10,000 such streams is one action with one delivery, not 10,000 of each.
+    struct FanOut {
+        var delivery: Delivery
+        /// The entry's ``FanOutSinks/slots`` as they were (a copy that shares their storage): the streams in the order
+        /// they attached, `nil` where one left.
+        var sinks: [(any EventSink)?]
+    }
+
+    /// One upstream result of one entry, as a transition brings it.
+    struct EntryResult {
+        var key: Key
+        var generation: UInt64
+        var result: UpstreamResult
+        /// Identifies the result: equal results have equal hashes.
+        var hash: UInt64
+    }
+}

@@ -1,0 +1,67 @@
+extension HubState {
+    /// What one upstream transition makes, collected change by change and handed out as actions once: the waiting
+    /// `GET`s to wake, one ``FanOut`` per changed entry for its single-subscription streams, and one ``Delivery`` per
+    /// stream of several subscriptions with every change the transition made to its subscriptions.
+    struct TransitionBatch {
+        /// The Convex timestamp of the transition's snapshot.
+        let ts: UInt64
+        private var resumes: [Action] = []
+        private var fanOuts: [Action] = []
+        /// Each stream's delivery, in the order the streams first come, and where each stream's is.
+        private var deliveries: [(sink: any EventSink, delivery: Delivery)] = []
+        private var deliveryOf: [ObjectIdentifier: Int] = [:]
+
+        init(ts: UInt64) {
+            self.ts = ts
+        }
+
+        /// Wakes `waiters` (waiting `GET`s) with `current`.
+        mutating func resume(_ waiters: Set<UInt64>, with current: CurrentResult) {
+            if !waiters.isEmpty { resumes.append(.resume(waiters: Array(waiters), with: (current, ts))) }
+        }
+
+        /// Sends `result` to the single-subscription streams of an entry (`sinks`: its fan-out slots).
+        mutating func fanOut(_ result: NewResult, to sinks: [(any EventSink)?]) {
+            let change = Delivery.MemberResult(member: 0, result: result)
+            fanOuts.append(.fanOut(FanOut(delivery: Delivery(ts: ts, changes: [change]), sinks: sinks)))
+        }
+
+        /// Adds `change` to the delivery of `sink` (a stream of several subscriptions, `stream` its identity), its
+        /// first if it has none yet. `shared`: the one-change list the streams that get this change first share
+        /// (copied if one of them gets another change). `expected`: how many streams the change may reach.
+        mutating func deliver(
+            _ change: Delivery.MemberResult, to sink: any EventSink, stream: ObjectIdentifier,
+            shared: inout [Delivery.MemberResult]?, expected: Int
+        ) {
+            if deliveryOf.isEmpty { deliveryOf.reserveCapacity(expected) }
+            let index = Self.index(in: &deliveryOf[stream], next: deliveries.count)
+            if index == deliveries.count {
+                if shared?.first?.member != change.member { shared = [change] }
+                deliveries.append((sink, Delivery(ts: ts, changes: shared!)))
+            } else {
+                deliveries[index].delivery.changes.append(change)
+            }
+        }
+
+        /// The actions, in order: wake the `GET`s, then the fan-outs, then one delivery to each stream of several
+        /// subscriptions, its changes in the order of its members.
+        consuming func actions() -> [Action] {
+            var actions = resumes
+            actions += fanOuts
+            if !deliveries.isEmpty {
+                for index in deliveries.indices where deliveries[index].delivery.changes.count > 1 {
+                    deliveries[index].delivery.changes.sort { $0.member < $1.member }
+                }
+                actions.append(.deliver(deliveries))
+            }
+            return actions
+        }
+
+        /// The index a dictionary slot holds, or `next`, which it then holds: one lookup for both.
+        private static func index(in slot: inout Int?, next: Int) -> Int {
+            if let index = slot { return index }
+            slot = next
+            return next
+        }
+    }
+}

@@ -1,0 +1,56 @@
+import ConvexSyncProtocol
+import Testing
+
+@testable import ConvexGateway
+
+/// The hub's table of live subscriptions on its own: its limits, what each caller is charged, keep-warm expiry.
+@Suite struct HubEntryTableTests {
+    static func key(_ n: Int) -> SubscriptionHub.Key {
+        SubscriptionHub.Key(
+            identity: "", function: try! UdfPath(parsing: "messages:list"), args: ["n": .float64(Double(n))])
+    }
+
+    @Test func newEntriesAreRefusedByTheTableFirstThenByTheCallersShare() {
+        var table = HubState.EntryTable(keepWarm: .seconds(1), maxSubscriptions: 3, maxPerCaller: 2)
+        let greedy = SubscriptionCaller(identity: "greedy", remoteAddress: nil)
+        #expect(table.refusal(adding: 2, for: greedy) == nil)
+        for n in 0..<2 { _ = table.ensure(Self.key(n), args: [:], owner: greedy) { LiveResult() } }
+        #expect(table.refusal(adding: 1, for: greedy) == .caller)
+        #expect(table.refusal(adding: 1, for: .unknown) == nil)
+        #expect(table.refusal(adding: 2, for: .unknown) == .gateway)
+        #expect(table.refusal(adding: 0, for: greedy) == nil, "reading entries that live costs nothing")
+    }
+
+    @Test func anEntryIsMadeOnceNumberedAndUnchargedWhenRemoved() throws {
+        var table = HubState.EntryTable(keepWarm: .seconds(1), maxSubscriptions: 10, maxPerCaller: 10)
+        let caller = SubscriptionCaller(identity: "a", remoteAddress: nil)
+        let made = table.ensure(Self.key(1), args: [:], owner: caller) { LiveResult() }
+        let again = table.ensure(Self.key(1), args: [:], owner: caller) { LiveResult() }
+        let next = table.ensure(Self.key(2), args: [:], owner: caller) { LiveResult() }
+        guard case .subscribe(_, let first, _) = made, case .subscribe(_, let second, _) = next else {
+            Issue.record("expected two subscribes: \(String(describing: made)), \(String(describing: next))")
+            return
+        }
+        #expect(again == nil, "one entry per key")
+        #expect(second == first + 1)
+        #expect(table.charged[caller] == 2)
+        let entry = try #require(table.byKey[Self.key(1)])
+        entry.live.advance()
+        table.remove(Self.key(1), entry)
+        #expect(table.charged[caller] == 1)
+        #expect(entry.live.revision == nil, "what the hot path reads of it retires")
+        _ = table.removeAll()
+        #expect(table.charged.isEmpty && table.byKey.isEmpty)
+    }
+
+    @Test func anUnreadEntryExpiresAKeepWarmPeriodAfterItsLastReaderOrRead() {
+        var table = HubState.EntryTable(keepWarm: .seconds(10), maxSubscriptions: 10, maxPerCaller: 10)
+        _ = table.ensure(Self.key(1), args: [:], owner: .unknown) { LiveResult(now: .zero) }
+        table.markIdleIfUnread(Self.key(1), now: .seconds(1))
+        table.byKey[Self.key(1)]!.live.touch(at: .seconds(5))
+        let early = table.expire(now: .seconds(14))
+        #expect(early.isEmpty, "read at 5 s: warm until 15 s")
+        let closed = table.expire(now: .seconds(15))
+        #expect(closed.count == 1 && table.byKey.isEmpty)
+    }
+}
