@@ -70,7 +70,12 @@ final class ReplicaSet: Sendable {
             return result
         } catch {
             await script.stop(grace: .seconds(20))
-            throw error
+            // What the replicas and the balancer logged, so that a failure shows whether one of them crashed or cut
+            // a connection.
+            let logs = ["replica-1.log", "replica-2.log", "replica-3.log", "haproxy.log", "script.log"].map {
+                "--- \($0) (last 3,000 characters):\n\(set.file($0).suffix(3000))"
+            }
+            throw TestFailure("\(error)\n" + logs.joined(separator: "\n"))
         }
     }
 

@@ -33,6 +33,17 @@ struct ReplicasBehindBalancerTests {
         }
     }
 
+    /// A request made off the pool (`request`), whose failure names `what` it was: which call of which round.
+    static func call(_ what: String, _ request: @escaping @Sendable () throws -> TestResponse) async throws
+        -> TestResponse
+    {
+        do {
+            return try await blocking(request)
+        } catch {
+            throw TestFailure("\(what): \(error)")
+        }
+    }
+
     static func chaosRounds(_ set: ReplicaSet, _ browser: DevToolsConnection) async throws {
         let port = set.balancerPort
         let chaos = ChaosLog()
@@ -58,7 +69,7 @@ struct ReplicasBehindBalancerTests {
         // A signed-in stream, by a ticket minted through the balancer: it must stay signed in whichever replica it
         // reconnects to (they share the ticket key), never silently anonymous.
         let token = Self.unsignedToken(subject: "replica-user")
-        let minted = try await blocking {
+        let minted = try await Self.call("minting a stream ticket") {
             try RawConnection.request(
                 "POST", "/stream-tickets", port: port, headers: ["Authorization": "Bearer \(token)"], body: [])
         }
@@ -77,7 +88,7 @@ struct ReplicasBehindBalancerTests {
         let page = try await ReplicaPage.open(browser, port: port, name: name, busyName: busyName, channel: channel)
         for round in 1...Self.rounds {
             // A write through whichever replica the balancer picks: applied exactly once (the count is the round).
-            let answer = try await blocking {
+            let answer = try await Self.call("round \(round): the mutation") {
                 try RawConnection.request(
                     "POST", "/mutation/conformance:increment", port: port,
                     headers: ["Content-Type": "application/json"], body: Array(#"{"name":"\#(name)"}"#.utf8))
@@ -87,13 +98,13 @@ struct ReplicasBehindBalancerTests {
             // A read after the write sees it, through whichever replica answers.
             let timestamp = answer.header("Convex-Timestamp") ?? ""
             #expect(!timestamp.isEmpty, "round \(round): no Convex-Timestamp")
-            let read = try await blocking {
+            let read = try await Self.call("round \(round): the read after the write") {
                 try RawConnection.request(
                     "GET", "/query/conformance:counter?name=\(name)", port: port,
                     headers: ["Convex-Min-Timestamp": timestamp])
             }
             #expect(read.status == 200 && read.text == "\(round)", "round \(round): read after write: \(read.text)")
-            let post = try await blocking {
+            let post = try await Self.call("round \(round): the post") {
                 try RawConnection.request(
                     "POST", "/mutation/feed:post", port: port, headers: ["Content-Type": "application/json"],
                     body: Array(#"{"body":"round \#(round)","channel":"\#(channel)"}"#.utf8))
@@ -114,7 +125,7 @@ struct ReplicasBehindBalancerTests {
             let slow: Task<TestResponse, any Error>? =
                 graceful
                 ? Task {
-                    try await blocking {
+                    try await Self.call("round \(round): the action running at SIGTERM, sent to replica \(replica)") {
                         try RawConnection.request(
                             "POST", "/action/conformance:sleep", port: replicaPort,
                             headers: ["Content-Type": "application/json"], body: Array(#"{"ms":3000}"#.utf8))
@@ -140,7 +151,7 @@ struct ReplicasBehindBalancerTests {
         writer.stop()
         await writing.value
         let busy = try await writer.check()
-        let feed = try await blocking {
+        let feed = try await Self.call("the final feed read") {
             try RawConnection.request("GET", "/query/feed:all?channel=\(channel)", port: port)
         }
         let posts: [String] =
