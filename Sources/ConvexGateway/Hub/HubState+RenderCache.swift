@@ -3,7 +3,7 @@ import ConvexValues
 extension HubState {
     /// What is kept of an entry's current result once rendered, by output mode: a `GET`'s body, and the shared event
     /// bytes of its updates (framed by the first stream that sends one). Emptied by each new result (``reset()``);
-    /// whether a rendering is of the current result is the entry's to check (``Entry/rendered``).
+    /// whether a rendering is of the current result is for ``HubState`` to check (its `cachedBody`, `cache`, `frame`).
     struct RenderCache {
         private(set) var bodies: [OutputFormat: [UInt8]] = [:]
         private var frames: [OutputFormat: FramedOnce] = [:]

@@ -47,7 +47,8 @@ struct HubState {
         case shutDown
     }
 
-    // The parts, changed only by the events (here and in HubState+Upstream.swift); the owner reads them.
+    // The parts: the events (here and in HubState+Upstream.swift) change them, the owner only reads them (a rule of
+    // the house, not enforced: the events' extensions in other files need the setters).
     var table: EntryTable
     var sessions = Sessions()
     var isShutDown = false

@@ -18,6 +18,7 @@ import Testing
         #expect(table.refusal(adding: 1, for: greedy) == .caller)
         #expect(table.refusal(adding: 1, for: .unknown) == nil)
         #expect(table.refusal(adding: 2, for: .unknown) == .gateway)
+        #expect(table.refusal(adding: 2, for: greedy) == .gateway, "past both limits, the table's is named")
         #expect(table.refusal(adding: 0, for: greedy) == nil, "reading entries that live costs nothing")
     }
 
@@ -52,5 +53,12 @@ import Testing
         #expect(early.isEmpty, "read at 5 s: warm until 15 s")
         let closed = table.expire(now: .seconds(15))
         #expect(closed.count == 1 && table.byKey.isEmpty)
+        // Read at 0 s, its last reader gone at 8 s: warm until 18 s.
+        _ = table.ensure(Self.key(2), args: [:], owner: .unknown) { LiveResult(now: .zero) }
+        table.markIdleIfUnread(Self.key(2), now: .seconds(8))
+        let stillWarm = table.expire(now: .seconds(17))
+        #expect(stillWarm.isEmpty, "the last reader left at 8 s")
+        let gone = table.expire(now: .seconds(18))
+        #expect(gone.count == 1)
     }
 }

@@ -34,7 +34,7 @@ import Testing
         #expect(!entry.hasReaders)
     }
 
-    @Test func aStreamGetsTheCurrentResultAtOnceUnlessItHoldsIt() throws {
+    @Test func aStreamGetsTheCurrentResultAtOnceUnlessItHoldsIt() {
         var entry = Self.entry()
         _ = entry.update(to: Self.result("a", hash: 0xA), wallMilliseconds: 1)
         let fresh = entry.attach(RecordingSink(), member: 0, of: 1, held: nil)
@@ -78,7 +78,7 @@ import Testing
             return
         }
         #expect(fanOut.sinks.count == 1 && fanOut.delivery.ts == 7)
-        // The fan-out hands out the entry's slots without copying them: 10,000 streams would be 10,000 copies.
+        // The fan-out hands out the entry's slots without copying them: with 10,000 streams a copy is 10,000 slots.
         #expect(
             fanOut.sinks.withUnsafeBufferPointer { $0.baseAddress }
                 == entry.fanOut.slots.withUnsafeBufferPointer { $0.baseAddress })

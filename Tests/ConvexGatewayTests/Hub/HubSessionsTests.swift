@@ -32,7 +32,7 @@ import Testing
         #expect(sessions.timestampWaits.isEmpty)
     }
 
-    @Test func shutdownEndsEveryWaitAndATickForgetsUnreadConnections() {
+    @Test func endingEveryWaitEndsThemAllAndKeepingSomeIdentitiesForgetsTheOthers() {
         var sessions = HubState.Sessions()
         sessions.wait(1, identity: "u1", target: 10)
         sessions.wait(2, identity: "u2", target: 10)
