@@ -107,7 +107,10 @@ extension HubState {
                         continue
                     }
                     attachments[id]?.held = nil
-                    if held == hash { continue }
+                    if held == hash {
+                        batch.alreadyHeld(member: attachment.member, of: id.sink)
+                        continue
+                    }
                 }
                 batch.deliver(
                     Delivery.MemberResult(member: attachment.member, result: result), to: attachment.sink,

@@ -10,6 +10,8 @@ extension HubState {
         /// Each stream's delivery, in the order the streams first come, and where each stream's is.
         private var deliveries: [(sink: any EventSink, delivery: Delivery)] = []
         private var deliveryOf: [ObjectIdentifier: Int] = [:]
+        /// Members of streams of several subscriptions whose first result is the one their client holds.
+        private var alreadyHeld: [(stream: ObjectIdentifier, member: Int)] = []
 
         init(ts: UInt64) {
             self.ts = ts
@@ -43,11 +45,23 @@ extension HubState {
             }
         }
 
+        /// Member `member` of `stream` (a stream of several subscriptions) got its first result, and it is the one its
+        /// client holds: nothing is sent for it.
+        mutating func alreadyHeld(member: Int, of stream: ObjectIdentifier) {
+            alreadyHeld.append((stream, member))
+        }
+
         /// The actions, in order: wake the `GET`s, then the fan-outs, then one delivery to each stream of several
-        /// subscriptions, its changes in the order of its members.
-        consuming func actions() -> [Action] {
+        /// subscriptions, its changes in the order of its members. The changes of streams `resuming` holds back are
+        /// kept there, and the streams it releases get their delivery here.
+        consuming func actions(holding resuming: inout ResumingStreams) -> [Action] {
             var actions = resumes
             actions += fanOuts
+            if !resuming.isEmpty {
+                deliveries.removeAll { resuming.keep($0.delivery.changes, for: ObjectIdentifier($0.sink)) }
+                for (stream, member) in alreadyHeld { resuming.alreadyHeld(member: member, of: stream) }
+                deliveries += resuming.released(ts: ts)
+            }
             if !deliveries.isEmpty {
                 for index in deliveries.indices where deliveries[index].delivery.changes.count > 1 {
                     deliveries[index].delivery.changes.sort { $0.member < $1.member }

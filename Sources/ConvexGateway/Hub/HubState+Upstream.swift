@@ -20,7 +20,7 @@ extension HubState {
             table.byKey[key] = entry
             batch.resume(waiters, with: entry.current!)
         }
-        var actions = batch.actions()
+        var actions = batch.actions(holding: &resuming)
         // After the results: a reader that sees the new timestamp finds them.
         let reached = sessions.advance(identity, to: ts)
         if !reached.isEmpty { actions.append(.reached(waiters: reached, true)) }
@@ -32,7 +32,7 @@ extension HubState {
     mutating func upstreamEnded(_ key: Key, generation: UInt64) -> [Action] {
         guard let entry = table.byKey[key], entry.generation == generation else { return [] }
         table.remove(key, entry)
-        return entry.ending()
+        return ending(entry)
     }
 
     /// The connection of `identity` ended for the hub (closed, or it refused the credentials): each of its entries
@@ -61,10 +61,17 @@ extension HubState {
         var actions: [Action] = []
         for (key, entry) in table.removeAll() {
             actions.append(.unsubscribe(key, generation: entry.generation))
-            actions += entry.ending()
+            actions += ending(entry)
         }
         let ended = sessions.endAllWaits()
         if !ended.isEmpty { actions.append(.reached(waiters: ended, false)) }
+        return actions
+    }
+
+    /// `entry` ends: what its ending does, and its streams are not held back any more.
+    private mutating func ending(_ entry: Entry) -> [Action] {
+        let actions = entry.ending()
+        for case .end(let sinks) in actions { for sink in sinks { resuming.drop(ObjectIdentifier(sink)) } }
         return actions
     }
 }

@@ -12,7 +12,8 @@ import ConvexValues
 /// events of readers; HubState+Upstream.swift those of the upstream and of time.
 ///
 /// Results come one upstream transition at a time, and a stream gets the changes one transition made to its
-/// subscriptions as one delivery: a stream never holds a mix of two snapshots of the database.
+/// subscriptions as one delivery: a stream never holds a mix of two snapshots of the database (a resumed one too:
+/// ``ResumingStreams``).
 struct HubState {
     typealias Key = SubscriptionHub.Key
     typealias Member = SubscriptionHub.Member
@@ -51,6 +52,7 @@ struct HubState {
     // the house, not enforced: the events' extensions in other files need the setters).
     var table: EntryTable
     var sessions = Sessions()
+    var resuming = ResumingStreams()
     var isShutDown = false
 
     /// `maxPerCaller`: the entries one caller may have made and still live; `nil` bounds them by `maxSubscriptions`
@@ -90,12 +92,18 @@ struct HubState {
                 initial.append(Delivery.MemberResult(member: index, key: member.key, current: current, previous: nil))
             }
         }
+        let waits = ResumingStreams.waits(of: members, in: table)
+        if !waits.isEmpty {
+            resuming.hold(sink, initial: initial, waitingFor: waits)
+            return (nil, actions)
+        }
         guard !initial.isEmpty, let identity = members.first?.key.identity else { return (nil, actions) }
         return (Delivery(ts: sessions.timestamp(of: identity), changes: initial), actions)
     }
 
     /// A stream leaves (`members`: the keys of its subscriptions, in order). Returns whether it was attached.
     mutating func detach(_ sink: ObjectIdentifier, members: [Key], now: Duration) -> Bool {
+        resuming.drop(sink)
         var wasAttached = false
         for (index, key) in members.enumerated() {
             guard table.byKey[key]?.detach(sink, member: index, of: members.count) == true else { continue }

@@ -59,3 +59,11 @@ import Testing
         #expect(Set(storage).count == 1, "one list, shared")
     }
 }
+
+extension HubState.TransitionBatch {
+    /// The actions when no stream is held back (``HubState/ResumingStreams``).
+    consuming func actions() -> [HubState.Action] {
+        var none = HubState.ResumingStreams()
+        return actions(holding: &none)
+    }
+}
