@@ -50,11 +50,12 @@ import Testing
     }
 
     static func identity(
-        _ target: String, headers: [String: String] = [:], credentials: CallerCredentials? = nil
+        _ target: String, method: String = "GET", headers: [String: String] = [:],
+        credentials: CallerCredentials? = nil
     ) throws -> (UpstreamIdentity, QueryString) {
         let parts = target.split(separator: "?", maxSplits: 1)
         let request = GatewayRequest(
-            method: "GET", rawPath: String(parts[0]), rawQuery: parts.count > 1 ? String(parts[1]) : nil,
+            method: method, rawPath: String(parts[0]), rawQuery: parts.count > 1 ? String(parts[1]) : nil,
             headers: headers)
         let parsed = try ParsedRequest(request, defaultFormat: .plain, credentials: credentials ?? Self.credentials())
         return (parsed.identity, parsed.query)
@@ -114,5 +115,12 @@ import Testing
         let refusal = StreamTicketTests.refusal { try Self.identity(target, headers: headers) }
         #expect(refusal?.status == status, "\(String(describing: refusal))")
         if status == 401 { #expect(refusal?.code == .unauthenticated) }
+    }
+
+    @Test func aMethodTheRouteRefusesIsAnsweredBeforeItsCredentialsAreRead() {
+        let refusal = StreamTicketTests.refusal {
+            try Self.identity("/subscribe/m:f?ticket=a&ticket=b", method: "POST", headers: ["Cookie": "jwt=bad token"])
+        }
+        #expect(refusal?.status == 405, "405, not the doubled ticket's 400: \(String(describing: refusal))")
     }
 }

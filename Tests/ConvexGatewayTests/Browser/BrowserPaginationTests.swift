@@ -107,15 +107,23 @@ struct BrowserPaginationTests {
                   const post = (body, channel) => writer.mutation("feed:post", { body, channel });
                   const follow = (channel) => new ConvexGateway(location.origin)
                     .paginatedQuery("feed:list", { channel }, { initialNumItems: 3 }, () => changed());
+                  // What a reader shows, for a wait that times out.
+                  const shows = (reader) => `${reader.status} [${reader.results.map((post) => post.body).join(", ")}]`;
                   const upstream = async () => Number((await (await fetch("/metrics")).text())
                     .match(/^convex_gateway_upstream_active_subscriptions (\\d+)/m)?.[1]);
                   for (let i = 0; i < 4; i++) await post(`seed ${i}`, "grows");
                   const first = follow("grows");
-                  await until(() => first.status === "CanLoadMore" && first.results.length === 3, "the first reader's page");
+                  await until(
+                    () => first.status === "CanLoadMore" && first.results.length === 3,
+                    () => `the first reader's page: ${shows(first)}`);
                   for (let i = 0; i < 5; i++) await post(`new ${i}`, "grows");
-                  await until(() => first.results.length === 8, "the first reader's page grown by the new posts");
+                  await until(
+                    () => first.results.length === 8,
+                    () => `the first reader's page grown by the new posts: ${shows(first)}`);
                   const second = follow("grows");
-                  await until(() => second.status !== "LoadingFirstPage", "the second reader's first page");
+                  await until(
+                    () => second.status !== "LoadingFirstPage",
+                    () => `the second reader's first page: ${shows(second)}`);
                   const result = {
                     grown: first.results.map((post) => post.body),
                     second: second.results.map((post) => post.body),
@@ -126,9 +134,13 @@ struct BrowserPaginationTests {
 
                   for (let i = 0; i < 4; i++) await post(`seed ${i}`, "shared");
                   const readers = [follow("shared"), follow("shared")];
-                  await until(() => readers.every((reader) => reader.status === "CanLoadMore"), "two first pages");
+                  await until(
+                    () => readers.every((reader) => reader.status === "CanLoadMore"),
+                    () => `two first pages: ${readers.map(shows).join("; ")}`);
                   for (const reader of readers) reader.loadMore(1);
-                  await until(() => readers.every((reader) => reader.results.length === 4), "a page more each");
+                  await until(
+                    () => readers.every((reader) => reader.results.length === 4),
+                    () => `a page more each: ${readers.map(shows).join("; ")}`);
                   // Each page is replaced by its pinned page once that has a value, and the released pages leave
                   // within the sweeper's tick. Meanwhile the count passes through other values, 2 among them: with a
                   // keep-warm of a millisecond, a page a reader's stream still holds goes between the old stream's
