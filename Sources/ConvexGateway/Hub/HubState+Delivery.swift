@@ -52,7 +52,7 @@ extension HubState {
     /// One upstream result of one entry, as a transition brings it.
     struct EntryResult {
         var key: Key
-        var generation: UInt64
+        var entryID: UInt64
         var result: UpstreamResult
         /// Identifies the result: equal results have equal hashes.
         var hash: UInt64

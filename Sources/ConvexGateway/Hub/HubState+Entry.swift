@@ -23,7 +23,9 @@ extension HubState {
     /// One live subscription (a function, its arguments and an identity), shared by every reader: its current result,
     /// the streams attached to it, the `GET`s waiting for its first result, and what is kept of its rendering.
     struct Entry {
-        let generation: UInt64
+        /// Names the entry to the upstream (its member in the identity's query set); a new entry of the same key
+        /// has a new id.
+        let id: UInt64
         let args: ConvexValue
         /// The caller that made it, charged for it while it lives (``SubscriptionCaller``).
         let owner: SubscriptionCaller
@@ -42,8 +44,8 @@ extension HubState {
         /// What is kept of `current`'s rendering.
         var rendered = RenderCache()
 
-        init(generation: UInt64, args: ConvexValue, owner: SubscriptionCaller, live: LiveResult) {
-            self.generation = generation
+        init(id: UInt64, args: ConvexValue, owner: SubscriptionCaller, live: LiveResult) {
+            self.id = id
             self.args = args
             self.owner = owner
             self.live = live
@@ -66,10 +68,29 @@ extension HubState {
             return current
         }
 
+        /// A `GET` waits for the first result.
+        mutating func wait(_ waiter: UInt64) {
+            waiters.insert(waiter)
+            idleSince = nil
+        }
+
         /// Member `index` of a stream of `count` subscriptions leaves. Returns whether it was attached.
         mutating func detach(_ stream: ObjectIdentifier, member index: Int, of count: Int) -> Bool {
             attachments.removeValue(forKey: AttachmentID(sink: stream, member: index)) != nil
                 || (count == 1 && fanOut.remove(stream))
+        }
+
+        /// A transition brings `change` (ignored unless it is for this entry): it becomes the current
+        /// result, sent to the streams attached unless they have it, and the waiting `GET`s wake with it.
+        mutating func receive(
+            _ change: EntryResult, wallMilliseconds: UInt64, now: Duration, into batch: inout TransitionBatch
+        ) {
+            guard change.entryID == id else { return }
+            let woken = waiters
+            waiters = []
+            if let result = update(to: change, wallMilliseconds: wallMilliseconds) { route(result, into: &batch) }
+            markIdleIfUnread(now: now)
+            batch.resume(woken, with: current!)
         }
 
         /// Takes `change` as the current result (its version grows, and follows `wallMilliseconds`, the wall clock,

@@ -12,7 +12,7 @@ extension HubState {
         var byKey: [Key: Entry] = [:]
         /// Per caller, the live entries it made (callers with none are not kept).
         private(set) var charged: [SubscriptionCaller: Int] = [:]
-        private var nextGeneration: UInt64 = 1
+        private var nextID: UInt64 = 1
 
         init(keepWarm: Duration, maxSubscriptions: Int, maxPerCaller: Int) {
             self.keepWarm = keepWarm
@@ -34,11 +34,11 @@ extension HubState {
             _ key: Key, args: ConvexValue, owner: SubscriptionCaller, live: () -> LiveResult
         ) -> Action? {
             guard byKey[key] == nil else { return nil }
-            let generation = nextGeneration
-            nextGeneration += 1
-            byKey[key] = Entry(generation: generation, args: args, owner: owner, live: live())
+            let id = nextID
+            nextID += 1
+            byKey[key] = Entry(id: id, args: args, owner: owner, live: live())
             charged[owner, default: 0] += 1
-            return .subscribe(key, generation: generation, args: args)
+            return .subscribe(key, entryID: id, args: args)
         }
 
         /// Removes `entry`, the entry of `key`, and its charge to its owner; what the hot path reads of it retires.
@@ -63,7 +63,7 @@ extension HubState {
                     continue
                 }
                 remove(key, entry)
-                actions.append(.unsubscribe(key, generation: entry.generation))
+                actions.append(.unsubscribe(key, entryID: entry.id))
             }
             return actions
         }

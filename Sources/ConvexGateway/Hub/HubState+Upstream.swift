@@ -2,7 +2,7 @@ extension HubState {
     // MARK: Upstream
 
     /// An upstream transition of the connection of `identity`: the new results of some entries (a change of an
-    /// entry of another generation is ignored). `wallMilliseconds` (the wall clock) keeps event ids growing across
+    /// result for an entry that is not there any more is ignored). `wallMilliseconds` (the wall clock) keeps event ids growing across
     /// gateway restarts and replicas. Each stream gets one delivery with every change of its subscriptions; timestamp
     /// waits of the identity that the transition reached end last.
     mutating func receive(
@@ -10,15 +10,8 @@ extension HubState {
     ) -> [Action] {
         var batch = TransitionBatch(ts: ts)
         for change in changes {
-            let key = change.key
-            guard var entry = table.byKey[key], entry.generation == change.generation else { continue }
-            let waiters = entry.waiters
-            entry.waiters = []
-            let result = entry.update(to: change, wallMilliseconds: wallMilliseconds)
-            if let result { entry.route(result, into: &batch) }
-            entry.markIdleIfUnread(now: now)
-            table.byKey[key] = entry
-            batch.resume(waiters, with: entry.current!)
+            // In place: a copy of the entry would copy its fan-out slots when a stream joins them.
+            table.byKey[change.key]?.receive(change, wallMilliseconds: wallMilliseconds, now: now, into: &batch)
         }
         var actions = batch.actions(holding: &resuming)
         // After the results: a reader that sees the new timestamp finds them.
@@ -29,17 +22,17 @@ extension HubState {
 
     /// The upstream subscription ended without being cancelled (its connection closed): streams end so that their
     /// clients reconnect and resubscribe, and waiting `GET`s get no result.
-    mutating func upstreamEnded(_ key: Key, generation: UInt64) -> [Action] {
-        guard let entry = table.byKey[key], entry.generation == generation else { return [] }
+    mutating func upstreamEnded(_ key: Key, entryID: UInt64) -> [Action] {
+        guard let entry = table.byKey[key], entry.id == entryID else { return [] }
         table.remove(key, entry)
         return ending(entry)
     }
 
     /// The connection of `identity` ended for the hub (closed, or it refused the credentials): each of its entries
-    /// (`members`: key and generation) ends as ``upstreamEnded(_:generation:)``, and its timestamp waits get `false`.
-    mutating func connectionEnded(identity: String, members: [(key: Key, generation: UInt64)]) -> [Action] {
+    /// (`members`: key and entry id) ends as ``upstreamEnded(_:entryID:)``, and its timestamp waits get `false`.
+    mutating func connectionEnded(identity: String, members: [(key: Key, entryID: UInt64)]) -> [Action] {
         var actions: [Action] = []
-        for (key, generation) in members { actions += upstreamEnded(key, generation: generation) }
+        for (key, entryID) in members { actions += upstreamEnded(key, entryID: entryID) }
         let ended = sessions.connectionEnded(identity)
         if !ended.isEmpty { actions.append(.reached(waiters: ended, false)) }
         return actions
@@ -60,7 +53,7 @@ extension HubState {
         isShutDown = true
         var actions: [Action] = []
         for (key, entry) in table.removeAll() {
-            actions.append(.unsubscribe(key, generation: entry.generation))
+            actions.append(.unsubscribe(key, entryID: entry.id))
             actions += ending(entry)
         }
         let ended = sessions.endAllWaits()

@@ -20,9 +20,9 @@ struct HubState {
 
     enum Action {
         /// Open the upstream subscription of a new entry.
-        case subscribe(Key, generation: UInt64, args: ConvexValue)
+        case subscribe(Key, entryID: UInt64, args: ConvexValue)
         /// Close an entry's upstream subscription.
-        case unsubscribe(Key, generation: UInt64)
+        case unsubscribe(Key, entryID: UInt64)
         /// Wake waiting `GET`s with a result and the timestamp it holds at (`nil`: none will come).
         case resume(waiters: [UInt64], with: (current: CurrentResult, ts: UInt64)?)
         /// Wake callers waiting for a timestamp: whether their identity's results reached it.
@@ -121,8 +121,7 @@ struct HubState {
         if let current = table.byKey[key]?.current { return .ready((current, sessions.timestamp(of: key.identity))) }
         if table.byKey[key] == nil, let limit = table.refusal(adding: 1, for: caller) { return .full(limit) }
         let subscribe = ensureEntry(key, args: args, owner: caller, now: now)
-        table.byKey[key]!.waiters.insert(waiter)
-        table.byKey[key]!.idleSince = nil
+        table.byKey[key]!.wait(waiter)
         return .waiting(subscribe.map { [$0] } ?? [])
     }
 

@@ -50,10 +50,11 @@ package final class SubscriptionHub: Sendable {
 
     /// The upstream query set of one identity, with the task that reads its transitions.
     struct QuerySet {
-        let generation: UInt64
+        /// Tells this set's transitions from those of an earlier set of the same identity that ended.
+        let id: UInt64
         let set: any UpstreamQuerySet
         var task: Task<Void, Never>?
-        /// The entry of each member token (the entry's generation).
+        /// The key of each member, by token: the entry's id (``HubState/Entry/id``).
         var members: [UInt64: Key] = [:]
     }
 

@@ -68,13 +68,13 @@ extension GatewayCore {
     fileprivate func query(
         _ function: UdfPath, _ request: ParsedRequest, _ context: ResponseContext
     ) throws(GatewayError) -> GatewayAnswer {
-        let specGeneration = functionSpecs?.generation ?? 0
+        let specFetchCount = functionSpecs?.fetchCount ?? 0
         let input = ArgumentStage.Input.query(request.query)
         let args = try arguments.arguments(input, for: function)
         if request.wantsEventStream {
             return try streams.open(request, [StreamSubscription(id: nil, function: function, args: args)])
         }
-        return try queries.get(request, context, function, input, args, specGeneration: specGeneration)
+        return try queries.get(request, context, function, input, args, specFetchCount: specFetchCount)
     }
 
     /// A call with the arguments of the request's body.

@@ -40,7 +40,7 @@ struct HotPath: Sendable {
         // The answer must depend on the target alone, as full handling decides when it remembers a target.
         guard Self.answersByTargetAlone(method: request.method, fields: request, authCookie: targets.authCookie)
         else { return nil }
-        guard route.specGeneration == (functionSpecs?.generation ?? 0), let revision = route.live.revision else {
+        guard route.specFetchCount == (functionSpecs?.fetchCount ?? 0), let revision = route.live.revision else {
             targets.forget(route, for: target)
             return nil
         }
@@ -147,16 +147,16 @@ extension HotPath {
             let key: SubscriptionHub.Key
             let format: OutputFormat
             let live: LiveResult
-            /// The function spec's generation the arguments were coerced with.
-            let specGeneration: UInt64
+            /// How many times the function specs had been fetched when the arguments were coerced with them.
+            let specFetchCount: UInt64
             /// The answers prepared for the current value (one subscription revision).
             let prepared = POSIXLocked<PreparedValue?>(nil)
 
-            init(key: SubscriptionHub.Key, format: OutputFormat, live: LiveResult, specGeneration: UInt64) {
+            init(key: SubscriptionHub.Key, format: OutputFormat, live: LiveResult, specFetchCount: UInt64) {
                 self.key = key
                 self.format = format
                 self.live = live
-                self.specGeneration = specGeneration
+                self.specFetchCount = specFetchCount
             }
         }
 
@@ -238,19 +238,19 @@ extension HotPath {
         private let routes = POSIXLocked<[String: Remembered]>([:])
         /// Moves on whenever a target is remembered or forgotten, so a connection's memo of its last lookup
         /// (``ConnectionMemo``) is trusted only while nothing changed.
-        private let generation = Atomic<UInt64>(0)
+        private let changeCount = Atomic<UInt64>(0)
 
         /// What a keep-alive connection's previous hot request looked up (kept with the connection by MicroHTTPD): the next
         /// request for the same target then needs no dictionary lookup (no hashing of the target).
         final class ConnectionMemo {
             let target: String
             let route: Remembered
-            let generation: UInt64
+            let changeCount: UInt64
 
-            init(target: String, route: Remembered, generation: UInt64) {
+            init(target: String, route: Remembered, changeCount: UInt64) {
                 self.target = target
                 self.route = route
-                self.generation = generation
+                self.changeCount = changeCount
             }
         }
 
@@ -279,12 +279,12 @@ extension HotPath {
         /// The route for `target`, from the connection's memo when it still holds, else from the remembered targets
         /// (and then kept as the connection's memo).
         func route(for target: String, on request: HTTPRequestHead) -> Remembered? {
-            let current = generation.load(ordering: .acquiring)
-            if let memo = request.connectionMemo as? ConnectionMemo, memo.generation == current, memo.target == target {
+            let count = changeCount.load(ordering: .acquiring)
+            if let memo = request.connectionMemo as? ConnectionMemo, memo.changeCount == count, memo.target == target {
                 return memo.route
             }
             guard let route = route(for: target) else { return nil }
-            request.connectionMemo = ConnectionMemo(target: target, route: route, generation: current)
+            request.connectionMemo = ConnectionMemo(target: target, route: route, changeCount: count)
             return route
         }
 
@@ -295,7 +295,7 @@ extension HotPath {
                     if routes.count >= Self.capacity { routes = [:] }
                 }
                 routes[target] = route
-                generation.add(1, ordering: .releasing)
+                changeCount.add(1, ordering: .releasing)
             }
         }
 
@@ -303,7 +303,7 @@ extension HotPath {
             routes.withLock { routes in
                 if routes[target] === route {
                     routes[target] = nil
-                    generation.add(1, ordering: .releasing)
+                    changeCount.add(1, ordering: .releasing)
                 }
             }
         }
@@ -311,7 +311,7 @@ extension HotPath {
         /// Called by full handling when it answered a `GET` from a live subscription: remembers the target when the
         /// answer depends on the target alone (an anonymous caller).
         func remember(
-            _ request: ParsedRequest, key: SubscriptionHub.Key, live: LiveResult, specGeneration: UInt64
+            _ request: ParsedRequest, key: SubscriptionHub.Key, live: LiveResult, specFetchCount: UInt64
         ) {
             guard HotPath.answersByTargetAlone(method: request.method, fields: request.request, authCookie: authCookie)
             else {
@@ -320,11 +320,11 @@ extension HotPath {
             let target = request.request.target
             // Requests the hot path declines come through here every time: keep what is remembered, with its prepared
             // responses, while it still holds.
-            if let known = route(for: target), known.live === live, known.specGeneration == specGeneration {
+            if let known = route(for: target), known.live === live, known.specFetchCount == specFetchCount {
                 return
             }
             remember(
-                Remembered(key: key, format: request.format, live: live, specGeneration: specGeneration),
+                Remembered(key: key, format: request.format, live: live, specFetchCount: specFetchCount),
                 for: target)
         }
     }

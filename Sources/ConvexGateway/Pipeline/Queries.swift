@@ -20,7 +20,7 @@ struct Queries: Sendable {
 
     func get(
         _ request: ParsedRequest, _ context: ResponseContext, _ function: UdfPath, _ input: ArgumentStage.Input,
-        _ args: ConvexValue, specGeneration: UInt64
+        _ args: ConvexValue, specFetchCount: UInt64
     ) throws(GatewayError) -> GatewayAnswer {
         let format = request.format
         let (identityID, upstream) = try pool.upstream(for: request.identity)
@@ -32,7 +32,7 @@ struct Queries: Sendable {
         if let hot = hub.currentBody(for: key, format: format), hot.ts >= floor {
             let answer = answer(for: hot.current, body: hot.body, format: format, ts: hot.ts)
             if case .value = hot.current.result {
-                hotTargets.remember(request, key: key, live: hot.live, specGeneration: specGeneration)
+                hotTargets.remember(request, key: key, live: hot.live, specFetchCount: specFetchCount)
                 if let longPoll, LongPoll.holds(context, answer) {
                     return .later {
                         .response(

@@ -36,7 +36,7 @@ package final class FunctionSpecStore: Sendable {
 
     /// Changes whenever a newly fetched spec replaces the current one, so that anything derived from the spec (the hot
     /// `GET` path's remembered arguments) can tell it is stale.
-    package var generation: UInt64 { fetchedCount.load(ordering: .acquiring) }
+    package var fetchCount: UInt64 { fetchedCount.load(ordering: .acquiring) }
 
     /// Whether the first fetch has not finished yet.
     package var firstFetchPending: Bool { !state.withLock { $0.firstFetchDone } }

@@ -9,11 +9,11 @@ import Testing
     static let key = SubscriptionHub.Key(identity: "", function: try! UdfPath(parsing: "messages:list"), args: [:])
 
     static func entry() -> HubState.Entry {
-        HubState.Entry(generation: 1, args: [:], owner: .unknown, live: LiveResult())
+        HubState.Entry(id: 1, args: [:], owner: .unknown, live: LiveResult())
     }
 
     static func result(_ value: ConvexValue, hash: UInt64) -> HubState.EntryResult {
-        HubState.EntryResult(key: key, generation: 1, result: .value(value), hash: hash)
+        HubState.EntryResult(key: key, entryID: 1, result: .value(value), hash: hash)
     }
 
     @Test func aLoneStreamJoinsTheFanOutAndAStreamOfSeveralIsAnAttachment() {

@@ -12,8 +12,8 @@ import Testing
     let teams = SubscriptionHub.Key(identity: "", function: try! UdfPath(parsing: "mlb:teams"), args: [:])
     let standings = SubscriptionHub.Key(identity: "", function: try! UdfPath(parsing: "mlb:standings"), args: [:])
 
-    func change(_ key: SubscriptionHub.Key, _ generation: UInt64, hash: UInt64) -> HubState.EntryResult {
-        HubState.EntryResult(key: key, generation: generation, result: .value(.float64(Double(hash))), hash: hash)
+    func change(_ key: SubscriptionHub.Key, _ entryID: UInt64, hash: UInt64) -> HubState.EntryResult {
+        HubState.EntryResult(key: key, entryID: entryID, result: .value(.float64(Double(hash))), hash: hash)
     }
 
     func receive(_ hub: inout HubState, ts: UInt64, wall: UInt64, _ changes: [HubState.EntryResult])
@@ -55,7 +55,7 @@ import Testing
         _ = try hub.attach(watcher, members: [.init(key: team, args: [:])], now: .zero)
         #expect(initial == nil)
         #expect(actions.count == 3, "each member subscribes upstream")
-        // Generations: team 1, teams 2, standings 3.
+        // Entry ids: team 1, teams 2, standings 3.
         let first = receive(&hub, ts: 100, wall: 5, [change(team, 1, hash: 0x11), change(standings, 3, hash: 0x31)])
         #expect(got(resumed, first).isEmpty, "teams still shows the older snapshot: nothing yet")
         #expect(got(watcher, first).map(\.changes) == [["0:5-11"]], "a stream that holds nothing is not held back")
@@ -131,7 +131,7 @@ import Testing
         #expect(hub.resuming.count == 2)
         _ = hub.detach(ObjectIdentifier(leaves), members: [team, teams], now: .zero)
         #expect(hub.resuming.count == 1)
-        let ended = hub.upstreamEnded(teams, generation: 2)
+        let ended = hub.upstreamEnded(teams, entryID: 2)
         #expect(ended.contains { if case .end(let sinks) = $0 { sinks.contains { $0 === ends } } else { false } })
         #expect(hub.resuming.isEmpty)
         #expect(got(leaves, receive(&hub, ts: 100, wall: 5, [change(team, 1, hash: 0x11)])).isEmpty)

@@ -10,11 +10,11 @@ import Testing
     let other = SubscriptionHub.Key(identity: "u1", function: try! UdfPath(parsing: "messages:list"), args: [:])
 
     func subscribed(_ actions: [HubState.Action]) -> [UInt64] {
-        actions.compactMap { if case .subscribe(_, let generation, _) = $0 { generation } else { nil } }
+        actions.compactMap { if case .subscribe(_, let entryID, _) = $0 { entryID } else { nil } }
     }
 
     func unsubscribed(_ actions: [HubState.Action]) -> [UInt64] {
-        actions.compactMap { if case .unsubscribe(_, let generation) = $0 { generation } else { nil } }
+        actions.compactMap { if case .unsubscribe(_, let entryID) = $0 { entryID } else { nil } }
     }
 
     /// Every stream's delivery: `.deliver` actions, and each stream of a `.fanOut`.
@@ -63,15 +63,15 @@ import Testing
         }
         #expect(waitActions.isEmpty)
 
-        let actions2 = hub.receive(.value(1.0), hash: 11, key: key, generation: 1, wallMilliseconds: 1000, now: .zero)
+        let actions2 = hub.receive(.value(1.0), hash: 11, key: key, entryID: 1, wallMilliseconds: 1000, now: .zero)
         #expect(delivered(actions2).map(\.1) == [2])
         #expect(delivered(actions2).first?.0.id == "1000-b")
         #expect(actions2.contains { if case .resume([7], _) = $0 { true } else { false } })
-        // The same result again changes nothing; a result of an older generation is ignored.
-        #expect(hub.receive(.value(1.0), hash: 11, key: key, generation: 1, wallMilliseconds: 2000, now: .zero).isEmpty)
-        #expect(hub.receive(.value(2.0), hash: 12, key: key, generation: 0, wallMilliseconds: 2000, now: .zero).isEmpty)
+        // The same result again changes nothing; a result for an entry id that is not the current one is ignored.
+        #expect(hub.receive(.value(1.0), hash: 11, key: key, entryID: 1, wallMilliseconds: 2000, now: .zero).isEmpty)
+        #expect(hub.receive(.value(2.0), hash: 12, key: key, entryID: 0, wallMilliseconds: 2000, now: .zero).isEmpty)
         // Event ids keep growing even if the wall clock steps back.
-        let next = hub.receive(.value(2.0), hash: 12, key: key, generation: 1, wallMilliseconds: 10, now: .zero)
+        let next = hub.receive(.value(2.0), hash: 12, key: key, entryID: 1, wallMilliseconds: 10, now: .zero)
         #expect(delivered(next).first?.0.id == "1001-c")
         #expect(hub.entries[key]?.live.revision == 2)
     }
@@ -79,16 +79,16 @@ import Testing
     @Test func aLastEventIDWithTheCurrentHashSkipsTheFirstEventOnly() throws {
         var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
         _ = try hub.attach(RecordingSink(), to: key, args: [:], held: nil, now: .zero)
-        _ = hub.receive(.value("a"), hash: 5, key: key, generation: 1, wallMilliseconds: 1, now: .zero)
+        _ = hub.receive(.value("a"), hash: 5, key: key, entryID: 1, wallMilliseconds: 1, now: .zero)
         #expect(try hub.attach(RecordingSink(), to: key, args: [:], held: 5, now: .zero).initial == nil)
         #expect(try hub.attach(RecordingSink(), to: key, args: [:], held: 6, now: .zero).initial?.id == "1-5")
 
         // Attached before any result: the first result is skipped only if it is the one the client has.
         var fresh = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
         _ = try fresh.attach(RecordingSink(), to: key, args: [:], held: 5, now: .zero)
-        let skipped = fresh.receive(.value("a"), hash: 5, key: key, generation: 1, wallMilliseconds: 1, now: .zero)
+        let skipped = fresh.receive(.value("a"), hash: 5, key: key, entryID: 1, wallMilliseconds: 1, now: .zero)
         #expect(delivered(skipped).isEmpty)
-        let changed = fresh.receive(.value("b"), hash: 6, key: key, generation: 1, wallMilliseconds: 2, now: .zero)
+        let changed = fresh.receive(.value("b"), hash: 6, key: key, entryID: 1, wallMilliseconds: 2, now: .zero)
         #expect(delivered(changed).count == 1)
     }
 
@@ -96,7 +96,7 @@ import Testing
         var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
         let sink = RecordingSink()
         _ = try hub.attach(sink, to: key, args: [:], held: nil, now: .seconds(0))
-        _ = hub.receive(.value(1.0), hash: 1, key: key, generation: 1, wallMilliseconds: 1, now: .seconds(1))
+        _ = hub.receive(.value(1.0), hash: 1, key: key, entryID: 1, wallMilliseconds: 1, now: .seconds(1))
         #expect(hub.tick(now: .seconds(100)).isEmpty, "a stream is reading it")
         let detached = hub.detach(ObjectIdentifier(sink), from: key, now: .seconds(100))
         let detachedTwice = hub.detach(ObjectIdentifier(sink), from: key, now: .seconds(100))
@@ -191,7 +191,7 @@ import Testing
         #expect(hub.table.charged[greedy] == 2)
 
         // A subscription that ends gives its place back to its maker: its upstream ended…
-        _ = hub.upstreamEnded(key(1), generation: 1)
+        _ = hub.upstreamEnded(key(1), entryID: 1)
         #expect(hub.table.charged[greedy] == 1)
         guard case .waiting = hub.wait(4, for: key(4), args: ["n": 4.0], caller: greedy, now: .zero) else {
             Issue.record("a place given back is the caller's again")
@@ -212,11 +212,11 @@ import Testing
         let sink = RecordingSink()
         _ = try hub.attach(sink, to: key, args: [:], held: nil, now: .zero)
         _ = hub.wait(3, for: key, args: [:], now: .zero)
-        let ended = hub.upstreamEnded(key, generation: 1)
+        let ended = hub.upstreamEnded(key, entryID: 1)
         #expect(ended.contains { if case .end(let sinks) = $0 { sinks.count == 1 } else { false } })
         #expect(ended.contains { if case .resume([3], nil) = $0 { true } else { false } })
         #expect(hub.entries.isEmpty)
-        #expect(hub.upstreamEnded(key, generation: 1).isEmpty)
+        #expect(hub.upstreamEnded(key, entryID: 1).isEmpty)
 
         _ = try hub.attach(RecordingSink(), to: key, args: [:], held: nil, now: .zero)
         _ = try hub.attach(RecordingSink(), to: other, args: [:], held: nil, now: .zero)
@@ -282,10 +282,10 @@ import Testing
     let team = SubscriptionHub.Key(identity: "", function: try! UdfPath(parsing: "mlb:first_place_team"), args: [:])
     let teams = SubscriptionHub.Key(identity: "", function: try! UdfPath(parsing: "mlb:teams"), args: [:])
 
-    func change(_ key: SubscriptionHub.Key, _ generation: UInt64, _ result: UpstreamResult, hash: UInt64)
+    func change(_ key: SubscriptionHub.Key, _ entryID: UInt64, _ result: UpstreamResult, hash: UInt64)
         -> HubState.EntryResult
     {
-        HubState.EntryResult(key: key, generation: generation, result: result, hash: hash)
+        HubState.EntryResult(key: key, entryID: entryID, result: result, hash: hash)
     }
 
     /// Streams whose only subscription changed share one action and one delivery, however many there are; a stream of
@@ -321,7 +321,7 @@ import Testing
         streams = streams.enumerated().filter { $0.offset % 3 == 1 }.map(\.element)
         let later = (0..<3).map { _ in RecordingSink() }
         for sink in later { _ = try hub.attach(sink, to: key, args: [:], held: nil, now: .zero) }
-        let actions = hub.receive(.value(1.0), hash: 1, key: key, generation: 1, wallMilliseconds: 1, now: .zero)
+        let actions = hub.receive(.value(1.0), hash: 1, key: key, entryID: 1, wallMilliseconds: 1, now: .zero)
         #expect(perStream(actions).map { ObjectIdentifier($0.sink) } == (streams + later).map(ObjectIdentifier.init))
 
         // When every stream has left, the subscription is idle (it counts from then for keep-warm).
@@ -338,12 +338,12 @@ import Testing
         _ = try hub.attach(holdsFirst, to: key, args: [:], held: 5, now: .zero)
         _ = try hub.attach(fresh, to: key, args: [:], held: nil, now: .zero)
         _ = try hub.attach(holdsOther, to: key, args: [:], held: 9, now: .zero)
-        let first = hub.receive(.value("a"), hash: 5, key: key, generation: 1, wallMilliseconds: 1, now: .zero)
+        let first = hub.receive(.value("a"), hash: 5, key: key, entryID: 1, wallMilliseconds: 1, now: .zero)
         #expect(
             Set(perStream(first).map { ObjectIdentifier($0.sink) }) == [
                 ObjectIdentifier(fresh), ObjectIdentifier(holdsOther),
             ])
-        let second = hub.receive(.value("b"), hash: 6, key: key, generation: 1, wallMilliseconds: 2, now: .zero)
+        let second = hub.receive(.value("b"), hash: 6, key: key, entryID: 1, wallMilliseconds: 2, now: .zero)
         #expect(
             perStream(second).map { ObjectIdentifier($0.sink) }
                 == [fresh, holdsOther, holdsFirst].map(ObjectIdentifier.init))
@@ -361,7 +361,7 @@ import Testing
             both, members: [.init(key: team, args: [:]), .init(key: teams, args: [:]), .init(key: key, args: [:])],
             now: .zero)
         _ = try hub.attach(onlyTeams, members: [.init(key: teams, args: [:])], now: .zero)
-        // Generations: team 1, teams 2, key 3.
+        // Entry ids: team 1, teams 2, key 3.
         let first = hub.receive(
             ts: 100, identity: "",
             changes: [change(teams, 2, .value("T1"), hash: 0x21), change(team, 1, .value("A"), hash: 0x11)],
@@ -468,11 +468,11 @@ extension HubState {
 
     /// A transition that changes `key` alone.
     mutating func receive(
-        _ result: UpstreamResult, hash: UInt64, key: Key, generation: UInt64, wallMilliseconds: UInt64, now: Duration
+        _ result: UpstreamResult, hash: UInt64, key: Key, entryID: UInt64, wallMilliseconds: UInt64, now: Duration
     ) -> [Action] {
         receive(
             ts: 0, identity: key.identity,
-            changes: [EntryResult(key: key, generation: generation, result: result, hash: hash)],
+            changes: [EntryResult(key: key, entryID: entryID, result: result, hash: hash)],
             wallMilliseconds: wallMilliseconds, now: now)
     }
 }

@@ -233,20 +233,20 @@ struct HotPathTests {
             let live = LiveResult()
             live.advance()
             if i % 2 == 0 { retired.append(live) }
-            hot.remember(.init(key: key, format: .plain, live: live, specGeneration: 0), for: "/query/m:f?i=\(i)")
+            hot.remember(.init(key: key, format: .plain, live: live, specFetchCount: 0), for: "/query/m:f?i=\(i)")
         }
         #expect(hot.count == HotPath.Targets.capacity)
         for live in retired { live.retire() }
         let live = LiveResult()
         live.advance()
-        hot.remember(.init(key: key, format: .plain, live: live, specGeneration: 0), for: "/query/m:f?next")
+        hot.remember(.init(key: key, format: .plain, live: live, specFetchCount: 0), for: "/query/m:f?next")
         #expect(hot.count == HotPath.Targets.capacity / 2 + 1)
         #expect(hot.route(for: "/query/m:f?i=0") == nil)
         #expect(hot.route(for: "/query/m:f?i=1") != nil)
 
         // Full of live subscriptions: everything is forgotten, then learnt again.
         for i in 0..<HotPath.Targets.capacity {
-            hot.remember(.init(key: key, format: .plain, live: live, specGeneration: 0), for: "/query/m:f?j=\(i)")
+            hot.remember(.init(key: key, format: .plain, live: live, specFetchCount: 0), for: "/query/m:f?j=\(i)")
             #expect(hot.count <= HotPath.Targets.capacity)
         }
         #expect(hot.route(for: "/query/m:f?i=1") == nil)

@@ -91,10 +91,10 @@ struct ReadYourWritesTests {
         #expect(read.ts == 12)
     }
 
-    private func entryResult(_ key: SubscriptionHub.Key, _ generation: UInt64, _ result: UpstreamResult, _ hash: UInt64)
+    private func entryResult(_ key: SubscriptionHub.Key, _ entryID: UInt64, _ result: UpstreamResult, _ hash: UInt64)
         -> HubState.EntryResult
     {
-        HubState.EntryResult(key: key, generation: generation, result: result, hash: hash)
+        HubState.EntryResult(key: key, entryID: entryID, result: result, hash: hash)
     }
 
     // MARK: Moving a connection that lags

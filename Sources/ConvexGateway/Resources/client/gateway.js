@@ -86,7 +86,7 @@ export class ConvexGateway {
   #nextId = 0;
   #source = null;
   /** Bumped whenever the stream is replaced or closed, so callbacks of an old one do nothing. */
-  #generation = 0;
+  #streamEpoch = 0;
   #timer = undefined;
   #failures = 0;
   /** Values as convex-js gives them (`values: "convex"`), else plain JSON. */
@@ -284,7 +284,7 @@ export class ConvexGateway {
     clearTimeout(this.#timer);
     clearTimeout(this.#catchUpTimer);
     this.#catchUpTimer = undefined;
-    this.#generation += 1;
+    this.#streamEpoch += 1;
     this.#replaceStream(null);
   }
 
@@ -447,7 +447,7 @@ export class ConvexGateway {
 
   /** Opens a stream for the current set; the old one goes on until the new one replaces it. */
   async #open(forceRefresh = false) {
-    const generation = ++this.#generation;
+    const epoch = ++this.#streamEpoch;
     const byId = new Map();
     const url = new URL(`${this.#base}/subscribe`);
     url.searchParams.set("delta", "json-patch");
@@ -463,18 +463,18 @@ export class ConvexGateway {
       const ticket = await this.#auth.streamTicket(forceRefresh);
       if (ticket) url.searchParams.set("ticket", ticket);
     } catch (error) {
-      if (generation !== this.#generation) return;
+      if (epoch !== this.#streamEpoch) return;
       this.#streamIs(false);
       this.#retry(error, byId);
       return;
     }
-    if (generation !== this.#generation) return;
+    if (epoch !== this.#streamEpoch) return;
     // Its first transition holds at least what this client wrote and saw (read your writes; an optimistic update's
     // catch-up).
     const headers = this.#timestamp === undefined ? {} : { "Convex-Min-Timestamp": this.#timestamp };
     const source = new this.#Reader(url, { headers });
     this.#replaceStream(source);
-    const current = () => generation === this.#generation;
+    const current = () => epoch === this.#streamEpoch;
     // A stream that replaces an open one (a changed set of live queries) leaves the state open until it opens or fails.
     source.addEventListener("open", () => {
       if (!current()) return;
@@ -506,7 +506,7 @@ export class ConvexGateway {
       if (!current()) return;
       // The whole stream failed and ends; an expired token is the usual reason.
       const { error } = JSON.parse(event.data);
-      this.#generation += 1;
+      this.#streamEpoch += 1;
       this.#replaceStream(null);
       this.#streamIs(false);
       this.#retry(new ConvexGatewayError(undefined, error), byId);
