@@ -8,12 +8,14 @@ public struct ConvexTimestamp: Sendable, Hashable, Comparable, CustomStringConve
     /// Nanoseconds since the Unix epoch.
     public var nanoseconds: UInt64
 
+    @inlinable
     public init(nanoseconds: UInt64) {
         self.nanoseconds = nanoseconds
     }
 
     /// The timestamp 0, used by the first `startVersion` of every socket.
-    public static let zero = ConvexTimestamp(nanoseconds: 0)
+    @inlinable
+    public static var zero: ConvexTimestamp { ConvexTimestamp(nanoseconds: 0) }
 
     /// Parses the base64 wire form; `nil` unless it is valid standard base64 of exactly 8 bytes
     /// holding a value ≤ 2^63−1.
@@ -30,6 +32,7 @@ public struct ConvexTimestamp: Sendable, Hashable, Comparable, CustomStringConve
         Base64.encode(withUnsafeBytes(of: nanoseconds.littleEndian) { Array($0) })
     }
 
+    @inlinable
     public static func < (lhs: ConvexTimestamp, rhs: ConvexTimestamp) -> Bool {
         lhs.nanoseconds < rhs.nanoseconds
     }

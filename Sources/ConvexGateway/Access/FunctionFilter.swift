@@ -1,3 +1,4 @@
+import ConvexSyncProtocol
 import ConvexValues
 import Synchronization
 
@@ -64,7 +65,7 @@ struct FilteredUpstream: ConvexUpstream {
         }
     }
 
-    func waitForView(atLeast ts: UInt64, timeout: Duration) async -> UInt64 {
+    func waitForView(atLeast ts: ConvexTimestamp, timeout: Duration) async -> ConvexTimestamp {
         await base.waitForView(atLeast: ts, timeout: timeout)
     }
 
@@ -89,7 +90,7 @@ final class FilteredQuerySet: UpstreamQuerySet {
     private let base: any UpstreamQuerySet
     private let filter: FunctionFilter
     /// The timestamp of the last base transition: a refusal is as of the snapshot the set is at.
-    private let lastTimestamp = Mutex<UInt64>(0)
+    private let lastTimestamp = Mutex<ConvexTimestamp>(.zero)
 
     init(base: any UpstreamQuerySet, filter: FunctionFilter) {
         (transitions, continuation) = AsyncStream.makeStream(of: UpstreamTransition.self)

@@ -1,3 +1,4 @@
+import ConvexSyncProtocol
 import ConvexValues
 import HTTPFields
 
@@ -175,10 +176,10 @@ extension GatewayError {
         )
     }
 
-    package static func timestampNotReached(_ ts: UInt64, seconds: Double) -> GatewayError {
+    package static func timestampNotReached(_ ts: ConvexTimestamp, seconds: Double) -> GatewayError {
         GatewayError(
             code: .upstreamTimeout,
-            message: "Convex deployment did not reach timestamp \(ts) within \(formatSeconds(seconds))")
+            message: "Convex deployment did not reach timestamp \(ts.nanoseconds) within \(formatSeconds(seconds))")
     }
 
     package static let overloaded = GatewayError(

@@ -1,3 +1,4 @@
+import ConvexSyncProtocol
 import ConvexValues
 
 /// The sink of one long-poll `GET` (``SubscriptionHub/nextChange(of:caller:upstream:format:timeout:)``), of one
@@ -6,7 +7,7 @@ import ConvexValues
 /// nothing.
 final class ChangeWaiter: EventSink {
     /// The changed result and the timestamp of the snapshot it comes from.
-    typealias Outcome = (update: SubscriptionUpdate, ts: UInt64)
+    typealias Outcome = (update: SubscriptionUpdate, ts: ConvexTimestamp)
 
     let format: OutputFormat
     /// Per member, the hash of the result the client holds.

@@ -1,3 +1,5 @@
+import ConvexSyncProtocol
+
 extension HubState {
     /// The changes one upstream transition (or a stream's start) brings one stream, in the order of its members.
     struct Delivery {
@@ -22,7 +24,7 @@ extension HubState {
         }
 
         /// The Convex timestamp of the snapshot the results come from.
-        var ts: UInt64
+        var ts: ConvexTimestamp
         var changes: [MemberResult]
     }
 

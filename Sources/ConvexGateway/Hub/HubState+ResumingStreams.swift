@@ -1,3 +1,5 @@
+import ConvexSyncProtocol
+
 extension HubState {
     /// Streams of several subscriptions that resumed (`Last-Event-ID`) holding a result of a subscription this gateway
     /// has no result for yet (after a restart, or on another replica): their client holds results of an older
@@ -61,7 +63,7 @@ extension HubState {
 
         /// The streams whose every member now has a result, each with one delivery at `ts`; they are not held back
         /// any more.
-        mutating func released(ts: UInt64) -> [(sink: any EventSink, delivery: Delivery)] {
+        mutating func released(ts: ConvexTimestamp) -> [(sink: any EventSink, delivery: Delivery)] {
             var released: [(sink: any EventSink, delivery: Delivery)] = []
             for (id, stream) in byStream where stream.waitingFor.isEmpty {
                 byStream[id] = nil

@@ -1,3 +1,5 @@
+import ConvexSyncProtocol
+
 extension HubState {
     /// The upstream connections the hub reads, one per caller identity: the snapshot each one's results hold at
     /// (``SessionView``), and the callers waiting for an identity's results to reach a timestamp (read-your-writes).
@@ -5,12 +7,12 @@ extension HubState {
         /// Per identity, the timestamp of the last transition applied for it.
         private(set) var views: [String: SessionView] = [:]
         /// The timestamp waits, by wait.
-        private(set) var timestampWaits: [UInt64: (identity: String, target: UInt64)] = [:]
+        private(set) var timestampWaits: [UInt64: (identity: String, target: ConvexTimestamp)] = [:]
 
-        /// The timestamp the results of `identity` hold at: that of the last transition applied for it (0 before the
-        /// first).
-        func timestamp(of identity: String) -> UInt64 {
-            views[identity]?.ts ?? 0
+        /// The timestamp the results of `identity` hold at: that of the last transition applied for it
+        /// (``ConvexTimestamp/zero`` before the first).
+        func timestamp(of identity: String) -> ConvexTimestamp {
+            views[identity]?.ts ?? .zero
         }
 
         /// The view of `identity`, made the first time.
@@ -23,7 +25,7 @@ extension HubState {
 
         /// A transition of `identity`'s connection at `ts` was applied: its view moves on, and the waits it reached
         /// end (returned).
-        mutating func advance(_ identity: String, to ts: UInt64) -> [UInt64] {
+        mutating func advance(_ identity: String, to ts: ConvexTimestamp) -> [UInt64] {
             let view = view(of: identity)
             view.advance(to: ts)
             let reached = view.ts
@@ -31,7 +33,7 @@ extension HubState {
         }
 
         /// Waits for `identity`'s results to reach `target`.
-        mutating func wait(_ wait: UInt64, identity: String, target: UInt64) {
+        mutating func wait(_ wait: UInt64, identity: String, target: ConvexTimestamp) {
             timestampWaits[wait] = (identity, target)
         }
 
@@ -55,7 +57,7 @@ extension HubState {
             views = views.filter { identities.contains($0.key) }
         }
 
-        private mutating func endWaits(where done: ((identity: String, target: UInt64)) -> Bool) -> [UInt64] {
+        private mutating func endWaits(where done: ((identity: String, target: ConvexTimestamp)) -> Bool) -> [UInt64] {
             guard !timestampWaits.isEmpty else { return [] }
             let ended = Array(timestampWaits.filter { done($0.value) }.keys)
             for wait in ended { timestampWaits[wait] = nil }

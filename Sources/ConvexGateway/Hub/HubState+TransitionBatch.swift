@@ -1,10 +1,12 @@
+import ConvexSyncProtocol
+
 extension HubState {
     /// What one upstream transition makes, collected change by change and handed out as actions once: the waiting
     /// `GET`s to wake, one ``FanOut`` per changed entry for its single-subscription streams, and one ``Delivery`` per
     /// stream of several subscriptions with every change the transition made to its subscriptions.
     struct TransitionBatch {
         /// The Convex timestamp of the transition's snapshot.
-        let ts: UInt64
+        let ts: ConvexTimestamp
         private var resumes: [Action] = []
         private var fanOuts: [Action] = []
         /// Each stream's delivery, in the order the streams first come, and where each stream's is.
@@ -13,7 +15,7 @@ extension HubState {
         /// Members of streams of several subscriptions whose first result is the one their client holds.
         private var alreadyHeld: [(stream: ObjectIdentifier, member: Int)] = []
 
-        init(ts: UInt64) {
+        init(ts: ConvexTimestamp) {
             self.ts = ts
         }
 

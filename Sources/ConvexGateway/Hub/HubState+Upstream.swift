@@ -1,3 +1,5 @@
+import ConvexSyncProtocol
+
 extension HubState {
     // MARK: Upstream
 
@@ -6,7 +8,7 @@ extension HubState {
     /// gateway restarts and replicas. Each stream gets one delivery with every change of its subscriptions; timestamp
     /// waits of the identity that the transition reached end last.
     mutating func receive(
-        ts: UInt64, identity: String, changes: [EntryResult], wallMilliseconds: UInt64, now: Duration
+        ts: ConvexTimestamp, identity: String, changes: [EntryResult], wallMilliseconds: UInt64, now: Duration
     ) -> [Action] {
         var batch = TransitionBatch(ts: ts)
         for change in changes {

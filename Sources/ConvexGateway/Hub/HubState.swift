@@ -1,3 +1,4 @@
+import ConvexSyncProtocol
 import ConvexValues
 
 /// The subscription hub's bookkeeping as a plain state machine: each event (a stream attaching or leaving, a `GET`
@@ -24,7 +25,7 @@ struct HubState {
         /// Close an entry's upstream subscription.
         case unsubscribe(Key, entryID: UInt64)
         /// Wake waiting `GET`s with a result and the timestamp it holds at (`nil`: none will come).
-        case resume(waiters: [UInt64], with: (current: CurrentResult, ts: UInt64)?)
+        case resume(waiters: [UInt64], with: (current: CurrentResult, ts: ConvexTimestamp)?)
         /// Wake callers waiting for a timestamp: whether their identity's results reached it.
         case reached(waiters: [UInt64], Bool)
         /// Send each stream its delivery, at once: the changes of one transition to the subscriptions of streams of
@@ -39,7 +40,7 @@ struct HubState {
     /// How a `GET`'s wait for a first result begins. Only `waiting` keeps a wait; every other answer is final.
     enum WaitStart {
         /// Answered at once: the current result and the timestamp it holds at.
-        case ready((current: CurrentResult, ts: UInt64))
+        case ready((current: CurrentResult, ts: ConvexTimestamp))
         /// Waiting; carry out the actions (a new upstream subscription).
         case waiting([Action])
         /// Refused: nothing subscribes to the key, and `limit` is reached (the gateway's, or the caller's).
@@ -137,7 +138,9 @@ struct HubState {
     /// A caller waits for the results of `identity` to hold at `target` or later. `subscribed`: whether the hub reads
     /// subscriptions of the identity's connection (without, its next subscriptions start from the connection's view,
     /// so `target` is reached). Returns the answer when there is one at once, `nil` while waiting.
-    mutating func waitForTimestamp(_ wait: UInt64, identity: String, target: UInt64, subscribed: Bool) -> Bool? {
+    mutating func waitForTimestamp(
+        _ wait: UInt64, identity: String, target: ConvexTimestamp, subscribed: Bool
+    ) -> Bool? {
         if !subscribed || sessions.timestamp(of: identity) >= target { return true }
         if isShutDown { return false }
         sessions.wait(wait, identity: identity, target: target)
@@ -154,14 +157,14 @@ struct HubState {
     /// The current result of `key` with what is cached of its rendering in `format`, and the timestamp it holds at.
     func current(
         _ key: Key, format: OutputFormat
-    ) -> (current: CurrentResult, body: [UInt8]?, live: LiveResult, ts: UInt64)? {
+    ) -> (current: CurrentResult, body: [UInt8]?, live: LiveResult, ts: ConvexTimestamp)? {
         guard let entry = table.byKey[key], let current = entry.current else { return nil }
         return (current, entry.rendered.body(format), entry.live, sessions.timestamp(of: key.identity))
     }
 
-    /// The timestamp the results of `identity`'s connection hold at: that of the last transition applied for it (0
-    /// before the first).
-    func timestamp(of identity: String) -> UInt64 {
+    /// The timestamp the results of `identity`'s connection hold at: that of the last transition applied for it
+    /// (``ConvexTimestamp/zero`` before the first).
+    func timestamp(of identity: String) -> ConvexTimestamp {
         sessions.timestamp(of: identity)
     }
 

@@ -1,3 +1,4 @@
+import ConvexSyncProtocol
 import ConvexValues
 
 /// The cold path of `GET`s, batch `GET`s and streams: a subscription's first result, waited for.
@@ -5,7 +6,7 @@ extension SubscriptionHub {
     /// How a wait for a subscription's first result ended.
     package enum FirstResult: Sendable {
         /// The result, with the timestamp of the snapshot it holds at.
-        case result(current: CurrentResult, ts: UInt64)
+        case result(current: CurrentResult, ts: ConvexTimestamp)
         /// Refused at once: nothing subscribes to the key, and `limit` is reached (the gateway's subscription
         /// limit, or the caller's). No subscription was made and nothing waited.
         case full(SubscriptionLimit)
@@ -13,7 +14,7 @@ extension SubscriptionHub {
         case noResult
 
         /// The result with its timestamp; `nil` when none came.
-        package var read: (current: CurrentResult, ts: UInt64)? {
+        package var read: (current: CurrentResult, ts: ConvexTimestamp)? {
             if case .result(let current, let ts) = self { (current: current, ts: ts) } else { nil }
         }
 
@@ -35,7 +36,7 @@ extension SubscriptionHub {
         timeout: Duration
     ) async -> FirstResult {
         let deadline = clock.now + timeout
-        let wake = OneShot<(current: CurrentResult, ts: UInt64)?>()
+        let wake = OneShot<(current: CurrentResult, ts: ConvexTimestamp)?>()
         let (wait, answer) = state.withLock { locked -> (UInt64, FirstResult?) in
             let wait = locked.newWait()
             switch locked.hub.wait(wait, for: key, args: args, caller: caller, now: clock.now) {

@@ -13,7 +13,7 @@ extension SubscriptionHub {
     package func nextChange(
         of members: [Member], caller: SubscriptionCaller = .unknown, upstream: any ConvexUpstream,
         format: OutputFormat, timeout: Duration
-    ) async -> (update: SubscriptionUpdate, ts: UInt64)? {
+    ) async -> (update: SubscriptionUpdate, ts: ConvexTimestamp)? {
         // The deadline is read before the waiter is visible: the clock may move as soon as it is attached.
         let deadline = clock.now + timeout
         let waiter = ChangeWaiter(format: format, held: members.map { $0.held ?? 0 })

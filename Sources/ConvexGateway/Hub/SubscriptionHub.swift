@@ -61,7 +61,7 @@ package final class SubscriptionHub: Sendable {
     /// What wakes a caller whose wait ``HubState`` keeps (by number): a `GET` waiting for a first result, or a caller
     /// waiting for an identity's results to reach a timestamp.
     enum Wake {
-        case firstResult(OneShot<(current: CurrentResult, ts: UInt64)?>)
+        case firstResult(OneShot<(current: CurrentResult, ts: ConvexTimestamp)?>)
         case timestamp(OneShot<Bool>)
     }
 
@@ -125,7 +125,7 @@ package final class SubscriptionHub: Sendable {
         package var body: [UInt8]
         package var live: LiveResult
         /// The Convex timestamp of the snapshot the result holds at (its connection's last transition).
-        package var ts: UInt64
+        package var ts: ConvexTimestamp
     }
 
     /// The hot path: the rendered body of a live subscription's current result, without waiting. A read extends
@@ -199,8 +199,8 @@ package final class SubscriptionHub: Sendable {
 
     /// The current results of `keys` (all of one identity), rendered in `format`, all read at once: one snapshot, at
     /// the returned timestamp. `nil` unless every key has a current result. A read extends each keep-warm period.
-    package func currentBodies(for keys: [Key], format: OutputFormat) -> (ts: UInt64, bodies: [CurrentBody])? {
-        let read = state.withLock { locked -> (UInt64, [(CurrentResult, [UInt8]?, LiveResult)])? in
+    package func currentBodies(for keys: [Key], format: OutputFormat) -> (ts: ConvexTimestamp, bodies: [CurrentBody])? {
+        let read = state.withLock { locked -> (ConvexTimestamp, [(CurrentResult, [UInt8]?, LiveResult)])? in
             var results: [(CurrentResult, [UInt8]?, LiveResult)] = []
             for key in keys {
                 guard let (current, body, live, _) = locked.hub.current(key, format: format) else { return nil }

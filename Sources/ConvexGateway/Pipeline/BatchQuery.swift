@@ -1,3 +1,4 @@
+import ConvexSyncProtocol
 import ConvexValues
 import HTTPFields
 import Logging
@@ -66,7 +67,7 @@ struct BatchQueries: Sendable {
         ids: [String], keys: [SubscriptionHub.Key], args: [ConvexValue], caller: SubscriptionCaller,
         upstream: any ConvexUpstream,
         format: OutputFormat
-    ) async throws(GatewayError) -> (ts: UInt64, bodies: [SubscriptionHub.CurrentBody]) {
+    ) async throws(GatewayError) -> (ts: ConvexTimestamp, bodies: [SubscriptionHub.CurrentBody]) {
         let timeout = configuration.upstreamTimeout
         // Results expire only after the keep-warm period, so a second try finds them all unless one just ended.
         for _ in 0..<2 {
@@ -86,7 +87,8 @@ struct BatchQueries: Sendable {
     /// The batch's answer: its values and errors by id, the snapshot's timestamp, and one `ETag` over every result.
     /// - Throws: refused credentials (for every query at once) as the answer's own 401.
     private func batchResponse(
-        ids: [String], _ snapshot: (ts: UInt64, bodies: [SubscriptionHub.CurrentBody]), format: OutputFormat
+        ids: [String], _ snapshot: (ts: ConvexTimestamp, bodies: [SubscriptionHub.CurrentBody]),
+        format: OutputFormat
     ) throws(GatewayError) -> GatewayResponse {
         var values: [UInt8] = []
         var errors: [UInt8] = []
@@ -108,7 +110,8 @@ struct BatchQueries: Sendable {
                 errors += name + [UInt8(ascii: ":")] + object
             }
         }
-        var body = Array(#"{"ts":""#.utf8) + Array(String(snapshot.ts).utf8) + Array(#"","values":"#.utf8)
+        var body =
+            Array(#"{"ts":""#.utf8) + Array(String(snapshot.ts.nanoseconds).utf8) + Array(#"","values":"#.utf8)
         body += values.isEmpty ? Array("{}".utf8) : values + [UInt8(ascii: "}")]
         if !errors.isEmpty {
             body += Array(#","errors":"#.utf8) + errors + [UInt8(ascii: "}")]
@@ -116,7 +119,7 @@ struct BatchQueries: Sendable {
         body.append(UInt8(ascii: "}"))
         var response = GatewayResponse.json(body)
         response.headers.append((HeaderName.eTag, Queries.etag(hash: tag.value, format: format)))
-        response.headers.append((HeaderName.convexTimestamp, String(snapshot.ts)))
+        response.headers.append((HeaderName.convexTimestamp, String(snapshot.ts.nanoseconds)))
         return response
     }
 }

@@ -21,7 +21,7 @@ struct Calls: Sendable {
         _ request: ParsedRequest
     ) async throws(GatewayError) -> GatewayResponse {
         // A one-shot query reads the connection's view: moved to the snapshot floor first (read-your-writes).
-        let floor = kind == .query ? readYourWrites.floor(minTimestamp: request.minTimestamp) : 0
+        let floor = kind == .query ? readYourWrites.floor(minTimestamp: request.minTimestamp) : .zero
         let timeout = configuration.upstreamTimeout
         let connectTimeout = configuration.connectTimeout
         let result = try await pool.withUpstream(for: request.identity) { _, upstream in
@@ -29,7 +29,7 @@ struct Calls: Sendable {
                 args -> Result<UpstreamAnswer?, UpstreamFailure> in
                 do throws(UpstreamFailure) {
                     try await upstream.waitUntilConnected(timeout: connectTimeout)
-                    if floor > 0, await upstream.waitForView(atLeast: floor, timeout: timeout) < floor {
+                    if floor > .zero, await upstream.waitForView(atLeast: floor, timeout: timeout) < floor {
                         // A refused connection's view does not move: the refusal is the answer then.
                         if let refusal = await upstream.credentialsRefusal() { throw refusal }
                         return .success(nil)
@@ -45,7 +45,7 @@ struct Calls: Sendable {
             var response = GatewayResponse.json(render(answer.value, request.format))
             if let ts = answer.ts {
                 if kind == .mutation { readYourWrites.committed(ts) }
-                response.headers.append((HeaderName.convexTimestamp, String(ts)))
+                response.headers.append((HeaderName.convexTimestamp, String(ts.nanoseconds)))
             }
             return response
         case .success(nil):

@@ -1,3 +1,4 @@
+import ConvexSyncProtocol
 import ConvexValues
 import HTTPFields
 import MicroHTTPD
@@ -47,7 +48,7 @@ struct HotPath: Sendable {
         // Read-your-writes (ReadYourWrites/SnapshotFloor.swift): the answer's snapshot must be at the newest commit answered
         // here and the caller's `Convex-Min-Timestamp` or later; while the subscription's connection is behind,
         // full handling moves it there. (A malformed header gets full handling's 400.)
-        let minTimestamp: UInt64?
+        let minTimestamp: ConvexTimestamp?
         do {
             minTimestamp = try SnapshotFloor.minTimestamp(request.header(HeaderName.convexMinTimestamp))
         } catch {
@@ -166,7 +167,7 @@ extension HotPath {
         final class PreparedValue: Sendable {
             let revision: UInt64
             /// The snapshot the value holds at, in its `Convex-Timestamp` (the value may hold at later ones too).
-            let ts: UInt64
+            let ts: ConvexTimestamp
             let response: GatewayResponse
             let etag: String
             let gzipETag: String
@@ -195,7 +196,7 @@ extension HotPath {
             /// Variants prepared per value at most; past that, answers are built per request.
             static let maxVariants = 64
 
-            init(revision: UInt64, ts: UInt64, response: GatewayResponse) {
+            init(revision: UInt64, ts: ConvexTimestamp, response: GatewayResponse) {
                 self.revision = revision
                 self.ts = ts
                 self.response = response

@@ -28,7 +28,7 @@ enum LongPoll {
     static func hold<Failure: Error>(
         _ unchanged: GatewayResponse, members: [SubscriptionHub.Member], caller: SubscriptionCaller,
         hub: SubscriptionHub, upstream: any ConvexUpstream, format: OutputFormat, seconds: Int,
-        changed: (SubscriptionUpdate, _ ts: UInt64) throws(Failure) -> GatewayResponse?
+        changed: (SubscriptionUpdate, _ ts: ConvexTimestamp) throws(Failure) -> GatewayResponse?
     ) async throws(Failure) -> GatewayResponse {
         var answer = unchanged
         if let (update, ts) = await hub.nextChange(
@@ -37,8 +37,8 @@ enum LongPoll {
         {
             answer = changed
         } else {
-            answer.setHeader(
-                HeaderName.convexTimestamp, String(hub.sessionTimestamp(of: members.first?.key.identity ?? "")))
+            let ts = hub.sessionTimestamp(of: members.first?.key.identity ?? "")
+            answer.setHeader(HeaderName.convexTimestamp, String(ts.nanoseconds))
         }
         answer.headers.append((HeaderName.preferenceApplied, "wait=\(seconds)"))
         return answer

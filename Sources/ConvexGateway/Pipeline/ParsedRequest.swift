@@ -20,7 +20,7 @@ struct ParsedRequest: Sendable {
     /// A `/subscribe` stream asked for changes as JSON Patches (`delta=json-patch`, Delta/ValueDelta.swift).
     var wantsPatches = false
     /// `Convex-Min-Timestamp`: the oldest snapshot the caller accepts (ReadYourWrites/SnapshotFloor.swift).
-    var minTimestamp: UInt64?
+    var minTimestamp: ConvexTimestamp?
 
     var method: String { request.method }
 

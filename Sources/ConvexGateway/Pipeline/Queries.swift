@@ -67,7 +67,7 @@ struct Queries: Sendable {
     /// The answer to a query from a live result that holds at snapshot `ts`: the value with its `ETag`, or the
     /// function's error; either with `Convex-Timestamp`.
     func answer(
-        for current: CurrentResult, body: [UInt8], format: OutputFormat, ts: UInt64
+        for current: CurrentResult, body: [UInt8], format: OutputFormat, ts: ConvexTimestamp
     ) -> GatewayResponse {
         var response: GatewayResponse
         switch current.result {
@@ -77,7 +77,7 @@ struct Queries: Sendable {
         case .failure(let failure):
             response = GatewayResponse.error(failure.gatewayError(logging: logger)) { render($0, format) }
         }
-        response.headers.append((HeaderName.convexTimestamp, String(ts)))
+        response.headers.append((HeaderName.convexTimestamp, String(ts.nanoseconds)))
         return response
     }
 

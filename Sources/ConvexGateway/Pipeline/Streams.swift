@@ -100,7 +100,7 @@ struct Streams: Sendable {
     ///   the message.
     private func awaitFirstResults(
         of subscriptions: [(id: String?, key: SubscriptionHub.Key, args: ConvexValue)], identity: String,
-        caller: SubscriptionCaller, upstream: any ConvexUpstream, floor: UInt64
+        caller: SubscriptionCaller, upstream: any ConvexUpstream, floor: ConvexTimestamp
     ) async throws(GatewayError) {
         try await readYourWrites.ready(at: floor, identity: identity, upstream: upstream)
         let timeout = configuration.upstreamTimeout

@@ -18,26 +18,26 @@ struct ReadYourWrites: Sendable {
     let lastCommit = CommitWatermark()
 
     /// The oldest snapshot an answer may come from, given the caller's `Convex-Min-Timestamp`.
-    func floor(minTimestamp: UInt64?) -> UInt64 {
+    func floor(minTimestamp: ConvexTimestamp?) -> ConvexTimestamp {
         SnapshotFloor.required(
             minTimestamp: minTimestamp, lastCommit: lastCommit.ts, readYourWrites: followsCommits)
     }
 
     /// A mutation answered here committed at `ts`.
-    func committed(_ ts: UInt64) {
+    func committed(_ ts: ConvexTimestamp) {
         lastCommit.committed(ts)
     }
 
     /// Waits for the upstream connection, then makes the hub's results of `identity` hold at `floor` or later.
     /// - Throws: 503 when the deployment is unreachable, 401 when it refused the identity's credentials, 504 when it
     ///   does not reach `floor` within the upstream timeout.
-    func ready(at floor: UInt64, identity: String, upstream: any ConvexUpstream) async throws(GatewayError) {
+    func ready(at floor: ConvexTimestamp, identity: String, upstream: any ConvexUpstream) async throws(GatewayError) {
         do throws(UpstreamFailure) {
             try await upstream.waitUntilConnected(timeout: connectTimeout)
         } catch {
             throw error.gatewayError(logging: logger)
         }
-        guard floor > 0, hub.sessionTimestamp(of: identity) < floor else { return }
+        guard floor > .zero, hub.sessionTimestamp(of: identity) < floor else { return }
         let timeout = upstreamTimeout
         if await hub.reach(floor, identity: identity, upstream: upstream, timeout: timeout) { return }
         // A connection whose credentials the deployment refused never reaches the floor: the refusal is the answer.

@@ -1,3 +1,4 @@
+import ConvexSyncProtocol
 import HTTPFields
 import Synchronization
 
@@ -12,14 +13,16 @@ import Synchronization
 enum SnapshotFloor {
     /// The oldest snapshot a query answer may come from: the caller's `Convex-Min-Timestamp`, and with read-your-writes
     /// the newest commit this gateway has answered.
-    static func required(minTimestamp: UInt64?, lastCommit: UInt64, readYourWrites: Bool) -> UInt64 {
-        max(minTimestamp ?? 0, readYourWrites ? lastCommit : 0)
+    static func required(
+        minTimestamp: ConvexTimestamp?, lastCommit: ConvexTimestamp, readYourWrites: Bool
+    ) -> ConvexTimestamp {
+        max(minTimestamp ?? .zero, readYourWrites ? lastCommit : .zero)
     }
 
     /// Parses a `Convex-Min-Timestamp` value: decimal digits (optional whitespace around them), at most 2^63 − 1, as
     /// Convex timestamps are.
     /// - Throws: 400 `InvalidTimestamp` naming the value.
-    static func minTimestamp(_ field: String?) throws(GatewayError) -> UInt64? {
+    static func minTimestamp(_ field: String?) throws(GatewayError) -> ConvexTimestamp? {
         guard let field else { return nil }
         let text = field.trimmingWhitespace
         guard !text.isEmpty, text.utf8.count <= 19, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
@@ -29,24 +32,26 @@ enum SnapshotFloor {
                 "\(HeaderName.convexMinTimestamp) must be a Convex timestamp: a decimal number of nanoseconds up to "
                     + "9223372036854775807, as a response's \(HeaderName.convexTimestamp) gives it")
         }
-        return value
+        return ConvexTimestamp(nanoseconds: value)
     }
 }
 
 /// The newest commit timestamp among the mutations this gateway has answered (read without a lock by every query).
 final class CommitWatermark: Sendable {
+    /// The timestamp's nanoseconds: stored as a plain `UInt64` for lock-free reads.
     private let latest = Atomic<UInt64>(0)
 
     init() {}
 
-    var ts: UInt64 { latest.load(ordering: .acquiring) }
+    var ts: ConvexTimestamp { ConvexTimestamp(nanoseconds: latest.load(ordering: .acquiring)) }
 
     /// A mutation committed at `ts` was answered.
-    func committed(_ ts: UInt64) {
+    func committed(_ ts: ConvexTimestamp) {
+        let desired = ts.nanoseconds
         var current = latest.load(ordering: .relaxed)
-        while ts > current {
+        while desired > current {
             let (exchanged, original) = latest.compareExchange(
-                expected: current, desired: ts, ordering: .acquiringAndReleasing)
+                expected: current, desired: desired, ordering: .acquiringAndReleasing)
             if exchanged { return }
             current = original
         }

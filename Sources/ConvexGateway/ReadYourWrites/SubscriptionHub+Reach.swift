@@ -3,8 +3,9 @@ import ConvexSyncProtocol
 /// The hub's side of read-your-writes: the timestamp its results of an identity hold at, and the wait for them to
 /// reach a floor (``ReadYourWrites/ready(at:identity:upstream:)``).
 extension SubscriptionHub {
-    /// The timestamp the hub's results of `identity`'s connection hold at (0 before its first transition).
-    package func sessionTimestamp(of identity: String) -> UInt64 {
+    /// The timestamp the hub's results of `identity`'s connection hold at (``ConvexTimestamp/zero`` before its first
+    /// transition).
+    package func sessionTimestamp(of identity: String) -> ConvexTimestamp {
         state.withLock { $0.hub.timestamp(of: identity) }
     }
 
@@ -12,7 +13,7 @@ extension SubscriptionHub {
     /// asked to move its view there (``ConvexUpstream/waitForView(atLeast:timeout:)``), and when the hub holds
     /// subscriptions of it, the hub waits for the transition that moved it. Returns whether `target` was reached.
     package func reach(
-        _ target: UInt64, identity: String, upstream: any ConvexUpstream, timeout: Duration
+        _ target: ConvexTimestamp, identity: String, upstream: any ConvexUpstream, timeout: Duration
     ) async -> Bool {
         if sessionTimestamp(of: identity) >= target { return true }
         let deadline = clock.now + timeout

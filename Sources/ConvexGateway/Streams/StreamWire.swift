@@ -1,3 +1,4 @@
+import ConvexSyncProtocol
 import ConvexValues
 
 /// The wire of one event stream, as a state machine with no I/O: what the client holds of each subscription, and the
@@ -55,7 +56,7 @@ struct StreamWire {
     /// The results this connection sent or queued, by subscription (`nil` until the first): what a later result must
     /// be newer than (by version).
     private var sent: [SubscriptionUpdate?]
-    private var ts: UInt64 = 0
+    private var ts: ConvexTimestamp = .zero
     private(set) var ended = false
     /// The hash of the subscription ids of a transitions stream (how ``SharedTransitionEvents`` finds its event).
     private let idsHash: Int
@@ -198,7 +199,7 @@ struct StreamWire {
             resume.append(to: &id)
         } data: { data in
             data += #"{"ts":""#.utf8
-            data.appendDecimal(ts)
+            data.appendDecimal(ts.nanoseconds)
             data += #"","changes":["#.utf8
             for (index, change) in changes.enumerated() {
                 if index > 0 { data.append(UInt8(ascii: ",")) }

@@ -71,10 +71,10 @@ public final class ClientUpstream: ConvexUpstream {
             switch kind {
             case .query:
                 let (value, ts) = try await client.queryStamped(function, with: fields, timeout: timeout)
-                return UpstreamAnswer(value: value, ts: ts.nanoseconds)
+                return UpstreamAnswer(value: value, ts: ts)
             case .mutation:
                 let (value, ts) = try await client.mutationStamped(function, with: fields, timeout: timeout)
-                return UpstreamAnswer(value: value, ts: ts?.nanoseconds)
+                return UpstreamAnswer(value: value, ts: ts)
             case .action:
                 return UpstreamAnswer(value: try await client.action(function, with: fields, timeout: timeout))
             }
@@ -83,8 +83,8 @@ public final class ClientUpstream: ConvexUpstream {
         }
     }
 
-    public func waitForView(atLeast ts: UInt64, timeout: Duration) async -> UInt64 {
-        await client.waitForView(atLeast: ConvexTimestamp(nanoseconds: ts), timeout: timeout).nanoseconds
+    public func waitForView(atLeast ts: ConvexTimestamp, timeout: Duration) async -> ConvexTimestamp {
+        await client.waitForView(atLeast: ts, timeout: timeout)
     }
 
     public var isConnected: Bool { client.isConnected }
@@ -178,7 +178,7 @@ private final class ClientQuerySet: UpstreamQuerySet {
     private struct State {
         var tokens: [ConvexQuerySet.Member: UInt64] = [:]
         var members: [UInt64: ConvexQuerySet.Member] = [:]
-        var lastTimestamp: UInt64 = 0
+        var lastTimestamp: ConvexTimestamp = .zero
         var ended = false
     }
 
@@ -247,7 +247,7 @@ private final class ClientQuerySet: UpstreamQuerySet {
     private func forward(_ update: ConvexQuerySet.Update) {
         let transition = state.withLock { state -> UpstreamTransition? in
             guard !state.ended else { return nil }
-            state.lastTimestamp = update.ts.nanoseconds
+            state.lastTimestamp = update.ts
             let changes = update.changes.compactMap { change -> UpstreamTransition.TokenResult? in
                 guard let token = state.tokens[change.member] else { return nil }
                 switch change.result {
@@ -257,7 +257,7 @@ private final class ClientQuerySet: UpstreamQuerySet {
                 }
             }
             // Forwarded with no changes too: the members' results hold at the new timestamp.
-            return UpstreamTransition(ts: update.ts.nanoseconds, changes: changes)
+            return UpstreamTransition(ts: update.ts, changes: changes)
         }
         if let transition { continuation.yield(transition) }
     }
@@ -277,7 +277,7 @@ struct UnavailableUpstream: ConvexUpstream {
     func call(_ kind: CallKind, _ function: String, args: ConvexValue, timeout: Duration) async throws(UpstreamFailure)
         -> UpstreamAnswer
     { throw .unavailable(reason) }
-    func waitForView(atLeast ts: UInt64, timeout: Duration) async -> UInt64 { 0 }
+    func waitForView(atLeast ts: ConvexTimestamp, timeout: Duration) async -> ConvexTimestamp { .zero }
     var isConnected: Bool { false }
     func waitUntilConnected(timeout: Duration) async throws(UpstreamFailure) { throw .unavailable(reason) }
     func close() async {}

@@ -1,3 +1,4 @@
+import ConvexSyncProtocol
 import ConvexValues
 import Logging
 
@@ -13,7 +14,7 @@ public protocol ConvexUpstream: Sendable {
     /// Waits until this connection's view of the deployment is at Convex timestamp `ts` or later, asking the
     /// deployment for its latest snapshot while it is not, for at most `timeout`. Returns the view's timestamp then
     /// (below `ts` when the time ran out).
-    func waitForView(atLeast ts: UInt64, timeout: Duration) async -> UInt64
+    func waitForView(atLeast ts: ConvexTimestamp, timeout: Duration) async -> ConvexTimestamp
     /// Whether the connection to the deployment is up.
     var isConnected: Bool { get }
     /// Waits up to `timeout` for the connection to be up.
@@ -59,9 +60,9 @@ public protocol UpstreamQuerySet: Sendable {
 /// A one-shot call's value, with its Convex timestamp: a query's snapshot, a mutation's commit (`nil` for an action).
 public struct UpstreamAnswer: Sendable, Hashable {
     public var value: ConvexValue
-    public var ts: UInt64?
+    public var ts: ConvexTimestamp?
 
-    public init(value: ConvexValue, ts: UInt64? = nil) {
+    public init(value: ConvexValue, ts: ConvexTimestamp? = nil) {
         self.value = value
         self.ts = ts
     }
@@ -81,14 +82,14 @@ public struct UpstreamTransition: Sendable, Hashable {
         }
     }
 
-    /// The Convex timestamp (nanoseconds) of the snapshot the results come from.
-    public var ts: UInt64
+    /// The Convex timestamp of the snapshot the results come from.
+    public var ts: ConvexTimestamp
     public var changes: [TokenResult]
 
     @available(*, deprecated, renamed: "TokenResult")
     public typealias Change = TokenResult
 
-    public init(ts: UInt64, changes: [TokenResult]) {
+    public init(ts: ConvexTimestamp, changes: [TokenResult]) {
         self.ts = ts
         self.changes = changes
     }

@@ -1,3 +1,5 @@
+import ConvexSyncProtocol
+
 /// The changes of one upstream transition to one stream's subscriptions, rendered.
 package struct StreamTransition: Sendable {
     package struct MemberUpdate: Sendable {
@@ -6,8 +8,8 @@ package struct StreamTransition: Sendable {
         package var update: SubscriptionUpdate
     }
 
-    /// The Convex timestamp (nanoseconds) of the snapshot the results come from.
-    package var ts: UInt64
+    /// The Convex timestamp of the snapshot the results come from.
+    package var ts: ConvexTimestamp
     /// In the order of the stream's members.
     package var changes: [MemberUpdate]
     /// Where the streams that share this transition find the event another of them made, when the hub shares it

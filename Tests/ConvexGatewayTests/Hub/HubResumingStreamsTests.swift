@@ -16,15 +16,15 @@ import Testing
         HubState.EntryResult(key: key, entryID: entryID, result: .value(.float64(Double(hash))), hash: hash)
     }
 
-    func receive(_ hub: inout HubState, ts: UInt64, wall: UInt64, _ changes: [HubState.EntryResult])
+    func receive(_ hub: inout HubState, ts: ConvexTimestamp, wall: UInt64, _ changes: [HubState.EntryResult])
         -> [HubState.Action]
     {
         hub.receive(ts: ts, identity: "", changes: changes, wallMilliseconds: wall, now: .zero)
     }
 
     /// What `sink` got from `actions`: each delivery's timestamp and its (member, result id, previous id) triples.
-    func got(_ sink: RecordingSink, _ actions: [HubState.Action]) -> [(ts: UInt64, changes: [String])] {
-        var got: [(ts: UInt64, changes: [String])] = []
+    func got(_ sink: RecordingSink, _ actions: [HubState.Action]) -> [(ts: ConvexTimestamp, changes: [String])] {
+        var got: [(ts: ConvexTimestamp, changes: [String])] = []
         for action in actions {
             switch action {
             case .deliver(let deliveries):

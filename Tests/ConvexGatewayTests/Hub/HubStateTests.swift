@@ -44,7 +44,9 @@ import Testing
     }
 
     /// The deliveries, per stream: the timestamp and the (member, result id) pairs.
-    func deliveries(_ actions: [HubState.Action]) -> [(sink: ObjectIdentifier, ts: UInt64, changes: [String])] {
+    func deliveries(
+        _ actions: [HubState.Action]
+    ) -> [(sink: ObjectIdentifier, ts: ConvexTimestamp, changes: [String])] {
         perStream(actions).map { delivery, sink in
             (ObjectIdentifier(sink), delivery.ts, delivery.changes.map { "\($0.member):\($0.current.id)" })
         }
@@ -242,7 +244,7 @@ import Testing
     /// A caller waiting for an identity's results to reach a timestamp is answered by the transition that reaches it
     /// (after its deliveries), by the end of the identity's connection, by its deadline, or by shutdown.
     func waitFor(
-        _ hub: inout HubState, _ wait: UInt64, identity: String, target: UInt64, subscribed: Bool
+        _ hub: inout HubState, _ wait: UInt64, identity: String, target: ConvexTimestamp, subscribed: Bool
     ) -> Bool? {
         hub.waitForTimestamp(wait, identity: identity, target: target, subscribed: subscribed)
     }

@@ -38,6 +38,7 @@ final class ScriptedUpstream: ConvexUpstream {
 
     fileprivate let sets = Mutex<[QuerySet]>([])
     fileprivate let opened = Atomic<Int>(0)
+    /// The latest timestamp's nanoseconds.
     private let timestamp = Atomic<UInt64>(0)
 
     /// Members added so far (upstream subscriptions opened).
@@ -58,7 +59,7 @@ final class ScriptedUpstream: ConvexUpstream {
 
     /// One transition: each member gets the result `change` gives for its function and arguments (`nil`: unchanged).
     func push(_ change: (String, ConvexValue) -> UpstreamResult?) {
-        let ts = timestamp.add(1, ordering: .relaxed).newValue
+        let ts = ConvexTimestamp(nanoseconds: timestamp.add(1, ordering: .relaxed).newValue)
         for set in sets.withLock({ $0 }) {
             let changes = set.members.withLock { members in
                 members.keys.sorted().compactMap { token in
@@ -87,9 +88,9 @@ final class ScriptedUpstream: ConvexUpstream {
         -> UpstreamAnswer
     {
         // A mutation commits at the next timestamp; no query set hears of it (none of their queries changed).
-        kind == .mutation
-            ? UpstreamAnswer(value: .null, ts: timestamp.add(1, ordering: .relaxed).newValue)
-            : UpstreamAnswer(value: .null, ts: timestamp.load(ordering: .relaxed))
+        guard kind == .mutation else { return UpstreamAnswer(value: .null, ts: latestTimestamp) }
+        let commit = timestamp.add(1, ordering: .relaxed).newValue
+        return UpstreamAnswer(value: .null, ts: ConvexTimestamp(nanoseconds: commit))
     }
 
     /// Asks made to move the connection's view (``waitForView(atLeast:timeout:)``).
@@ -98,15 +99,15 @@ final class ScriptedUpstream: ConvexUpstream {
 
     /// As the Convex backend answers a refresh: one transition of every query set at the latest timestamp (that of
     /// the last ``push(_:)``), with no changes. A timestamp beyond the latest is never reached.
-    func waitForView(atLeast ts: UInt64, timeout: Duration) async -> UInt64 {
+    func waitForView(atLeast ts: ConvexTimestamp, timeout: Duration) async -> ConvexTimestamp {
         refreshes.add(1, ordering: .relaxed)
-        let latest = timestamp.load(ordering: .relaxed)
+        let latest = latestTimestamp
         for set in sets.withLock({ $0 }) { set.continuation.yield(UpstreamTransition(ts: latest, changes: [])) }
         return latest
     }
 
     /// The timestamp of the latest ``push(_:)``.
-    var latestTimestamp: UInt64 { timestamp.load(ordering: .relaxed) }
+    var latestTimestamp: ConvexTimestamp { ConvexTimestamp(nanoseconds: timestamp.load(ordering: .relaxed)) }
     var isConnected: Bool { true }
     func waitUntilConnected(timeout: Duration) async throws(UpstreamFailure) {}
     func close() async { endAll() }

@@ -25,7 +25,7 @@ struct ReadYourWritesTests {
         ("9223372036854775807", UInt64(Int64.max)),
     ])
     func aMinimumTimestampIsDecimalNanoseconds(text: String, value: UInt64) throws {
-        #expect(try SnapshotFloor.minTimestamp(text) == value)
+        #expect(try SnapshotFloor.minTimestamp(text) == ConvexTimestamp(nanoseconds: value))
     }
 
     @Test(arguments: ["", " ", "abc", "-1", "+5", "1.5", "1e9", "9223372036854775808", "99999999999999999999", "0x10"])
@@ -48,7 +48,9 @@ struct ReadYourWritesTests {
         let watermark = CommitWatermark()
         #expect(watermark.ts == 0)
         await withTaskGroup(of: Void.self) { group in
-            for ts in (1...200).shuffled() { group.addTask { watermark.committed(UInt64(ts)) } }
+            for ts in (1...200).shuffled() {
+                group.addTask { watermark.committed(ConvexTimestamp(nanoseconds: UInt64(ts))) }
+            }
         }
         #expect(watermark.ts == 200)
         watermark.committed(3)
@@ -80,7 +82,7 @@ struct ReadYourWritesTests {
         }
         let actions = hub.receive(
             ts: 12, identity: "", changes: [entryResult(key, 1, .value(1.0), 11)], wallMilliseconds: 1, now: .zero)
-        let woken = actions.compactMap { action -> UInt64? in
+        let woken = actions.compactMap { action -> ConvexTimestamp? in
             if case .resume([7], let read?) = action { read.ts } else { nil }
         }
         #expect(woken == [12])
@@ -152,7 +154,7 @@ struct ReadYourWritesTests {
         func call(_ kind: CallKind, _ function: String, args: ConvexValue, timeout: Duration)
             async throws(UpstreamFailure) -> UpstreamAnswer
         { try await inner.call(kind, function, args: args, timeout: timeout) }
-        func waitForView(atLeast ts: UInt64, timeout: Duration) async -> UInt64 {
+        func waitForView(atLeast ts: ConvexTimestamp, timeout: Duration) async -> ConvexTimestamp {
             await clock.advance(by: timeout + .seconds(1))
             return ts
         }

@@ -64,7 +64,7 @@ final class RecordingOutput: EventStreamOutput {
             resumeFrom: resume)
     }
 
-    func transition(_ ts: UInt64, _ changes: (Int, SubscriptionUpdate)...) -> StreamTransition {
+    func transition(_ ts: ConvexTimestamp, _ changes: (Int, SubscriptionUpdate)...) -> StreamTransition {
         StreamTransition(ts: ts, changes: changes.map { .init(member: $0.0, update: $0.1) })
     }
 
@@ -111,7 +111,8 @@ final class RecordingOutput: EventStreamOutput {
         let output = RecordingOutput()
         let stream = stream(["a"], output)
         let timestamps: [UInt64] = [0, 9, 10, 1_700_000_000_000_000_000, UInt64.max]
-        for (index, ts) in timestamps.enumerated() {
+        for (index, nanoseconds) in timestamps.enumerated() {
+            let ts = ConvexTimestamp(nanoseconds: nanoseconds)
             stream.deliver(transition(ts, (0, update(.int64(Int64(index)), hash: UInt64(index + 1)))))
         }
         let broken = SubscriptionUpdate(
@@ -151,7 +152,8 @@ final class RecordingOutput: EventStreamOutput {
         let stream = stream(["a", "b"], output, limit: 64)
         stream.deliver(transition(1, (0, update("a1", hash: 1)), (1, update("b1", hash: 2))))
         for n in 2...50 {
-            stream.deliver(transition(UInt64(n), (0, update(.string("a\(n)"), hash: UInt64(n) << 32))))
+            let ts = ConvexTimestamp(nanoseconds: UInt64(n))
+            stream.deliver(transition(ts, (0, update(.string("a\(n)"), hash: UInt64(n) << 32))))
         }
         // Queued: one transition with the latest of a and the (only) value of b, never b dropped for a's sake.
         let events = try output.events.map { try json($0.data) }
