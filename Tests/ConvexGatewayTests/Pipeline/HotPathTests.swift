@@ -134,10 +134,17 @@ struct HotPathTests {
     /// remembered anew.
     @Test func aKeepAliveConnectionFollowsATargetRememberedAnew() async throws {
         // Keep-warm expiry on a test clock, moved on when the test wants the subscription gone (on the real clock, a
-        // busy machine could expire it between any two steps).
+        // busy machine could expire it between any two steps). The keep-alive connection waits, idle, while the
+        // subscription expires and a mutation goes through another connection: on a loaded machine that took longer
+        // than the default 30 s idle timeout, which closed it ("connection closed while reading a line"), so this
+        // gateway closes no idle connection.
         let clock = TestClock<Duration>()
         try await TestGateway.run(
-            .inProcess, configure: { $0.keepWarm = .milliseconds(200) }, clock: GatewayClock(clock)
+            .inProcess,
+            configure: {
+                $0.keepWarm = .milliseconds(200)
+                $0.access.idleTimeoutSeconds = 0
+            }, clock: GatewayClock(clock)
         ) { h in
             let target = "/query/messages:list?channel=hot-memo"
             _ = try await Self.warm(h, target)
