@@ -44,9 +44,10 @@ extension HubState {
             byStream[ObjectIdentifier(sink)] = stream
         }
 
-        /// The stream left or ended.
+        /// The stream left or ended. Nothing to look up while no stream is held back: every stream that leaves, and
+        /// each of the streams of an entry that ends, comes here.
         mutating func drop(_ stream: ObjectIdentifier) {
-            byStream[stream] = nil
+            if !byStream.isEmpty { byStream[stream] = nil }
         }
 
         /// Keeps `changes` if `stream` is held back. Returns whether it is.

@@ -3,8 +3,8 @@ import ConvexSyncProtocol
 extension HubState {
     // MARK: Upstream
 
-    /// An upstream transition of the connection of `identity`: the new results of some entries (a change of an
-    /// result for an entry that is not there any more is ignored). `wallMilliseconds` (the wall clock) keeps event ids growing across
+    /// An upstream transition of the connection of `identity`: the new results of some entries (a result for an entry
+    /// that is not there any more is ignored). `wallMilliseconds` (the wall clock) keeps event ids growing across
     /// gateway restarts and replicas. Each stream gets one delivery with every change of its subscriptions; timestamp
     /// waits of the identity that the transition reached end last.
     mutating func receive(
