@@ -10,6 +10,8 @@ public final class ClientUpstream: ConvexUpstream {
     private let watcher: Task<Void, Never>
     /// Open query sets, ended with an `unauthenticated` failure when the deployment refuses the credentials.
     private let subscriptions: OpenQuerySets
+    /// Where failures to connect go: one object for every identity of a gateway (the factory's).
+    let connectWarnings: UpstreamConnectWarnings?
 
     /// Opens (lazily) a connection to `deploymentUrl` acting as `identity`; reconnects are counted in `metrics`, and
     /// failures to connect go to `connectWarnings` (the gateway's one rate-limited warning for all identities).
@@ -31,6 +33,7 @@ public final class ClientUpstream: ConvexUpstream {
             client.setAuth(token: token)
         }
         self.client = client
+        self.connectWarnings = connectWarnings
         let subscriptions = OpenQuerySets()
         self.subscriptions = subscriptions
         let states = client.connectionStates
