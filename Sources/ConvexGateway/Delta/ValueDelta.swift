@@ -32,9 +32,9 @@ package enum ValueDelta {
         guard case .value(let old) = previous.result, case .value(let new) = current.result else { return nil }
         var fields: [UInt8] = []
         fields += #""base":""#.utf8
-        fields += ContentHash.text(previous.hash).utf8
+        previous.hash.append(to: &fields)
         fields += #"","v":""#.utf8
-        fields += ContentHash.text(current.hash).utf8
+        current.hash.append(to: &fields)
         fields += #"","ops":"#.utf8
         let budget = body.count / 2 - fields.count - 3
         guard budget > 2,

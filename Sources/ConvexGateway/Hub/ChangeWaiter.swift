@@ -10,12 +10,12 @@ final class ChangeWaiter: EventSink {
     typealias Outcome = (update: SubscriptionUpdate, ts: ConvexTimestamp)
 
     let format: OutputFormat
-    /// Per member, the hash of the result the client holds.
-    private let held: [UInt64]
+    /// Per member, the hash of the result the client holds (`nil`: none, so any result is a change).
+    private let held: [ContentHash?]
 
     private let wait = OneShot<Outcome?>()
 
-    init(format: OutputFormat, held: [UInt64]) {
+    init(format: OutputFormat, held: [ContentHash?]) {
         self.format = format
         self.held = held
     }

@@ -57,6 +57,6 @@ extension HubState {
         var entryID: UInt64
         var result: UpstreamResult
         /// Identifies the result: equal results have equal hashes.
-        var hash: UInt64
+        var hash: ContentHash
     }
 }

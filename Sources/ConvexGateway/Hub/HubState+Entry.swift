@@ -8,7 +8,7 @@ extension HubState {
         var member: Int
         /// The hash of the result the client holds (from `Last-Event-ID`) while the entry has no result yet: the
         /// first result is not sent if it is that one.
-        var held: UInt64?
+        var held: ContentHash?
         /// Whether this is its stream's only subscription (a `/subscribe/<function>` stream, or a set of one): such
         /// streams get a change as part of one ``FanOut``. One is kept here only while it has a `held` hash; then it
         /// joins its entry's ``Entry/fanOut``.
@@ -30,7 +30,7 @@ extension HubState {
         /// The caller that made it, charged for it while it lives (``SubscriptionCaller``).
         let owner: SubscriptionCaller
         var current: CurrentResult?
-        var version: UInt64 = 0
+        var version = ResultVersion.zero
         /// The subscriptions of streams of several subscriptions, and those of single-subscription streams that
         /// still wait for a result other than the one they hold (`held`).
         var attachments: [AttachmentID: Attachment] = [:]
@@ -39,7 +39,7 @@ extension HubState {
         var waiters: Set<UInt64> = []
         /// When the last reader left; `nil` while streams or waiting `GET`s read it.
         var idleSince: Duration?
-        /// The current result's revision and the last `GET` read, readable without the hub's lock.
+        /// The current result's version and the last `GET` read, readable without the hub's lock.
         let live: LiveResult
         /// What is kept of `current`'s rendering.
         var rendered = RenderCache()
@@ -55,7 +55,9 @@ extension HubState {
 
         /// Member `index` of a stream of `count` subscriptions attaches; `held`: the hash of the result its client
         /// holds. Returns the current result to send it at once, unless there is none or the client holds it.
-        mutating func attach(_ sink: any EventSink, member index: Int, of count: Int, held: UInt64?) -> CurrentResult? {
+        mutating func attach(
+            _ sink: any EventSink, member index: Int, of count: Int, held: ContentHash?
+        ) -> CurrentResult? {
             let waitsForAnother = current == nil ? held : nil
             if count == 1 && waitsForAnother == nil {
                 fanOut.append(sink)
@@ -98,13 +100,13 @@ extension HubState {
         mutating func update(to change: EntryResult, wallMilliseconds: UInt64) -> NewResult? {
             if let current, current.hash == change.hash { return nil }
             let previous = current
-            version = max(version + 1, wallMilliseconds)
+            version = version.next(wallMilliseconds: wallMilliseconds)
             let new = CurrentResult(
                 id: ResumeID(version: version, held: [change.hash]).text, version: version, hash: change.hash,
                 result: change.result)
             current = new
             rendered.reset()
-            live.advance()
+            live.advance(to: version)
             return NewResult(key: change.key, current: new, previous: previous)
         }
 

@@ -1,11 +1,11 @@
 import Convex
 import Synchronization
 
-/// What the hot `GET` path needs of a subscription without taking the hub's lock: a revision that changes whenever
-/// the current result does (0 before the first result), whether the subscription still lives, and when a `GET`
+/// What the hot `GET` path needs of a subscription without taking the hub's lock: the current result's version
+/// (``ResultVersion``, which changes whenever the result does), whether the subscription still lives, and when a `GET`
 /// last read it (reads extend the keep-warm period). Times are the hub clock's (``GatewayClock/now``).
 package final class LiveResult: Sendable {
-    /// 0: no result yet; `retired`: the subscription is gone; otherwise the current result's revision.
+    /// 0: no result yet; `retired`: the subscription is gone; otherwise the current result's version.
     private let state = Atomic<UInt64>(0)
     /// Nanoseconds of the hub clock at the last read.
     private let lastReadNanoseconds: Atomic<Int64>
@@ -25,10 +25,10 @@ package final class LiveResult: Sendable {
         duration.nanoseconds
     }
 
-    /// The current result's revision: `nil` before the first result and once the subscription is gone.
-    package var revision: UInt64? {
+    /// The current result's version: `nil` before the first result and once the subscription is gone.
+    package var version: ResultVersion? {
         let value = state.load(ordering: .acquiring)
-        return value == 0 || value == Self.retired ? nil : value
+        return value == 0 || value == Self.retired ? nil : ResultVersion(value: value)
     }
 
     /// Records a read at `now` (the hub clock's time), to the millisecond: keep-warm periods are seconds, and a store
@@ -43,10 +43,10 @@ package final class LiveResult: Sendable {
     /// When a `GET` last read the subscription.
     var lastRead: Duration { .nanoseconds(lastReadNanoseconds.load(ordering: .relaxed)) }
 
-    /// A new current result (called under the hub's lock).
-    func advance() {
-        let value = state.load(ordering: .relaxed)
-        if value != Self.retired { state.store(value + 1, ordering: .releasing) }
+    /// A new current result, of `version` (called under the hub's lock; versions grow, and are never 0 or
+    /// `retired`: ``ResultVersion/next(wallMilliseconds:)``).
+    func advance(to version: ResultVersion) {
+        if state.load(ordering: .relaxed) != Self.retired { state.store(version.value, ordering: .releasing) }
     }
 
     /// The subscription is gone for good (called under the hub's lock).

@@ -16,7 +16,7 @@ extension SubscriptionHub {
     ) async -> (update: SubscriptionUpdate, ts: ConvexTimestamp)? {
         // The deadline is read before the waiter is visible: the clock may move as soon as it is attached.
         let deadline = clock.now + timeout
-        let waiter = ChangeWaiter(format: format, held: members.map { $0.held ?? 0 })
+        let waiter = ChangeWaiter(format: format, held: members.map(\.held))
         do {
             try attach(waiter, members: members, caller: caller, upstream: upstream)
         } catch {

@@ -96,8 +96,8 @@ extension SubscriptionHub {
     }
 
     /// Identifies a result: equal results have equal hashes.
-    static func hash(of result: UpstreamResult) -> UInt64 {
-        var hasher = ContentHash()
+    static func hash(of result: UpstreamResult) -> ContentHash {
+        var hasher = ContentHasher()
         switch result {
         case .value(let value):
             hasher.combine(0x01)
@@ -106,6 +106,6 @@ extension SubscriptionHub {
             hasher.combine(0x02)
             hasher.combine(Array(String(describing: failure).utf8))
         }
-        return hasher.value
+        return hasher.hash
     }
 }

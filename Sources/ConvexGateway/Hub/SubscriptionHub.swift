@@ -33,9 +33,9 @@ package final class SubscriptionHub: Sendable {
         package var key: Key
         package var args: ConvexValue
         /// The hash of the result the client holds (from its `Last-Event-ID`): not sent again while it is current.
-        package var held: UInt64?
+        package var held: ContentHash?
 
-        package init(key: Key, args: ConvexValue, held: UInt64? = nil) {
+        package init(key: Key, args: ConvexValue, held: ContentHash? = nil) {
             self.key = key
             self.args = args
             self.held = held

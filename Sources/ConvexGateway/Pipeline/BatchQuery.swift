@@ -92,11 +92,11 @@ struct BatchQueries: Sendable {
     ) throws(GatewayError) -> GatewayResponse {
         var values: [UInt8] = []
         var errors: [UInt8] = []
-        var tag = ContentHash()
+        var tag = ContentHasher()
         for (id, read) in zip(ids, snapshot.bodies) {
             tag.combine(Array(id.utf8))
             tag.combine(0)
-            let hash = read.current.hash
+            let hash = read.current.hash.value
             tag.combine((0..<8).map { UInt8(truncatingIfNeeded: hash >> ($0 * 8)) })
             let name = ConvexValue.string(id).convexJSON()
             switch read.current.result {
@@ -118,7 +118,7 @@ struct BatchQueries: Sendable {
         }
         body.append(UInt8(ascii: "}"))
         var response = GatewayResponse.json(body)
-        response.headers.append((HeaderName.eTag, Queries.etag(hash: tag.value, format: format)))
+        response.headers.append((HeaderName.eTag, Queries.etag(hash: tag.hash, format: format)))
         response.headers.append((HeaderName.convexTimestamp, String(snapshot.ts.nanoseconds)))
         return response
     }

@@ -41,7 +41,7 @@ struct HotPath: Sendable {
         // The answer must depend on the target alone, as full handling decides when it remembers a target.
         guard Self.answersByTargetAlone(method: request.method, fields: request, authCookie: targets.authCookie)
         else { return nil }
-        guard route.specFetchCount == (functionSpecs?.fetchCount ?? 0), let revision = route.live.revision else {
+        guard route.specFetchCount == (functionSpecs?.fetchCount ?? 0), let version = route.live.version else {
             targets.forget(route, for: target)
             return nil
         }
@@ -81,19 +81,19 @@ struct HotPath: Sendable {
         }
         route.live.touch(at: started)
         let value: Targets.PreparedValue
-        if let held = route.prepared.withLock({ $0 }), held.revision == revision, held.ts >= floor {
+        if let held = route.prepared.withLock({ $0 }), held.version == version, held.ts >= floor {
             value = held
         } else {
-            // Rendered after the revision was read, so it is at least as new as that revision.
+            // Rendered after the version was read, so it is at least as new as that version.
             guard let rendered = hub.currentBody(for: route.key, format: route.format),
                 case .value = rendered.current.result, rendered.ts >= floor
             else { return nil }
             value = Targets.PreparedValue(
-                revision: revision, ts: rendered.ts,
+                version: version, ts: rendered.ts,
                 response: queries.answer(
                     for: rendered.current, body: rendered.body, format: route.format, ts: rendered.ts))
             route.prepared.withLock { held in
-                if held == nil || held!.revision < revision || (held!.revision == revision && held!.ts < rendered.ts) {
+                if held == nil || held!.version < version || (held!.version == version && held!.ts < rendered.ts) {
                     held = value
                 }
             }
@@ -150,7 +150,7 @@ extension HotPath {
             let live: LiveResult
             /// How many times the function specs had been fetched when the arguments were coerced with them.
             let specFetchCount: UInt64
-            /// The answers prepared for the current value (one subscription revision).
+            /// The answers prepared for the current value (one version of the subscription's result).
             let prepared = POSIXLocked<PreparedValue?>(nil)
 
             init(key: SubscriptionHub.Key, format: OutputFormat, live: LiveResult, specFetchCount: UInt64) {
@@ -165,7 +165,7 @@ extension HotPath {
         /// body (made once, on first use), and one libmicrohttpd response per variant (coding, 304 or 200, the access
         /// stage's headers: CORS headers differ per allowed origin when origins are echoed).
         final class PreparedValue: Sendable {
-            let revision: UInt64
+            let version: ResultVersion
             /// The snapshot the value holds at, in its `Convex-Timestamp` (the value may hold at later ones too).
             let ts: ConvexTimestamp
             let response: GatewayResponse
@@ -196,8 +196,8 @@ extension HotPath {
             /// Variants prepared per value at most; past that, answers are built per request.
             static let maxVariants = 64
 
-            init(revision: UInt64, ts: ConvexTimestamp, response: GatewayResponse) {
-                self.revision = revision
+            init(version: ResultVersion, ts: ConvexTimestamp, response: GatewayResponse) {
+                self.version = version
                 self.ts = ts
                 self.response = response
                 self.etag = response.header(HeaderName.eTag) ?? ""
@@ -292,7 +292,7 @@ extension HotPath {
         func remember(_ route: Remembered, for target: String) {
             routes.withLock { routes in
                 if routes.count >= Self.capacity && routes[target] == nil {
-                    routes = routes.filter { $0.value.live.revision != nil }
+                    routes = routes.filter { $0.value.live.version != nil }
                     if routes.count >= Self.capacity { routes = [:] }
                 }
                 routes[target] = route

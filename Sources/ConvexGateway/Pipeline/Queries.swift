@@ -84,8 +84,8 @@ struct Queries: Sendable {
     /// A value's entity tag: its hash and output mode, `"<hash>-<format>"`. It names the content, not the
     /// subscription, so it holds across re-subscriptions, gateway restarts and replicas; the gzip-coded body has
     /// `"…-<format>-gzip"` (EntityTag.swift).
-    static func etag(hash: UInt64, format: OutputFormat) -> String {
-        "\"" + ContentHash.text(hash) + "-" + format.rawValue + "\""
+    static func etag(hash: ContentHash, format: OutputFormat) -> String {
+        "\"" + hash.text + "-" + format.rawValue + "\""
     }
 
     /// Holds a `GET` whose client has the current value (``LongPoll``).

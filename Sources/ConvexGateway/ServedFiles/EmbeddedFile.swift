@@ -12,9 +12,9 @@ struct EmbeddedFile: Sendable {
     let response: GatewayResponse
 
     init(body: [UInt8], contentType: String, etagPrefix: String, extraHeaders: [(String, String)] = []) {
-        var hash = ContentHash()
-        hash.combine(body)
-        etag = "\"\(etagPrefix)-" + ContentHash.text(hash.value) + "\""
+        var hasher = ContentHasher()
+        hasher.combine(body)
+        etag = "\"\(etagPrefix)-" + hasher.hash.text + "\""
         response = GatewayResponse(
             status: 200,
             headers: [

@@ -39,7 +39,7 @@ final class EventStream: EventSink {
     let output: any EventStreamOutput
     let wantsPatches: Bool
     /// Per subscription, the hash of the result the client holds when it connects (its `Last-Event-ID`).
-    let held: [UInt64?]
+    let held: [ContentHash?]
     private let state: Mutex<Locked>
 
     /// - Parameters:

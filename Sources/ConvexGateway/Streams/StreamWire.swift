@@ -70,7 +70,7 @@ struct StreamWire {
         self.wantsPatches = patches
         resume =
             resumeFrom.flatMap { ResumeID(parsing: $0, count: count) }
-            ?? ResumeID(version: 0, held: Array(repeating: nil, count: count))
+            ?? ResumeID(version: .zero, held: Array(repeating: nil, count: count))
         sent = Array(repeating: nil, count: count)
         if case .transitions(let ids) = framing { idsHash = ids.hashValue } else { idsHash = 0 }
     }
@@ -84,8 +84,8 @@ struct StreamWire {
         // newer, the usual case, is used as it is: no copy per stream.)
         // (`sent` is read in place, not copied: a copy alive here would make the update below copy the array.)
         var changes = transition.changes
-        if !changes.allSatisfy({ $0.update.current.version > sent[$0.member]?.current.version ?? 0 }) {
-            changes = changes.filter { $0.update.current.version > sent[$0.member]?.current.version ?? 0 }
+        if !changes.allSatisfy({ $0.update.current.version > sent[$0.member]?.current.version ?? .zero }) {
+            changes = changes.filter { $0.update.current.version > sent[$0.member]?.current.version ?? .zero }
         }
         guard !changes.isEmpty else { return [] }
         for change in changes { sent[change.member] = change.update }
@@ -177,7 +177,7 @@ struct StreamWire {
             data += #"","value":"#.utf8
             data += sent.body
             data += #","v":""#.utf8
-            ContentHash.append(sent.hash, to: &data)
+            sent.hash.append(to: &data)
             data += #""}"#.utf8
         }
     }

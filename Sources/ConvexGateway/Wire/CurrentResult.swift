@@ -5,8 +5,8 @@ package struct CurrentResult: Sendable {
     package var id: String
     /// Grows with every change of the subscription (and with the wall clock, across restarts): the number a stream's
     /// resume id carries (``ResumeID/version``).
-    package var version: UInt64
+    package var version: ResultVersion
     /// Identifies the result: equal results have equal hashes.
-    package var hash: UInt64
+    package var hash: ContentHash
     package var result: UpstreamResult
 }

@@ -6,11 +6,11 @@
 /// of the 64-bit hash of the result the client holds (empty when it holds none). `version` grows with every change
 /// (it follows the wall clock in milliseconds). A `/subscribe/<function>` stream's id is `<version>-<hash>`.
 struct ResumeID: Equatable, Sendable {
-    var version: UInt64
+    var version: ResultVersion
     /// Per subscription, the hash of the result the client holds, `nil` for none.
-    var held: [UInt64?]
+    var held: [ContentHash?]
 
-    init(version: UInt64, held: [UInt64?]) {
+    init(version: ResultVersion, held: [ContentHash?]) {
         self.version = version
         self.held = held
     }
@@ -21,17 +21,17 @@ struct ResumeID: Equatable, Sendable {
         guard count > 0, let dash = text.firstIndex(of: "-"), let version = UInt64(text[..<dash]) else { return nil }
         let hashes = text[text.index(after: dash)...].split(separator: ".", omittingEmptySubsequences: false)
         guard hashes.count == count else { return nil }
-        var held: [UInt64?] = []
+        var held: [ContentHash?] = []
         held.reserveCapacity(count)
         for hash in hashes {
             if hash.isEmpty {
                 held.append(nil)
             } else {
-                guard let value = ContentHash.parse(hash) else { return nil }
+                guard let value = ContentHash(parsing: hash) else { return nil }
                 held.append(value)
             }
         }
-        self.version = version
+        self.version = ResultVersion(value: version)
         self.held = held
     }
 
@@ -44,11 +44,11 @@ struct ResumeID: Equatable, Sendable {
     /// Appends ``text``'s bytes (digits, `-`, lowercase hex and `.`: nothing an event's `id:` line must escape).
     func append(to bytes: inout [UInt8]) {
         bytes.reserveCapacity(bytes.count + 21 + held.count * 17)
-        bytes.appendDecimal(version)
+        bytes.appendDecimal(version.value)
         bytes.append(UInt8(ascii: "-"))
         for (index, hash) in held.enumerated() {
             if index > 0 { bytes.append(UInt8(ascii: ".")) }
-            if let hash { ContentHash.append(hash, to: &bytes) }
+            hash?.append(to: &bytes)
         }
     }
 }

@@ -59,9 +59,9 @@ package final class SharedTransitionEvents: Sendable {
 
     private static func fingerprint(idsHash: Int, resume: ResumeID) -> UInt64 {
         let multiplier: UInt64 = 0x9E37_79B9_7F4A_7C15
-        var fingerprint = (UInt64(bitPattern: Int64(idsHash)) ^ resume.version) &* multiplier
+        var fingerprint = (UInt64(bitPattern: Int64(idsHash)) ^ resume.version.value) &* multiplier
         for held in resume.held {
-            fingerprint = (fingerprint ^ (held ?? 0x5BD1_E995)) &* multiplier
+            fingerprint = (fingerprint ^ (held?.value ?? 0x5BD1_E995)) &* multiplier
             fingerprint ^= fingerprint >> 29
         }
         return fingerprint

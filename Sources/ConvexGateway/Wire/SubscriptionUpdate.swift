@@ -22,7 +22,7 @@ package struct SubscriptionUpdate: Sendable {
 
     package var current: CurrentResult { parts.current }
     /// Identifies the result (equal results, equal hashes): what `Last-Event-ID` resumption compares.
-    package var hash: UInt64 { parts.current.hash }
+    package var hash: ContentHash { parts.current.hash }
     /// The value's JSON, or for a failure the error body `{"error": {...}}`.
     package var body: [UInt8] { parts.body }
     /// Where the update's `/subscribe/<function>` event is kept once a stream framed it, for every other stream.

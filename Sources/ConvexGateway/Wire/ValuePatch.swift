@@ -2,9 +2,9 @@
 /// mode and shared by every stream that reads patches.
 package struct ValuePatch: Sendable {
     /// The hash of the value the patch applies to.
-    package var base: UInt64
+    package var base: ContentHash
     /// The hash of the value it makes.
-    package var result: UInt64
+    package var result: ContentHash
     /// `"base":"…","v":"…","ops":[…]`: the event data's fields, without the braces (a multi-subscription stream
     /// puts its `"sub"` first).
     package var fields: [UInt8]

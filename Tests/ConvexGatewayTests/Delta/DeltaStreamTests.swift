@@ -10,14 +10,15 @@ import Testing
 /// only on the value the reader holds, a full value after a slow reader's queue was replaced.
 @Suite struct DeltaStreamTests {
     /// The update from `old` to `new`, with its patch as the hub makes it.
-    func update(from old: (ConvexValue, UInt64)?, to new: ConvexValue, hash: UInt64) -> SubscriptionUpdate {
+    func update(from old: (ConvexValue, ContentHash)?, to new: ConvexValue, hash: ContentHash) -> SubscriptionUpdate {
         let body = new.json(mode: .plain)
         let current = CurrentResult(
-            id: "1-\(String(hash, radix: 16))", version: hash, hash: hash, result: .value(new))
+            id: "1-\(String(hash.value, radix: 16))", version: ResultVersion(value: hash.value), hash: hash,
+            result: .value(new))
         var update = SubscriptionUpdate(current: current, body: body)
         if let old {
             let previous = CurrentResult(
-                id: "0-\(String(old.1, radix: 16))", version: 0, hash: old.1, result: .value(old.0))
+                id: "0-\(String(old.1.value, radix: 16))", version: 0, hash: old.1, result: .value(old.0))
             update.patch = ValueDelta.patch(from: previous, to: current, body: body) { $0.json(mode: .plain) }
         }
         return update

@@ -89,9 +89,9 @@ import Testing
     }
 
     @Test func aPatchIsMadeOnlyWhenSmallerThanHalfTheValue() {
-        func current(_ value: ConvexValue, _ hash: UInt64) -> CurrentResult {
+        func current(_ value: ConvexValue, _ hash: ContentHash) -> CurrentResult {
             CurrentResult(
-                id: "1-\(String(hash, radix: 16))", version: 1, hash: hash, result: .value(value))
+                id: "1-\(String(hash.value, radix: 16))", version: 1, hash: hash, result: .value(value))
         }
         let old = ConvexValue.array(Self.list(1000))
         let inserted = ConvexValue.array([Self.document(1000)] + Self.list(1000))

@@ -36,10 +36,10 @@ import Testing
         #expect(second == first + 1)
         #expect(table.charged[caller] == 2)
         let entry = try #require(table.byKey[Self.key(1)])
-        entry.live.advance()
+        entry.live.advance(to: 1)
         table.remove(Self.key(1), entry)
         #expect(table.charged[caller] == 1)
-        #expect(entry.live.revision == nil, "what the hot path reads of it retires")
+        #expect(entry.live.version == nil, "what the hot path reads of it retires")
         _ = table.removeAll()
         #expect(table.charged.isEmpty && table.byKey.isEmpty)
     }

@@ -12,8 +12,8 @@ import Testing
     let teams = SubscriptionHub.Key(identity: "", function: try! UdfPath(parsing: "mlb:teams"), args: [:])
     let standings = SubscriptionHub.Key(identity: "", function: try! UdfPath(parsing: "mlb:standings"), args: [:])
 
-    func change(_ key: SubscriptionHub.Key, _ entryID: UInt64, hash: UInt64) -> HubState.EntryResult {
-        HubState.EntryResult(key: key, entryID: entryID, result: .value(.float64(Double(hash))), hash: hash)
+    func change(_ key: SubscriptionHub.Key, _ entryID: UInt64, hash: ContentHash) -> HubState.EntryResult {
+        HubState.EntryResult(key: key, entryID: entryID, result: .value(.float64(Double(hash.value))), hash: hash)
     }
 
     func receive(_ hub: inout HubState, ts: ConvexTimestamp, wall: UInt64, _ changes: [HubState.EntryResult])

@@ -75,7 +75,7 @@ import Testing
         // Event ids keep growing even if the wall clock steps back.
         let next = hub.receive(.value(2.0), hash: 12, key: key, entryID: 1, wallMilliseconds: 10, now: .zero)
         #expect(delivered(next).first?.0.id == "1001-c")
-        #expect(hub.entries[key]?.live.revision == 2)
+        #expect(hub.entries[key]?.live.version == 1001, "what the hot path reads is the result's version")
     }
 
     @Test func aLastEventIDWithTheCurrentHashSkipsTheFirstEventOnly() throws {
@@ -225,7 +225,7 @@ import Testing
         let live = try #require(hub.entries[key]?.live)
         let shutdown = hub.shutdown()
         #expect(unsubscribed(shutdown).sorted() == [2, 3])
-        #expect(live.revision == nil)
+        #expect(live.version == nil)
         #expect(throws: SubscriptionHub.AttachError.shuttingDown) {
             try hub.attach(RecordingSink(), to: key, args: [:], held: nil, now: .zero)
         }
@@ -284,7 +284,7 @@ import Testing
     let team = SubscriptionHub.Key(identity: "", function: try! UdfPath(parsing: "mlb:first_place_team"), args: [:])
     let teams = SubscriptionHub.Key(identity: "", function: try! UdfPath(parsing: "mlb:teams"), args: [:])
 
-    func change(_ key: SubscriptionHub.Key, _ entryID: UInt64, _ result: UpstreamResult, hash: UInt64)
+    func change(_ key: SubscriptionHub.Key, _ entryID: UInt64, _ result: UpstreamResult, hash: ContentHash)
         -> HubState.EntryResult
     {
         HubState.EntryResult(key: key, entryID: entryID, result: result, hash: hash)
@@ -458,7 +458,7 @@ import Testing
 extension HubState {
     /// A one-subscription stream attaching, as `/subscribe/<function>` does.
     mutating func attach(
-        _ sink: any EventSink, to key: Key, args: ConvexValue, held: UInt64?, now: Duration
+        _ sink: any EventSink, to key: Key, args: ConvexValue, held: ContentHash?, now: Duration
     ) throws(SubscriptionHub.AttachError) -> (initial: CurrentResult?, actions: [Action]) {
         let (initial, actions) = try attach(sink, members: [Member(key: key, args: args, held: held)], now: now)
         return (initial?.changes.first?.current, actions)
@@ -470,7 +470,8 @@ extension HubState {
 
     /// A transition that changes `key` alone.
     mutating func receive(
-        _ result: UpstreamResult, hash: UInt64, key: Key, entryID: UInt64, wallMilliseconds: UInt64, now: Duration
+        _ result: UpstreamResult, hash: ContentHash, key: Key, entryID: UInt64, wallMilliseconds: UInt64,
+        now: Duration
     ) -> [Action] {
         receive(
             ts: 0, identity: key.identity,

@@ -5,10 +5,11 @@ import Testing
 
 /// What one upstream transition makes, collected on its own: the order of its actions, and one delivery per stream.
 @Suite struct HubTransitionBatchTests {
-    static func result(_ n: Int, version: UInt64) -> HubState.NewResult {
+    static func result(_ n: Int, version: ResultVersion) -> HubState.NewResult {
         let key = SubscriptionHub.Key(
             identity: "", function: try! UdfPath(parsing: "messages:list"), args: ["n": .float64(Double(n))])
-        let current = CurrentResult(id: "\(version)-\(n)", version: version, hash: UInt64(n), result: .value(.null))
+        let current = CurrentResult(
+            id: "\(version.value)-\(n)", version: version, hash: ContentHash(value: UInt64(n)), result: .value(.null))
         return HubState.NewResult(key: key, current: current, previous: nil)
     }
 

@@ -20,7 +20,7 @@ import Testing
     }
 
     /// A hub whose subscription holds `value`, and that value's hash.
-    func hub(holding value: ConvexValue) async throws -> (SubscriptionHub, UInt64) {
+    func hub(holding value: ConvexValue) async throws -> (SubscriptionHub, ContentHash) {
         let hub = makeHub()
         let sink = RecordingSink()
         try hub.attach(sink, to: key, args: [:], upstream: upstream, held: nil)
@@ -31,7 +31,7 @@ import Testing
         return (hub, try #require(hub.currentBody(for: key, format: .plain)?.current.hash))
     }
 
-    func wait(_ hub: SubscriptionHub, from hash: UInt64, seconds: Int64) -> Task<SubscriptionUpdate?, Never> {
+    func wait(_ hub: SubscriptionHub, from hash: ContentHash, seconds: Int64) -> Task<SubscriptionUpdate?, Never> {
         Task { [key, upstream] in
             await hub.nextChange(
                 of: [SubscriptionHub.Member(key: key, args: [:], held: hash)], upstream: upstream, format: .plain,

@@ -142,7 +142,7 @@ final class RecordingSink: EventSink {
 extension SubscriptionHub {
     /// Attaches a one-subscription stream, as `/subscribe/<function>` does.
     func attach(
-        _ sink: any EventSink, to key: Key, args: ConvexValue, upstream: any ConvexUpstream, held: UInt64?
+        _ sink: any EventSink, to key: Key, args: ConvexValue, upstream: any ConvexUpstream, held: ContentHash?
     ) throws(AttachError) {
         try attach(sink, members: [Member(key: key, args: args, held: held)], upstream: upstream)
     }
@@ -160,7 +160,7 @@ extension SubscriptionHub {
 }
 
 /// The hash a one-subscription stream's event id says the client holds.
-func held(fromEventID id: String) -> UInt64? {
+func held(fromEventID id: String) -> ContentHash? {
     ResumeID(parsing: id, count: 1)?.held.first ?? nil
 }
 

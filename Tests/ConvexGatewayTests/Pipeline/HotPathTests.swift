@@ -203,7 +203,7 @@ struct HotPathTests {
             // time, as its next tick would.
             hub.sweep()
             #expect(await eventually { hub.subscriptionCount == 0 }, "the subscription never expired")
-            #expect(remembered.live.revision == nil)
+            #expect(remembered.live.version == nil)
 
             _ = try await h.post("/mutation/messages:send", json: #"{"body":"later","channel":"hot-expiry"}"#)
             let again = try await h.get(target)
@@ -238,14 +238,14 @@ struct HotPathTests {
         var retired: [LiveResult] = []
         for i in 0..<HotPath.Targets.capacity {
             let live = LiveResult()
-            live.advance()
+            live.advance(to: 1)
             if i % 2 == 0 { retired.append(live) }
             hot.remember(.init(key: key, format: .plain, live: live, specFetchCount: 0), for: "/query/m:f?i=\(i)")
         }
         #expect(hot.count == HotPath.Targets.capacity)
         for live in retired { live.retire() }
         let live = LiveResult()
-        live.advance()
+        live.advance(to: 1)
         hot.remember(.init(key: key, format: .plain, live: live, specFetchCount: 0), for: "/query/m:f?next")
         #expect(hot.count == HotPath.Targets.capacity / 2 + 1)
         #expect(hot.route(for: "/query/m:f?i=0") == nil)

@@ -93,9 +93,9 @@ struct ReadYourWritesTests {
         #expect(read.ts == 12)
     }
 
-    private func entryResult(_ key: SubscriptionHub.Key, _ entryID: UInt64, _ result: UpstreamResult, _ hash: UInt64)
-        -> HubState.EntryResult
-    {
+    private func entryResult(
+        _ key: SubscriptionHub.Key, _ entryID: UInt64, _ result: UpstreamResult, _ hash: ContentHash
+    ) -> HubState.EntryResult {
         HubState.EntryResult(key: key, entryID: entryID, result: result, hash: hash)
     }
 

@@ -38,21 +38,23 @@ final class RecordingOutput: EventStreamOutput {
 /// server and no hub.
 @Suite struct EventStreamTests {
     /// A result of version `version` (by default the hash, so that later test values are newer).
-    func update(_ value: ConvexValue, hash: UInt64, version: UInt64? = nil) -> SubscriptionUpdate {
+    func update(_ value: ConvexValue, hash: ContentHash, version: ResultVersion? = nil) -> SubscriptionUpdate {
         let body = value.json(mode: .plain)
-        let version = version ?? hash
+        let version = version ?? ResultVersion(value: hash.value)
         return SubscriptionUpdate(
             current: .init(
-                id: "\(version)-\(String(hash, radix: 16))", version: version, hash: hash, result: .value(value)),
+                id: "\(version.value)-\(String(hash.value, radix: 16))", version: version, hash: hash,
+                result: .value(value)),
             body: body)
     }
 
-    func failure(_ failure: UpstreamFailure, hash: UInt64, version: UInt64? = nil) -> SubscriptionUpdate {
+    func failure(_ failure: UpstreamFailure, hash: ContentHash, version: ResultVersion? = nil) -> SubscriptionUpdate {
         let body = failure.gatewayError(logging: Logger(label: "test")).body { $0.json(mode: .plain) }
-        let version = version ?? hash
+        let version = version ?? ResultVersion(value: hash.value)
         return SubscriptionUpdate(
             current: .init(
-                id: "\(version)-\(String(hash, radix: 16))", version: version, hash: hash, result: .failure(failure)),
+                id: "\(version.value)-\(String(hash.value, radix: 16))", version: version, hash: hash,
+                result: .failure(failure)),
             body: body)
     }
 
@@ -113,7 +115,8 @@ final class RecordingOutput: EventStreamOutput {
         let timestamps: [UInt64] = [0, 9, 10, 1_700_000_000_000_000_000, UInt64.max]
         for (index, nanoseconds) in timestamps.enumerated() {
             let ts = ConvexTimestamp(nanoseconds: nanoseconds)
-            stream.deliver(transition(ts, (0, update(.int64(Int64(index)), hash: UInt64(index + 1)))))
+            let hash = ContentHash(value: UInt64(index + 1))
+            stream.deliver(transition(ts, (0, update(.int64(Int64(index)), hash: hash))))
         }
         let broken = SubscriptionUpdate(
             current: .init(id: "99-63", version: 99, hash: 99, result: .value("x")),
@@ -153,7 +156,7 @@ final class RecordingOutput: EventStreamOutput {
         stream.deliver(transition(1, (0, update("a1", hash: 1)), (1, update("b1", hash: 2))))
         for n in 2...50 {
             let ts = ConvexTimestamp(nanoseconds: UInt64(n))
-            stream.deliver(transition(ts, (0, update(.string("a\(n)"), hash: UInt64(n) << 32))))
+            stream.deliver(transition(ts, (0, update(.string("a\(n)"), hash: ContentHash(value: UInt64(n) << 32)))))
         }
         // Queued: one transition with the latest of a and the (only) value of b, never b dropped for a's sake.
         let events = try output.events.map { try json($0.data) }
@@ -216,7 +219,7 @@ final class RecordingOutput: EventStreamOutput {
 
 @Suite struct ResumeIDTests {
     @Test func roundTripsAndRefusesWhatIsNotOne() {
-        let id = ResumeID(version: 1_700_000_000_000, held: [nil, 0, UInt64.max, 0x1234_5678_9ABC])
+        let id = ResumeID(version: 1_700_000_000_000, held: [nil, 0, ContentHash(value: UInt64.max), 0x1234_5678_9ABC])
         #expect(id.text == "1700000000000-.0.ffffffffffffffff.123456789abc")
         #expect(ResumeID(parsing: id.text, count: 4) == id)
         #expect(ResumeID(parsing: id.text, count: 3) == nil)
@@ -227,7 +230,7 @@ final class RecordingOutput: EventStreamOutput {
     }
 
     /// The one written form of a hash, alone and after other bytes: lowercase hex without leading zeros, as the
-    /// standard library writes it, and read back by `parse`.
+    /// standard library writes it, and read back by `init(parsing:)`.
     @Test func hashesAreWrittenAsTheStandardLibraryWritesHex() {
         var generator = SystemRandomNumberGenerator()
         let samples: [UInt64] =
@@ -235,12 +238,13 @@ final class RecordingOutput: EventStreamOutput {
             + (0..<1000).map { _ in
                 generator.next() >> UInt64.random(in: 0..<64)
             }
-        for hash in samples {
-            #expect(ContentHash.text(hash) == String(hash, radix: 16))
-            #expect(ContentHash.parse(ContentHash.text(hash)[...]) == hash)
+        for value in samples {
+            let hash = ContentHash(value: value)
+            #expect(hash.text == String(value, radix: 16))
+            #expect(ContentHash(parsing: hash.text[...]) == hash)
             var after = Array("7.".utf8)
-            ContentHash.append(hash, to: &after)
-            #expect(after == Array("7.\(String(hash, radix: 16))".utf8))
+            hash.append(to: &after)
+            #expect(after == Array("7.\(String(value, radix: 16))".utf8))
         }
     }
 }

@@ -88,7 +88,8 @@ import Testing
         for (ids, held, patches) in streams {
             var alone = wire(ids, patches: patches)
             var sharing = wire(ids, patches: patches)
-            let before = make.transition(1, (1, make.update("b", hash: held, version: held)))
+            let holding = make.update("b", hash: ContentHash(value: held), version: ResultVersion(value: held))
+            let before = make.transition(1, (1, holding))
             _ = alone.deliver(before, pendingBytes: { 0 })
             _ = sharing.deliver(before, pendingBytes: { 0 })
             let expected = try bytes(alone.deliver(change, pendingBytes: { 0 }))
@@ -109,7 +110,7 @@ import Testing
         let shared = SharedTransitionEvents()
         let large = [UInt8](repeating: UInt8(ascii: "a"), count: SharedTransitionEvents.byteBudget / 2 + 1)
         for version: UInt64 in 1...3 {
-            let resume = ResumeID(version: version, held: [7])
+            let resume = ResumeID(version: ResultVersion(value: version), held: [7])
             let made = shared.bytes(ids: ["a"], idsHash: ["a"].hashValue, resume: resume) { large }
             #expect(made.count == large.count)
         }
