@@ -37,7 +37,8 @@ extension HubState {
             timestampWaits[wait] = (identity, target)
         }
 
-        /// Ends a wait (its deadline came); whether it was still waiting.
+        /// Ends a wait (its deadline came, or its caller left); whether it was still waiting.
+        @discardableResult
         mutating func stopWaiting(_ wait: UInt64) -> Bool {
             timestampWaits.removeValue(forKey: wait) != nil
         }

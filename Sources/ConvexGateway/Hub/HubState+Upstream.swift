@@ -19,6 +19,7 @@ extension HubState {
         // After the results: a reader that sees the new timestamp finds them.
         let reached = sessions.advance(identity, to: ts)
         if !reached.isEmpty { actions.append(.reached(waiters: reached, true)) }
+        waits.ending(&actions)
         return actions
     }
 
@@ -27,7 +28,9 @@ extension HubState {
     mutating func upstreamEnded(_ key: Key, entryID: UInt64) -> [Action] {
         guard let entry = table.byKey[key], entry.id == entryID else { return [] }
         table.remove(key, entry)
-        return ending(entry)
+        var actions = ending(entry)
+        waits.ending(&actions)
+        return actions
     }
 
     /// The connection of `identity` ended for the hub (closed, or it refused the credentials): each of its entries
@@ -37,6 +40,7 @@ extension HubState {
         for (key, entryID) in members { actions += upstreamEnded(key, entryID: entryID) }
         let ended = sessions.connectionEnded(identity)
         if !ended.isEmpty { actions.append(.reached(waiters: ended, false)) }
+        waits.ending(&actions)
         return actions
     }
 
@@ -60,6 +64,7 @@ extension HubState {
         }
         let ended = sessions.endAllWaits()
         if !ended.isEmpty { actions.append(.reached(waiters: ended, false)) }
+        waits.ending(&actions)
         return actions
     }
 

@@ -4,13 +4,15 @@ import ConvexValues
 /// The subscription hub's bookkeeping as a plain state machine: each event (a stream attaching or leaving, a `GET`
 /// waiting for a first result, a caller waiting for an identity's results to reach a timestamp, a wait's deadline, an
 /// upstream transition, the upstream ending, the sweeper's tick, shutdown) updates the state and returns the actions
-/// its owner, ``SubscriptionHub``, carries out. Waits are numbered by the owner, which keeps what wakes each. No I/O
-/// and no clock: time comes in as `now`, the hub clock's reading (``GatewayClock/now``).
+/// its owner, ``SubscriptionHub``, carries out, arming and cancelling the waits' deadlines among them. Waits are
+/// numbered by the owner, which keeps what wakes each and one timer per deadline. No I/O and no clock: time comes in
+/// as `now`, the hub clock's reading (``GatewayClock/now``).
 ///
 /// It is composed of plain parts, each in a file of its own with its own tests: the entries (``EntryTable``, of
 /// ``Entry``, each with its streams and waiting `GET`s and its ``RenderCache``), the upstream connections' snapshots
-/// and timestamp waits (``Sessions``), and what one transition makes (``TransitionBatch``). This file holds the
-/// events of readers; HubState+Upstream.swift those of the upstream and of time.
+/// and timestamp waits (``Sessions``), every wait's deadline (``Waits``), the streams held back while they resume
+/// (``ResumingStreams``), and what one transition makes (``TransitionBatch``). This file holds the events of streams;
+/// HubState+WaitEvents.swift those of waits; HubState+Upstream.swift those of the upstream and of time.
 ///
 /// Results come one upstream transition at a time, and a stream gets the changes one transition made to its
 /// subscriptions as one delivery: a stream never holds a mix of two snapshots of the database (a resumed one too:
@@ -28,6 +30,13 @@ struct HubState {
         case resume(waiters: [UInt64], with: (current: CurrentResult, ts: ConvexTimestamp)?)
         /// Wake callers waiting for a timestamp: whether their identity's results reached it.
         case reached(waiters: [UInt64], Bool)
+        /// End these waits with nothing (no first result, the timestamp not reached, no change): their deadline came,
+        /// or their caller left.
+        case giveUp(waiters: [UInt64])
+        /// Arm the deadline of wait `wait`: at `at` (the hub clock's time), tell ``HubState/waitEnded(_:now:)``.
+        case armDeadline(wait: UInt64, at: Duration)
+        /// Cancel the deadlines of these waits: they have ended.
+        case cancelDeadlines([UInt64])
         /// Send each stream its delivery, at once: the changes of one transition to the subscriptions of streams of
         /// several subscriptions, or a stream's first results as it attaches. Each stream is in the list once.
         case deliver([(sink: any EventSink, delivery: Delivery)])
@@ -37,23 +46,12 @@ struct HubState {
         case end([any EventSink])
     }
 
-    /// How a `GET`'s wait for a first result begins. Only `waiting` keeps a wait; every other answer is final.
-    enum WaitStart {
-        /// Answered at once: the current result and the timestamp it holds at.
-        case ready((current: CurrentResult, ts: ConvexTimestamp))
-        /// Waiting; carry out the actions (a new upstream subscription).
-        case waiting([Action])
-        /// Refused: nothing subscribes to the key, and `limit` is reached (the gateway's, or the caller's).
-        case full(SubscriptionLimit)
-        /// Refused: the hub is shut down.
-        case shutDown
-    }
-
     // The parts: the events (here and in HubState+Upstream.swift) change them, the owner only reads them (a rule of
     // the house, not enforced: the events' extensions in other files need the setters).
     var table: EntryTable
     var sessions = Sessions()
     var resuming = ResumingStreams()
+    var waits = Waits()
     var isShutDown = false
 
     /// `maxPerCaller`: the entries one caller may have made and still live; `nil` bounds them by `maxSubscriptions`
@@ -66,7 +64,7 @@ struct HubState {
     /// The live subscriptions by key (a read: the events change them).
     var entries: [Key: Entry] { table.byKey }
 
-    // MARK: Readers
+    // MARK: Streams
 
     /// A stream attaches its subscriptions (all of one identity). It gets `initial` at once: the current result of
     /// every member that has one (unless its `held` hash shows the client has it), all from one snapshot; a member
@@ -114,44 +112,6 @@ struct HubState {
         return wasAttached
     }
 
-    /// A `GET` waits for the first result of `key`, subscribing upstream (charged to `caller`) if nothing does yet.
-    mutating func wait(
-        _ waiter: UInt64, for key: Key, args: ConvexValue, caller: SubscriptionCaller = .unknown, now: Duration
-    ) -> WaitStart {
-        if isShutDown { return .shutDown }
-        if let current = table.byKey[key]?.current { return .ready((current, sessions.timestamp(of: key.identity))) }
-        if table.byKey[key] == nil, let limit = table.refusal(adding: 1, for: caller) { return .full(limit) }
-        let subscribe = ensureEntry(key, args: args, owner: caller, now: now)
-        table.byKey[key]!.wait(waiter)
-        return .waiting(subscribe.map { [$0] } ?? [])
-    }
-
-    /// A waiting `GET` gives up (its timeout). Returns whether it was still waiting.
-    mutating func stopWaiting(_ waiter: UInt64, for key: Key, now: Duration) -> Bool {
-        guard table.byKey[key]?.waiters.remove(waiter) != nil else { return false }
-        table.markIdleIfUnread(key, now: now)
-        return true
-    }
-
-    // MARK: Read-your-writes
-
-    /// A caller waits for the results of `identity` to hold at `target` or later. `subscribed`: whether the hub reads
-    /// subscriptions of the identity's connection (without, its next subscriptions start from the connection's view,
-    /// so `target` is reached). Returns the answer when there is one at once, `nil` while waiting.
-    mutating func waitForTimestamp(
-        _ wait: UInt64, identity: String, target: ConvexTimestamp, subscribed: Bool
-    ) -> Bool? {
-        if !subscribed || sessions.timestamp(of: identity) >= target { return true }
-        if isShutDown { return false }
-        sessions.wait(wait, identity: identity, target: target)
-        return nil
-    }
-
-    /// A timestamp wait's deadline came. Returns whether it was still waiting (it is not any more).
-    mutating func stopWaitingForTimestamp(_ wait: UInt64) -> Bool {
-        sessions.stopWaiting(wait)
-    }
-
     // MARK: Reads for the owner
 
     /// The current result of `key` with what is cached of its rendering in `format`, and the timestamp it holds at.
@@ -188,7 +148,7 @@ struct HubState {
     }
 
     /// Makes the entry of `key` unless there is one, charged to `owner`; the upstream subscription to open for it.
-    private mutating func ensureEntry(_ key: Key, args: ConvexValue, owner: SubscriptionCaller, now: Duration)
+    mutating func ensureEntry(_ key: Key, args: ConvexValue, owner: SubscriptionCaller, now: Duration)
         -> Action?
     {
         guard table.byKey[key] == nil else { return nil }

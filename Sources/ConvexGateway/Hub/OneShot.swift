@@ -43,15 +43,3 @@ final class OneShot<Value: Sendable>: Sendable {
         }
     }
 }
-
-extension GatewayClock {
-    /// Runs `expire` once the clock reaches `deadline`, unless the returned task is cancelled first: the one deadline
-    /// of the hub's waits. Start it only once the wait can be ended (registered), so that an early deadline (a short
-    /// timeout, a busy machine, a test clock already past it) still ends the wait.
-    func expiring(at deadline: Duration, _ expire: @escaping @Sendable () -> Void) -> Task<Void, Never> {
-        Task { [self] in
-            guard (try? await sleep(until: deadline)) != nil, !Task.isCancelled else { return }
-            expire()
-        }
-    }
-}

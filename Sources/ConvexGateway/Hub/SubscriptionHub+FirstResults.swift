@@ -37,24 +37,26 @@ extension SubscriptionHub {
     ) async -> FirstResult {
         let deadline = clock.now + timeout
         let wake = OneShot<(current: CurrentResult, ts: ConvexTimestamp)?>()
-        let (wait, answer) = state.withLock { locked -> (UInt64, FirstResult?) in
+        let (wait, start) = state.withLock { locked -> (UInt64, HubState.WaitStart) in
             let wait = locked.newWait()
-            switch locked.hub.wait(wait, for: key, args: args, caller: caller, now: clock.now) {
-            case .ready(let read):
-                return (wait, .result(current: read.current, ts: read.ts))
-            case .full(let limit):
-                return (wait, .full(limit))
-            case .shutDown:
-                return (wait, .noResult)
-            case .waiting(let actions):
+            let start = locked.hub.wait(wait, for: key, args: args, caller: caller, deadline: deadline, now: clock.now)
+            if case .waiting(let actions) = start {
                 locked.wakes[wait] = .firstResult(wake)
                 startUpstream(actions, &locked, upstream: upstream)
-                return (wait, nil)
             }
+            return (wait, start)
         }
-        if let answer { return answer }
-        let read = await awaiting(wake, number: wait, until: deadline, timedOut: nil) { [clock] hub in
-            hub.stopWaiting(wait, for: key, now: clock.now)
+        let read: (current: CurrentResult, ts: ConvexTimestamp)?
+        switch start {
+        case .ready(let ready):
+            return .result(current: ready.current, ts: ready.ts)
+        case .full(let limit):
+            return .full(limit)
+        case .shutDown:
+            return .noResult
+        case .waiting(let actions):
+            perform(actions)  // its deadline (the subscription was opened under the lock)
+            read = await awaiting(wake, of: wait)
         }
         guard let read else { return .noResult }
         return .result(current: read.current, ts: read.ts)

@@ -23,13 +23,19 @@ extension SubscriptionHub {
             return nil
         }
         defer { detach(waiter, members: members.map(\.key)) }
-        let timer = clock.expiring(at: deadline) { waiter.end(with: nil) }
-        defer { timer.cancel() }
+        let (wait, actions) = state.withLock { locked -> (UInt64, [HubState.Action]) in
+            let wait = locked.newWait()
+            locked.wakes[wait] = .change(waiter)
+            return (wait, locked.hub.waitForChange(wait, deadline: deadline))
+        }
+        perform(actions)
+        // Answered or not, the wait is over: its deadline is cancelled.
+        defer { endWait(wait) }
         // The request's task is cancelled when its client leaves: the wait ends, and the sink is detached.
         return await withTaskCancellationHandler {
             await waiter.outcome()
         } onCancel: {
-            waiter.end(with: nil)
+            endWait(wait)
         }
     }
 }

@@ -58,11 +58,21 @@ package final class SubscriptionHub: Sendable {
         var members: [UInt64: Key] = [:]
     }
 
-    /// What wakes a caller whose wait ``HubState`` keeps (by number): a `GET` waiting for a first result, or a caller
-    /// waiting for an identity's results to reach a timestamp.
+    /// What wakes a caller whose wait ``HubState`` keeps (by number): a `GET` waiting for a first result, a caller
+    /// waiting for an identity's results to reach a timestamp, or a long-poll `GET` waiting for a change.
     enum Wake {
         case firstResult(OneShot<(current: CurrentResult, ts: ConvexTimestamp)?>)
         case timestamp(OneShot<Bool>)
+        case change(ChangeWaiter)
+
+        /// Ends the wait with nothing: no result, the timestamp not reached, no change.
+        func giveUp() {
+            switch self {
+            case .firstResult(let wake): wake.end(with: nil)
+            case .timestamp(let wake): wake.end(with: false)
+            case .change(let waiter): waiter.end(with: nil)
+            }
+        }
     }
 
     struct Locked {
@@ -72,6 +82,8 @@ package final class SubscriptionHub: Sendable {
         var nextQuerySet: UInt64 = 1
         /// The waits ``hub`` keeps, by number.
         var wakes: [UInt64: Wake] = [:]
+        /// The timers of their deadlines, by wait (armed and cancelled by ``hub``'s actions).
+        var deadlines: [UInt64: Task<Void, Never>] = [:]
         var nextWait: UInt64 = 1
 
         /// A number for a new wait.
@@ -142,31 +154,6 @@ package final class SubscriptionHub: Sendable {
         let body = render(value, format)
         state.withLock { $0.hub.cache(body, key: key, current: current, format: format) }
         return CurrentBody(current: current, body: body, live: live, ts: ts)
-    }
-
-    /// Awaits the wake of a wait ``HubState`` keeps as `number`. At `deadline`, or when the calling task is cancelled
-    /// (its client left), unless it woke, `giveUp` tells the state machine (under the lock) and, if it was still
-    /// waiting, the wait ends with `timedOut`, its wake removed: a caller that gives up leaves nothing behind. The
-    /// one deadline of the hub's waits, started once the wait is registered, so that a deadline already reached
-    /// still ends it.
-    func awaiting<Value: Sendable>(
-        _ wake: OneShot<Value>, number: UInt64, until deadline: Duration, timedOut: Value,
-        giveUp: @escaping @Sendable (inout HubState) -> Bool
-    ) async -> Value {
-        let end: @Sendable () -> Void = { [weak self] in
-            guard let self else { return }
-            let ended = state.withLock { locked in
-                giveUp(&locked.hub) && locked.wakes.removeValue(forKey: number) != nil
-            }
-            if ended { wake.end(with: timedOut) }
-        }
-        let timer = clock.expiring(at: deadline, end)
-        defer { timer.cancel() }
-        return await withTaskCancellationHandler {
-            await wake.value()
-        } onCancel: {
-            end()
-        }
     }
 
     // MARK: SSE
@@ -275,6 +262,12 @@ package final class SubscriptionHub: Sendable {
                 for case .firstResult(let wake) in self.wakes(waits) { wake.end(with: current) }
             case .reached(let waits, let reached):
                 for case .timestamp(let wake) in self.wakes(waits) { wake.end(with: reached) }
+            case .giveUp(let waits):
+                for wake in self.wakes(waits) { wake.giveUp() }
+            case .armDeadline(let wait, let deadline):
+                arm(wait, at: deadline)
+            case .cancelDeadlines(let waits):
+                cancelDeadlines(waits)
             case .fanOut(let fanOut):
                 deliver(fanOut, &rendering)
             case .end(let sinks):

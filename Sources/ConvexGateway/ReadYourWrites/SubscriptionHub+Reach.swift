@@ -18,18 +18,7 @@ extension SubscriptionHub {
         if sessionTimestamp(of: identity) >= target { return true }
         let deadline = clock.now + timeout
         guard await upstream.waitForView(atLeast: target, timeout: timeout) >= target else { return false }
-        let wake = OneShot<Bool>()
-        let (wait, reached) = state.withLock { locked -> (UInt64, Bool?) in
-            let wait = locked.newWait()
-            let subscribed = locked.querySets[identity] != nil
-            let reached = locked.hub.waitForTimestamp(wait, identity: identity, target: target, subscribed: subscribed)
-            if reached == nil { locked.wakes[wait] = .timestamp(wake) }
-            return (wait, reached)
-        }
-        if let reached { return reached }
         // The connection's wait may have used up most of the time: the deadline may be reached already.
-        return await awaiting(wake, number: wait, until: deadline, timedOut: false) { hub in
-            hub.stopWaitingForTimestamp(wait)
-        }
+        return await awaitTimestamp(target, identity: identity, until: deadline)
     }
 }

@@ -59,11 +59,12 @@ import Testing
         #expect(subscribed(actions) == [1])
         let (_, again) = try hub.attach(RecordingSink(), to: key, args: [:], held: nil, now: .zero)
         #expect(again.isEmpty)
-        guard case .waiting(let waitActions) = hub.wait(7, for: key, args: [:], now: .zero) else {
+        guard case .waiting(let waitActions) = hub.wait(7, for: key, args: [:], deadline: .seconds(60), now: .zero)
+        else {
             Issue.record("a GET before the first result waits")
             return
         }
-        #expect(waitActions.isEmpty)
+        #expect(subscribed(waitActions).isEmpty, "the entry is there: only the wait's deadline is armed")
 
         let actions2 = hub.receive(.value(1.0), hash: 11, key: key, entryID: 1, wallMilliseconds: 1000, now: .zero)
         #expect(delivered(actions2).map(\.1) == [2])
@@ -117,13 +118,13 @@ import Testing
 
     @Test func aWaitThatTimesOutLeavesTheSubscriptionWarm() {
         var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
-        guard case .waiting(let actions) = hub.wait(1, for: key, args: [:], now: .zero) else {
+        guard case .waiting(let actions) = hub.wait(1, for: key, args: [:], deadline: .seconds(60), now: .zero) else {
             Issue.record("expected to wait")
             return
         }
         #expect(subscribed(actions) == [1])
-        let stopped = hub.stopWaiting(1, for: key, now: .seconds(5))
-        let stoppedTwice = hub.stopWaiting(1, for: key, now: .seconds(5))
+        let stopped = !hub.waitEnded(1, now: .seconds(5)).isEmpty
+        let stoppedTwice = !hub.waitEnded(1, now: .seconds(5)).isEmpty
         #expect(stopped && !stoppedTwice)
         #expect(hub.tick(now: .seconds(14)).isEmpty)
         #expect(unsubscribed(hub.tick(now: .seconds(15))) == [1])
@@ -135,14 +136,16 @@ import Testing
         #expect(throws: SubscriptionHub.AttachError.tooManySubscriptions) {
             try hub.attach(RecordingSink(), to: other, args: [:], held: nil, now: .zero)
         }
-        guard case .full(.gateway) = hub.wait(2, for: other, args: [:], now: .zero) else {
+        guard case .full(.gateway) = hub.wait(2, for: other, args: [:], deadline: .seconds(60), now: .zero) else {
             Issue.record("a GET of a new key at the limit is refused at once")
             return
         }
         #expect(hub.entries[other] == nil, "a refused GET makes no subscription")
         #expect(hub.entries.values.allSatisfy { !$0.waiters.contains(2) }, "and keeps no wait")
         // The key that has the place is still read: a GET waits for its first result, a stream attaches.
-        guard case .waiting(let actions) = hub.wait(3, for: key, args: [:], now: .zero), actions.isEmpty else {
+        guard case .waiting(let actions) = hub.wait(3, for: key, args: [:], deadline: .seconds(60), now: .zero),
+            subscribed(actions).isEmpty
+        else {
             Issue.record("a GET of a subscribed key at the limit waits for its first result")
             return
         }
@@ -167,15 +170,20 @@ import Testing
         #expect(throws: SubscriptionHub.AttachError.tooManySubscriptionsForCaller) {
             try hub.attach(RecordingSink(), members: [member(3)], caller: greedy, now: .zero)
         }
-        guard case .full(.caller) = hub.wait(1, for: key(3), args: ["n": 3.0], caller: greedy, now: .zero) else {
+        guard
+            case .full(.caller) = hub.wait(
+                1, for: key(3), args: ["n": 3.0], caller: greedy, deadline: .seconds(60), now: .zero)
+        else {
             Issue.record("a GET of a new key over the caller's share is refused at once, naming the caller's limit")
             return
         }
         #expect(hub.entries[key(3)] == nil, "a refused GET makes no subscription")
         #expect(hub.entries.values.allSatisfy { !$0.waiters.contains(1) }, "and keeps no wait")
         // What is live it still reads: a GET waits for the first result, a stream attaches.
-        guard case .waiting(let none) = hub.wait(2, for: key(1), args: ["n": 1.0], caller: greedy, now: .zero),
-            none.isEmpty
+        guard
+            case .waiting(let none) = hub.wait(
+                2, for: key(1), args: ["n": 1.0], caller: greedy, deadline: .seconds(60), now: .zero),
+            subscribed(none).isEmpty
         else {
             Issue.record("a GET of a live key over the caller's share waits for its first result")
             return
@@ -183,7 +191,10 @@ import Testing
         _ = try hub.attach(RecordingSink(), members: [member(2)], caller: greedy, now: .zero)
 
         // Another caller has its own share, and reading what the greedy one made costs it nothing.
-        guard case .waiting(let other) = hub.wait(3, for: key(3), args: ["n": 3.0], caller: polite, now: .zero) else {
+        guard
+            case .waiting(let other) = hub.wait(
+                3, for: key(3), args: ["n": 3.0], caller: polite, deadline: .seconds(60), now: .zero)
+        else {
             Issue.record("another caller's GET of a new key subscribes")
             return
         }
@@ -195,13 +206,16 @@ import Testing
         // A subscription that ends gives its place back to its maker: its upstream ended…
         _ = hub.upstreamEnded(key(1), entryID: 1)
         #expect(hub.table.charged[greedy] == 1)
-        guard case .waiting = hub.wait(4, for: key(4), args: ["n": 4.0], caller: greedy, now: .zero) else {
+        guard
+            case .waiting = hub.wait(
+                4, for: key(4), args: ["n": 4.0], caller: greedy, deadline: .seconds(60), now: .zero)
+        else {
             Issue.record("a place given back is the caller's again")
             return
         }
         #expect(hub.table.charged[greedy] == 2)
         // …or it expired, unread for the keep-warm period.
-        _ = hub.stopWaiting(4, for: key(4), now: .zero)
+        _ = hub.waitEnded(4, now: .zero)
         #expect(unsubscribed(hub.tick(now: .seconds(10))) == [4])
         #expect(hub.table.charged[greedy] == 1)
         // Shutdown forgets every charge.
@@ -213,7 +227,7 @@ import Testing
         var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
         let sink = RecordingSink()
         _ = try hub.attach(sink, to: key, args: [:], held: nil, now: .zero)
-        _ = hub.wait(3, for: key, args: [:], now: .zero)
+        _ = hub.wait(3, for: key, args: [:], deadline: .seconds(60), now: .zero)
         let ended = hub.upstreamEnded(key, entryID: 1)
         #expect(ended.contains { if case .end(let sinks) = $0 { sinks.count == 1 } else { false } })
         #expect(ended.contains { if case .resume([3], nil) = $0 { true } else { false } })
@@ -229,7 +243,7 @@ import Testing
         #expect(throws: SubscriptionHub.AttachError.shuttingDown) {
             try hub.attach(RecordingSink(), to: key, args: [:], held: nil, now: .zero)
         }
-        guard case .shutDown = hub.wait(4, for: key, args: [:], now: .zero) else {
+        guard case .shutDown = hub.wait(4, for: key, args: [:], deadline: .seconds(60), now: .zero) else {
             Issue.record("a GET after shutdown is refused at once")
             return
         }
@@ -246,7 +260,12 @@ import Testing
     func waitFor(
         _ hub: inout HubState, _ wait: UInt64, identity: String, target: ConvexTimestamp, subscribed: Bool
     ) -> Bool? {
-        hub.waitForTimestamp(wait, identity: identity, target: target, subscribed: subscribed)
+        switch hub.waitForTimestamp(
+            wait, identity: identity, target: target, subscribed: subscribed, deadline: .seconds(60))
+        {
+        case .answered(let reached): reached
+        case .waiting: nil
+        }
     }
 
     @Test func timestampWaitsEndWithTheTransitionThatReachesThemTheConnectionOrTheDeadline() throws {
@@ -262,12 +281,14 @@ import Testing
         let first = hub.receive(
             ts: 60, identity: "", changes: [change(key, 1, .value(1), hash: 1)], wallMilliseconds: 1, now: .zero)
         #expect(reached(first).map(\.waits) == [[2]] && reached(first).map(\.reached) == [true])
-        if case .reached = first.last {} else { Issue.record("the wait ends after the deliveries: \(first)") }
+        // The wait ends after the deliveries (only its deadline's cancelling comes later).
+        let lastWake = first.last { if case .cancelDeadlines = $0 { false } else { true } }
+        if case .reached = lastWake {} else { Issue.record("the wait ends after the deliveries: \(first)") }
         #expect(reached(hub.receive(ts: 70, identity: "", changes: [], wallMilliseconds: 1, now: .zero)).isEmpty)
         #expect(waitFor(&hub, 6, identity: "", target: 70, subscribed: true) == true, "reached already")
 
-        let stopped = hub.stopWaitingForTimestamp(3)
-        let stoppedAgain = hub.stopWaitingForTimestamp(3)
+        let stopped = !hub.waitEnded(3, now: .zero).isEmpty
+        let stoppedAgain = !hub.waitEnded(3, now: .zero).isEmpty
         #expect(stopped && !stoppedAgain, "a wait ends once")
         let ended = hub.connectionEnded(identity: "u1", members: [(other, 2)])
         #expect(reached(ended).map(\.waits) == [[4, 5]] && reached(ended).map(\.reached) == [false])

@@ -76,7 +76,7 @@ struct ReadYourWritesTests {
 
     @Test func aWaitingGetIsWokenWithTheTimestampOfItsFirstResult() throws {
         var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
-        guard case .waiting = hub.wait(7, for: key, args: [:], now: .zero) else {
+        guard case .waiting = hub.wait(7, for: key, args: [:], deadline: .seconds(60), now: .zero) else {
             Issue.record("a GET before the first result waits")
             return
         }
@@ -86,7 +86,7 @@ struct ReadYourWritesTests {
             if case .resume([7], let read?) = action { read.ts } else { nil }
         }
         #expect(woken == [12])
-        guard case .ready(let read) = hub.wait(8, for: key, args: [:], now: .zero) else {
+        guard case .ready(let read) = hub.wait(8, for: key, args: [:], deadline: .seconds(60), now: .zero) else {
             Issue.record("a GET after the first result is answered at once")
             return
         }
