@@ -6,7 +6,7 @@ extension HubState {
     /// whether a rendering is of the current result is for ``HubState`` to check (its `cachedBody`, `cache`, `frame`).
     struct RenderCache {
         private(set) var bodies: [OutputFormat: [UInt8]] = [:]
-        private var frames: [OutputFormat: FramedOnce] = [:]
+        private var frames: [OutputFormat: FramedEventCache] = [:]
 
         /// The kept body in `format`, if any.
         func body(_ format: OutputFormat) -> [UInt8]? { bodies[format] }
@@ -17,9 +17,9 @@ extension HubState {
         }
 
         /// Where the event bytes of the result's updates in `format` are kept: made the first time, then the same one.
-        mutating func frame(_ format: OutputFormat) -> FramedOnce {
+        mutating func frame(_ format: OutputFormat) -> FramedEventCache {
             if let frame = frames[format] { return frame }
-            let frame = FramedOnce()
+            let frame = FramedEventCache()
             frames[format] = frame
             return frame
         }

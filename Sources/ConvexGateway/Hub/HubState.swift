@@ -142,8 +142,8 @@ struct HubState {
 
     /// The one place the event bytes of `current`'s updates in `format` are kept while it is current (a new one if
     /// it is not current any more).
-    mutating func frame(_ key: Key, current: CurrentResult, format: OutputFormat) -> FramedOnce {
-        guard table.byKey[key]?.current?.id == current.id else { return FramedOnce() }
+    mutating func frame(_ key: Key, current: CurrentResult, format: OutputFormat) -> FramedEventCache {
+        guard table.byKey[key]?.current?.id == current.id else { return FramedEventCache() }
         return table.byKey[key]!.rendered.frame(format)
     }
 

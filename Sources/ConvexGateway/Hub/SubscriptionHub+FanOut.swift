@@ -16,7 +16,7 @@ extension SubscriptionHub {
     /// split between threads (``splitBetweenThreads(_:_:)``). The transition of the first stream's mode is made before
     /// the sends start; a stream in another mode is set aside by its thread and served after them, once its mode's
     /// transition is made (rendering is not shared between threads).
-    func deliver(_ fanOut: HubState.FanOut, _ rendering: inout Rendering) {
+    func deliver(_ fanOut: HubState.FanOut, _ rendering: inout DeliveryRenderCache) {
         let sinks = fanOut.sinks
         guard let first = sinks.lazy.compactMap({ $0 }).first else { return }
         let mode = Mode(format: first.format, patches: first.wantsPatches)
@@ -49,13 +49,13 @@ extension SubscriptionHub {
 
     /// Delivers each stream its own delivery (streams of several subscriptions; one delivery per stream, as one
     /// transition makes them), split between the threads as a fan-out is. Each thread renders with its own
-    /// ``Rendering`` (a result's body is rendered once either way: the hub keeps it).
+    /// ``DeliveryRenderCache`` (a result's body is rendered once either way: the hub keeps it).
     func deliver(_ deliveries: [(sink: any EventSink, delivery: HubState.Delivery)]) {
         assert(
             Set(deliveries.map { ObjectIdentifier($0.sink) }).count == deliveries.count,
             "a stream's deliveries would race each other")
         splitBetweenThreads(deliveries.count) { nextRun in
-            var rendering = Rendering()
+            var rendering = DeliveryRenderCache()
             while let run = nextRun() {
                 for index in run {
                     let (sink, delivery) = deliveries[index]

@@ -5,7 +5,7 @@ import ConvexValues
 /// current, a JSON Patch made once per change and mode. The streams frame them (``StreamWire``).
 extension SubscriptionHub {
     /// What one ``perform(_:)`` rendered so far, shared by its deliveries.
-    struct Rendering {
+    struct DeliveryRenderCache {
         fileprivate var updates: [RenderedKey: SubscriptionUpdate] = [:]
         /// The results whose patch was made (or found not worth making).
         fileprivate var patched: Set<RenderedKey> = []
@@ -21,7 +21,7 @@ extension SubscriptionHub {
 
     /// The update made or found last, found again by its new result's identity without hashing the result's key; and
     /// the one-change transition made of it (without patches), which every next stream with that change in the same
-    /// place shares, and with it the events made of it (``SharedTransitionEvents``).
+    /// place shares, and with it the events made of it (``TransitionEventCache``).
     fileprivate struct Last {
         let result: HubState.NewResult
         let format: OutputFormat
@@ -37,7 +37,7 @@ extension SubscriptionHub {
 
     /// A delivery rendered for a stream in `format`, with patches when the stream reads them.
     func transition(
-        _ delivery: HubState.Delivery, format: OutputFormat, patches: Bool, _ rendering: inout Rendering
+        _ delivery: HubState.Delivery, format: OutputFormat, patches: Bool, _ rendering: inout DeliveryRenderCache
     ) -> StreamTransition {
         let one = delivery.changes.count == 1 && !patches
         if one, rendering.last?.result === delivery.changes[0].result, rendering.last?.format == format,
@@ -69,7 +69,7 @@ extension SubscriptionHub {
             return StreamTransition.MemberUpdate(member: change.member, update: update)
         }
         guard one else { return StreamTransition(ts: delivery.ts, changes: changes) }
-        let transition = StreamTransition(ts: delivery.ts, changes: changes, shared: SharedTransitionEvents())
+        let transition = StreamTransition(ts: delivery.ts, changes: changes, shared: TransitionEventCache())
         rendering.last?.single = transition
         return transition
     }

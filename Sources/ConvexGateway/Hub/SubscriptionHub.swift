@@ -251,7 +251,7 @@ package final class SubscriptionHub: Sendable {
     /// Carries out the actions that happen outside the lock: waking waiters, delivering events, ending streams.
     func perform(_ actions: [HubState.Action]) {
         // Rendered once per result and output mode; a patch once per change and mode, only if a stream reads patches.
-        var rendering = Rendering()
+        var rendering = DeliveryRenderCache()
         for action in actions {
             switch action {
             case .subscribe, .unsubscribe:

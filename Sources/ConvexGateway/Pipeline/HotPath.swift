@@ -80,7 +80,7 @@ struct HotPath: Sendable {
             accessHeaders = headers
         }
         route.live.touch(at: started)
-        let value: Targets.PreparedValue
+        let value: Targets.CachedResponse
         if let held = route.prepared.withLock({ $0 }), held.version == version, held.ts >= floor {
             value = held
         } else {
@@ -88,7 +88,7 @@ struct HotPath: Sendable {
             guard let rendered = hub.currentBody(for: route.key, format: route.format),
                 case .value = rendered.current.result, rendered.ts >= floor
             else { return nil }
-            value = Targets.PreparedValue(
+            value = Targets.CachedResponse(
                 version: version, ts: rendered.ts,
                 response: queries.answer(
                     for: rendered.current, body: rendered.body, format: route.format, ts: rendered.ts))
@@ -151,7 +151,7 @@ extension HotPath {
             /// How many times the function specs had been fetched when the arguments were coerced with them.
             let specFetchCount: UInt64
             /// The answers prepared for the current value (one version of the subscription's result).
-            let prepared = POSIXLocked<PreparedValue?>(nil)
+            let prepared = POSIXLocked<CachedResponse?>(nil)
 
             init(key: SubscriptionHub.Key, format: OutputFormat, live: LiveResult, specFetchCount: UInt64) {
                 self.key = key
@@ -164,7 +164,7 @@ extension HotPath {
         /// One value of a remembered target and the answers prepared for it: its 200 before negotiation, the gzip-coded
         /// body (made once, on first use), and one libmicrohttpd response per variant (coding, 304 or 200, the access
         /// stage's headers: CORS headers differ per allowed origin when origins are echoed).
-        final class PreparedValue: Sendable {
+        final class CachedResponse: Sendable {
             let version: ResultVersion
             /// The snapshot the value holds at, in its `Convex-Timestamp` (the value may hold at later ones too).
             let ts: ConvexTimestamp
@@ -238,12 +238,12 @@ extension HotPath {
         /// and ThreadSanitizer sees that hand-over only through a lock it intercepts.
         private let routes = POSIXLocked<[String: Remembered]>([:])
         /// Moves on whenever a target is remembered or forgotten, so a connection's memo of its last lookup
-        /// (``ConnectionMemo``) is trusted only while nothing changed.
+        /// (``ConnectionRouteCache``) is trusted only while nothing changed.
         private let changeCount = Atomic<UInt64>(0)
 
         /// What a keep-alive connection's previous hot request looked up (kept with the connection by MicroHTTPD): the next
         /// request for the same target then needs no dictionary lookup (no hashing of the target).
-        final class ConnectionMemo {
+        final class ConnectionRouteCache {
             let target: String
             let route: Remembered
             let changeCount: UInt64
@@ -281,11 +281,13 @@ extension HotPath {
         /// (and then kept as the connection's memo).
         func route(for target: String, on request: HTTPRequestHead) -> Remembered? {
             let count = changeCount.load(ordering: .acquiring)
-            if let memo = request.connectionMemo as? ConnectionMemo, memo.changeCount == count, memo.target == target {
+            if let memo = request.connectionMemo as? ConnectionRouteCache, memo.changeCount == count,
+                memo.target == target
+            {
                 return memo.route
             }
             guard let route = route(for: target) else { return nil }
-            request.connectionMemo = ConnectionMemo(target: target, route: route, changeCount: count)
+            request.connectionMemo = ConnectionRouteCache(target: target, route: route, changeCount: count)
             return route
         }
 

@@ -58,7 +58,7 @@ struct StreamWire {
     private var sent: [SubscriptionUpdate?]
     private var ts: ConvexTimestamp = .zero
     private(set) var ended = false
-    /// The hash of the subscription ids of a transitions stream (how ``SharedTransitionEvents`` finds its event).
+    /// The hash of the subscription ids of a transitions stream (how ``TransitionEventCache`` finds its event).
     private let idsHash: Int
 
     /// - Parameters:

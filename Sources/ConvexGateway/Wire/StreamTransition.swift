@@ -13,6 +13,6 @@ package struct StreamTransition: Sendable {
     /// In the order of the stream's members.
     package var changes: [MemberUpdate]
     /// Where the streams that share this transition find the event another of them made, when the hub shares it
-    /// (``SharedTransitionEvents``).
-    package var shared: SharedTransitionEvents? = nil
+    /// (``TransitionEventCache``).
+    package var shared: TransitionEventCache? = nil
 }

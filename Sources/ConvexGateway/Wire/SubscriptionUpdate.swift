@@ -7,10 +7,10 @@ package struct SubscriptionUpdate: Sendable {
     private final class Parts: Sendable {
         let current: CurrentResult
         let body: [UInt8]
-        let frame: FramedOnce
+        let frame: FramedEventCache
         let patch: ValuePatch?
 
-        init(current: CurrentResult, body: [UInt8], frame: FramedOnce, patch: ValuePatch?) {
+        init(current: CurrentResult, body: [UInt8], frame: FramedEventCache, patch: ValuePatch?) {
             self.current = current
             self.body = body
             self.frame = frame
@@ -26,7 +26,7 @@ package struct SubscriptionUpdate: Sendable {
     /// The value's JSON, or for a failure the error body `{"error": {...}}`.
     package var body: [UInt8] { parts.body }
     /// Where the update's `/subscribe/<function>` event is kept once a stream framed it, for every other stream.
-    package var frame: FramedOnce { parts.frame }
+    package var frame: FramedEventCache { parts.frame }
     /// The change from the previous value as a JSON Patch, when a sink asked for patches, the previous result was
     /// a value too, and the patch is smaller than half the value (``ValueDelta``); made once per change and mode.
     package var patch: ValuePatch? {
@@ -35,7 +35,7 @@ package struct SubscriptionUpdate: Sendable {
     }
 
     package init(
-        current: CurrentResult, body: [UInt8], frame: FramedOnce = FramedOnce(),
+        current: CurrentResult, body: [UInt8], frame: FramedEventCache = FramedEventCache(),
         patch: ValuePatch? = nil
     ) {
         parts = Parts(current: current, body: body, frame: frame, patch: patch)

@@ -9,5 +9,5 @@ package struct ValuePatch: Sendable {
     /// puts its `"sub"` first).
     package var fields: [UInt8]
     /// Where the patch's `/subscribe/<function>` event is kept once a stream framed it, for every other stream.
-    package var frame = FramedOnce()
+    package var frame = FramedEventCache()
 }

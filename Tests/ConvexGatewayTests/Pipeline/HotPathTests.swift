@@ -130,7 +130,7 @@ struct HotPathTests {
         }
     }
 
-    /// A keep-alive connection keeps its last lookup (HotPath.Targets.ConnectionMemo); it must give way when the target is
+    /// A keep-alive connection keeps its last lookup (HotPath.Targets.ConnectionRouteCache); it must give way when the target is
     /// remembered anew.
     @Test func aKeepAliveConnectionFollowsATargetRememberedAnew() async throws {
         // Keep-warm expiry on a test clock, moved on when the test wants the subscription gone (on the real clock, a
@@ -261,7 +261,7 @@ struct HotPathTests {
     }
 }
 
-extension HotPath.Targets.PreparedValue {
+extension HotPath.Targets.CachedResponse {
     /// The variants prepared so far, described: coding, status and the access stage's headers.
     var variantKeys: [String] {
         variants.withLock { variants in

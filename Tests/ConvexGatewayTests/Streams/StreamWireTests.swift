@@ -76,7 +76,7 @@ import Testing
         struct ExpectedOneWrite: Error { let writes: StreamWire.Writes }
 
         let change = make.transition(5, (0, make.update("new", hash: 5, version: 5)))
-        let shared = SharedTransitionEvents()
+        let shared = TransitionEventCache()
         var sharedChange = change
         sharedChange.shared = shared
         // (ids, the result of the second subscription held before, patches)
@@ -107,8 +107,8 @@ import Testing
     /// A shared transition keeps at most its byte budget of events (it lives until its delivery is over): streams of
     /// a new shape past it make their own, and what it kept is still found.
     @Test func sharedTransitionEventsKeepAtMostTheirByteBudget() {
-        let shared = SharedTransitionEvents()
-        let large = [UInt8](repeating: UInt8(ascii: "a"), count: SharedTransitionEvents.byteBudget / 2 + 1)
+        let shared = TransitionEventCache()
+        let large = [UInt8](repeating: UInt8(ascii: "a"), count: TransitionEventCache.byteBudget / 2 + 1)
         for version: UInt64 in 1...3 {
             let resume = ResumeID(version: ResultVersion(value: version), held: [7])
             let made = shared.bytes(ids: ["a"], idsHash: ["a"].hashValue, resume: resume) { large }

@@ -8,7 +8,7 @@ import Synchronization
 ///
 /// A stream finds its event by a 64-bit fingerprint of what it holds, then compares the ids and results in full: a
 /// fingerprint shared by two different streams only costs the second one making its own event.
-package final class SharedTransitionEvents: Sendable {
+package final class TransitionEventCache: Sendable {
     private struct Made {
         let ids: [String]
         let resume: ResumeID
