@@ -26,9 +26,7 @@ extension HubState {
     /// The upstream subscription ended without being cancelled (its connection closed): streams end so that their
     /// clients reconnect and resubscribe, and waiting `GET`s get no result.
     mutating func upstreamEnded(_ key: Key, entryID: UInt64) -> [Action] {
-        guard let entry = table.byKey[key], entry.id == entryID else { return [] }
-        table.remove(key, entry)
-        var actions = ending(entry)
+        var actions = removeEnded(key, entryID: entryID)
         waits.ending(&actions)
         return actions
     }
@@ -37,7 +35,7 @@ extension HubState {
     /// (`members`: key and entry id) ends as ``upstreamEnded(_:entryID:)``, and its timestamp waits get `false`.
     mutating func connectionEnded(identity: String, members: [(key: Key, entryID: UInt64)]) -> [Action] {
         var actions: [Action] = []
-        for (key, entryID) in members { actions += upstreamEnded(key, entryID: entryID) }
+        for (key, entryID) in members { actions += removeEnded(key, entryID: entryID) }
         let ended = sessions.connectionEnded(identity)
         if !ended.isEmpty { actions.append(.reached(waiters: ended, false)) }
         waits.ending(&actions)
@@ -66,6 +64,14 @@ extension HubState {
         if !ended.isEmpty { actions.append(.reached(waiters: ended, false)) }
         waits.ending(&actions)
         return actions
+    }
+
+    /// The entry of `key` ended upstream, if `entryID` is still its id: removed, and what its ending does (the waits'
+    /// deadlines are left to the caller, which cancels them once for all the actions).
+    private mutating func removeEnded(_ key: Key, entryID: UInt64) -> [Action] {
+        guard let entry = table.byKey[key], entry.id == entryID else { return [] }
+        table.remove(key, entry)
+        return ending(entry)
     }
 
     /// `entry` ends: what its ending does, and its streams are not held back any more.

@@ -56,7 +56,7 @@ extension SubscriptionHub {
             return .noResult
         case .waiting(let actions):
             perform(actions)  // its deadline (the subscription was opened under the lock)
-            read = await awaiting(wake, of: wait)
+            read = await awaiting(wait) { await wake.value() }
         }
         guard let read else { return .noResult }
         return .result(current: read.current, ts: read.ts)

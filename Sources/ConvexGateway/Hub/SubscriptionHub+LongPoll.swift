@@ -32,10 +32,6 @@ extension SubscriptionHub {
         // Answered or not, the wait is over: its deadline is cancelled.
         defer { endWait(wait) }
         // The request's task is cancelled when its client leaves: the wait ends, and the sink is detached.
-        return await withTaskCancellationHandler {
-            await waiter.outcome()
-        } onCancel: {
-            endWait(wait)
-        }
+        return await awaiting(wait) { await waiter.outcome() }
     }
 }

@@ -24,11 +24,11 @@ extension SubscriptionHub {
         perform(state.withLock { $0.hub.waitEnded(wait, now: clock.now) })
     }
 
-    /// Awaits `wake`, the wake of `wait`, which the hub keeps; the calling task's cancellation (its client left) ends
+    /// Awaits `outcome`, how `wait` (which the hub keeps) ends; the calling task's cancellation (its client left) ends
     /// the wait with nothing.
-    func awaiting<Value: Sendable>(_ wake: OneShot<Value>, of wait: UInt64) async -> Value {
+    func awaiting<Value: Sendable>(_ wait: UInt64, _ outcome: () async -> Value) async -> Value {
         await withTaskCancellationHandler {
-            await wake.value()
+            await outcome()
         } onCancel: {
             endWait(wait)
         }
@@ -51,7 +51,7 @@ extension SubscriptionHub {
             return reached
         case .waiting(let actions):
             perform(actions)
-            return await awaiting(wake, of: wait)
+            return await awaiting(wait) { await wake.value() }
         }
     }
 }
