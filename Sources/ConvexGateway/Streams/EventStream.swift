@@ -18,8 +18,10 @@ import Synchronization
 /// A reader that keeps up gets every event; once more than `limit` bytes wait, what is queued is replaced by the
 /// latest result of every subscription, in full (a query result is state, so only the latest matters).
 ///
-/// The wire itself (what the client holds, the bytes of each event) is ``StreamWire``, a state machine with no I/O;
-/// this class holds it under a lock and performs its writes after leaving the lock, in the order they were made.
+/// The wire itself (what the client holds, which event each delivery sends) is ``StreamWire``, a state machine with no
+/// I/O; this class holds it under a lock, tells it how far behind the client is, and performs its writes after leaving
+/// the lock, in the order they were made. It alone makes the events' bytes (``bytes(of:)``): through the caches that
+/// the streams of one subscription or one transition share, so each shared event is made once.
 final class EventStream: EventSink {
     enum Framing: Sendable {
         /// `/subscribe/<function>`: one subscription, its own events.
@@ -59,7 +61,9 @@ final class EventStream: EventSink {
 
     func deliver(_ transition: StreamTransition) {
         let output = self.output
-        perform { $0.deliver(transition, pendingBytes: { output.pendingByteCount }) }
+        perform { wire in
+            wire.deliver(transition, pendingBytes: wire.readsPendingBytes ? output.pendingByteCount : 0)
+        }
     }
 
     /// Ends the stream (a subscription's upstream ended, or the gateway is shutting down); the client reconnects.
@@ -74,25 +78,48 @@ final class EventStream: EventSink {
             let writes = step(&locked.wire)
             guard !writes.isEmpty else { return [] }
             guard !locked.writing else {
-                locked.queued += writes
+                for index in writes.indices { locked.queued.append(writes[index]) }
                 return []
             }
             locked.writing = true
             return writes
         }
         while !writes.isEmpty {
-            for write in writes {
-                switch write {
-                case .write(let bytes): output.write(bytes)
-                case .writeCoalescing(let bytes, let limit): output.write(bytes, coalescingAt: limit)
-                case .replacePending(let bytes): output.replacePending(with: bytes)
+            // By index, not through the collection's iterator: in the debug build its element accessor (a coroutine
+            // holding a copy of the write) allocated its frame on the heap, once per write.
+            for index in writes.indices {
+                switch writes[index] {
+                case .write(let event): output.write(Self.bytes(of: event))
+                case .writeCoalescing(let event, let limit): output.write(Self.bytes(of: event), coalescingAt: limit)
+                case .replacePending(let event): output.replacePending(with: Self.bytes(of: event))
                 case .end: output.end()
                 }
             }
+            // Let go of the events before the lock: a shared transition's copy of what the client holds, alive while
+            // the wire takes its next delivery, would make the wire copy its array.
+            writes = []
             writes = state.withLock { locked in
                 defer { locked.queued = [] }
                 if locked.queued.isEmpty { locked.writing = false }
                 return StreamWire.Writes(locked.queued)
+            }
+        }
+    }
+
+    /// The bytes of an event: made once and shared where many streams send it (``FramedEventCache``,
+    /// ``TransitionEventCache``), by ``StreamEventEncoding``.
+    static func bytes(of event: StreamWire.Event) -> [UInt8] {
+        switch event {
+        case .bytes(let bytes):
+            bytes
+        case .function(let update):
+            update.frame.bytes { StreamEventEncoding.function(update) }
+        case .patch(let patch, let id):
+            patch.frame.bytes { StreamEventEncoding.patch(patch, id: id) }
+        case .sharedTransition(let shared):
+            shared.cache.bytes(ids: shared.ids, idsHash: shared.idsHash, resume: shared.resume) {
+                StreamEventEncoding.transition(
+                    ids: shared.ids, ts: shared.ts, resume: shared.resume, changes: shared.changes)
             }
         }
     }

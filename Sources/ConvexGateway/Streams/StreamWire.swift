@@ -1,27 +1,55 @@
 import ConvexSyncProtocol
 import ConvexValues
 
-/// The wire of one event stream, as a state machine with no I/O: what the client holds of each subscription, and the
-/// bytes each delivery becomes. A transition in, the writes out (``Write``); ``EventStream`` performs them, in order,
-/// after leaving its lock. The formats are EventStream's (see there): one `event: transition` per delivery on a
-/// multi-subscription stream, the hub's shared events (or `event: patch`) on a `/subscribe/<function>` stream, one
-/// `event: fatal` before the end when the credentials are refused.
+/// The wire of one event stream, as a state machine with no I/O and no shared state: what the client holds of each
+/// subscription, and which events each delivery sends. A transition and how many bytes wait for the client in, the
+/// writes out (``Write``), each naming its ``Event``; ``EventStream`` performs them, in order, after leaving its lock,
+/// and makes each event's bytes (``StreamEventEncoding``, through the caches the streams share). The formats are
+/// EventStream's (see there): one `event: transition` per delivery on a multi-subscription stream, the hub's shared
+/// events (or `event: patch`) on a `/subscribe/<function>` stream, one `event: fatal` before the end when the
+/// credentials are refused.
 struct StreamWire {
+    /// An event a write sends.
+    enum Event {
+        /// Bytes the wire made (``StreamEventEncoding``): a transition event of this stream's own, the fatal event.
+        case bytes([UInt8])
+        /// The update's `/subscribe/<function>` event, made once for every stream that sends it (its
+        /// ``SubscriptionUpdate/frame``).
+        case function(SubscriptionUpdate)
+        /// A change's `event: patch` on a `/subscribe/<function>` stream, `id` its new value's id, made once for every
+        /// stream that sends it (its ``ValuePatch/frame``).
+        case patch(ValuePatch, id: String)
+        /// A transition event that every stream with the same ids holding the same once it has it sends, made once.
+        case sharedTransition(SharedTransition)
+    }
+
+    /// A transition event that streams share (``TransitionEventCache``), with what makes it when none has yet.
+    struct SharedTransition {
+        let cache: TransitionEventCache
+        let ids: [String]
+        /// The hash of `ids`, made once per stream.
+        let idsHash: Int
+        /// What the stream holds once it has the event: the event's `id:` and the cache's key.
+        let resume: ResumeID
+        let ts: ConvexTimestamp
+        let changes: [StreamTransition.MemberUpdate]
+    }
+
     /// One step for the stream's output.
-    enum Write: Equatable {
-        /// Queue the bytes.
-        case write([UInt8])
-        /// Queue the bytes, or replace what is queued with them when at least `limit` bytes wait: one step.
-        case writeCoalescing([UInt8], limit: Int)
+    enum Write {
+        /// Queue the event.
+        case write(Event)
+        /// Queue the event, or replace what is queued with it when at least `limit` bytes wait: one step.
+        case writeCoalescing(Event, limit: Int)
         /// Replace what is queued (coalescing a reader that fell behind).
-        case replacePending([UInt8])
+        case replacePending(Event)
         /// End the stream after what is queued.
         case end
     }
 
     /// The writes of one step, in order. Nearly every step makes one, which is held without an array: a change that
     /// reaches 10,000 streams makes no allocation per stream for its steps.
-    struct Writes: RandomAccessCollection, ExpressibleByArrayLiteral, Equatable {
+    struct Writes: RandomAccessCollection, ExpressibleByArrayLiteral {
         private var first: Write?
         private var rest: [Write] = []
 
@@ -56,7 +84,6 @@ struct StreamWire {
     /// The results this connection sent or queued, by subscription (`nil` until the first): what a later result must
     /// be newer than (by version).
     private var sent: [SubscriptionUpdate?]
-    private var ts: ConvexTimestamp = .zero
     private(set) var ended = false
     /// The hash of the subscription ids of a transitions stream (how ``TransitionEventCache`` finds its event).
     private let idsHash: Int
@@ -75,9 +102,18 @@ struct StreamWire {
         if case .transitions(let ids) = framing { idsHash = ids.hashValue } else { idsHash = 0 }
     }
 
-    /// The writes one delivery of the hub makes. `pendingBytes` reads how many bytes wait for the client (read only
-    /// when a multi-subscription transition is framed, to choose between queuing it and coalescing).
-    mutating func deliver(_ transition: StreamTransition, pendingBytes: () -> Int) -> Writes {
+    /// Whether ``deliver(_:pendingBytes:)`` reads its `pendingBytes`: a stream of one subscription's full values
+    /// leaves coalescing to its output's one step (``Write/writeCoalescing(_:limit:)``), so only streams of patches or
+    /// transitions need to know how far behind their client is.
+    var readsPendingBytes: Bool {
+        guard !ended else { return false }
+        if case .function = framing { return wantsPatches }
+        return true
+    }
+
+    /// The writes one delivery of the hub makes. `pendingBytes`: how many bytes wait for the client, read only where
+    /// ``readsPendingBytes`` says (to choose between queuing an event and replacing the queue).
+    mutating func deliver(_ transition: StreamTransition, pendingBytes: Int) -> Writes {
         guard !ended else { return [] }
         // A stream's first delivery is rendered outside the hub's lock, so a transition right after it may arrive
         // first: a result older than the one sent is dropped, never sent after it. (A transition whose changes are all
@@ -91,16 +127,13 @@ struct StreamWire {
         for change in changes { sent[change.member] = change.update }
         if case .function = framing, !wantsPatches, let update = changes.last?.update, !update.endsStream {
             // Full values of one subscription: the event every stream of the subscription shares.
-            return Writes(.writeCoalescing(Self.functionEvent(update), limit: limit))
+            return Writes(.writeCoalescing(.function(update), limit: limit))
         }
         if let refused = changes.first(where: { $0.update.endsStream }) {
             // The credentials are gone for every subscription: one error for the stream, then its end.
             ended = true
-            return [
-                .write(ServerSentEvent(event: ServerSentEvent.Name.fatal, data: refused.update.body).encoded()), .end,
-            ]
+            return [.write(.bytes(StreamEventEncoding.fatal(refused.update.body))), .end]
         }
-        ts = transition.ts
         // Per change, the patch to send instead of its value (none when the stream reads values).
         var patches: [ValuePatch?] = []
         if wantsPatches { patches.reserveCapacity(changes.count) }
@@ -111,21 +144,47 @@ struct StreamWire {
             resume.version = max(resume.version, update.current.version)
             if wantsPatches { patches.append(update.patch.flatMap { $0.base == base ? $0 : nil }) }
         }
-        if pendingBytes() >= limit {
+        guard case .transitions(let ids) = framing else {
+            if pendingBytes >= limit, let latest = sent[0] {
+                // What is queued is dropped, a patch's base among it: the latest value, in full, replaces it.
+                return Writes(.replacePending(.function(latest)))
+            }
+            return Self.functionWrites(changes, patches: patches)
+        }
+        if pendingBytes >= limit {
             // What is queued is dropped, patch bases among it: every subscription's latest, in full, replaces it.
             let everything = sent.enumerated().compactMap { member, sent in
                 sent.map { StreamTransition.MemberUpdate(member: member, update: $0) }
             }
-            return Writes(.replacePending(event(everything, patches: [])))
+            let latest = StreamEventEncoding.transition(
+                ids: ids, ts: transition.ts, resume: resume, changes: everything)
+            return Writes(.replacePending(.bytes(latest)))
         }
-        if let shared = transition.shared, !wantsPatches, changes.count == transition.changes.count,
-            case .transitions(let ids) = framing
-        {
-            // Every stream with these ids that holds what this one now holds gets these bytes: made once.
+        if let cache = transition.shared, !wantsPatches, changes.count == transition.changes.count {
+            // Every stream with these ids that holds what this one now holds sends these bytes: made once.
             return Writes(
-                .write(shared.bytes(ids: ids, idsHash: idsHash, resume: resume) { event(changes, patches: []) }))
+                .write(
+                    .sharedTransition(
+                        SharedTransition(
+                            cache: cache, ids: ids, idsHash: idsHash, resume: resume, ts: transition.ts,
+                            changes: changes))))
         }
-        return Writes(.write(event(changes, patches: patches)))
+        return Writes(
+            .write(
+                .bytes(
+                    StreamEventEncoding.transition(
+                        ids: ids, ts: transition.ts, resume: resume, changes: changes, patches: patches))))
+    }
+
+    /// A `/subscribe/<function>` stream's events for `changes`: per change its patch (`patches`, one per change) or,
+    /// where the client holds no base for one, its value. (A function of its own: a local function capturing
+    /// ``deliver(_:pendingBytes:)``'s variables would make the debug build box them on every delivery.)
+    private static func functionWrites(_ changes: [StreamTransition.MemberUpdate], patches: [ValuePatch?]) -> Writes {
+        func write(_ index: Int) -> Write {
+            guard !patches.isEmpty, let patch = patches[index] else { return .write(.function(changes[index].update)) }
+            return .write(.patch(patch, id: changes[index].update.current.id))
+        }
+        return changes.count == 1 ? Writes(write(0)) : Writes(changes.indices.map(write))
     }
 
     /// The stream ends (a subscription's upstream ended, or the gateway is shutting down): `[.end]` the first time.
@@ -133,79 +192,5 @@ struct StreamWire {
         guard !ended else { return [] }
         ended = true
         return [.end]
-    }
-
-    // MARK: Framing
-
-    /// The `/subscribe/<function>` event of a result: its `id:` and its value (`event: failure` and the error for a
-    /// failure). Framed once per update and shared by every stream that sends it.
-    static func functionEvent(_ update: SubscriptionUpdate) -> [UInt8] {
-        update.frame.bytes {
-            ServerSentEvent(
-                event: update.isFailure ? ServerSentEvent.Name.failure : nil, id: update.current.id, data: update.body
-            ).encoded()
-        }
-    }
-
-    /// Appends what a delivery sends of one subscription, its result in full or with `patch` its change as a JSON
-    /// Patch, to `data`: the whole event of a `/subscribe/<function>` stream, a transition's change otherwise.
-    private func append(_ change: StreamTransition.MemberUpdate, patch: ValuePatch?, to data: inout [UInt8]) {
-        let (sent, member) = (change.update, change.member)
-        guard case .transitions(let ids) = framing else {
-            guard let patch else {
-                data += Self.functionEvent(sent)
-                return
-            }
-            data += patch.frame.bytes {
-                ServerSentEvent(
-                    event: ServerSentEvent.Name.patch, id: sent.current.id,
-                    data: [UInt8(ascii: "{")] + patch.fields + [UInt8(ascii: "}")]
-                ).encoded()
-            }
-            return
-        }
-        data += #"{"sub":""#.utf8
-        data += ids[member].utf8  // ids are [A-Za-z0-9_-]: no escaping needed
-        if let patch {
-            data += #"","#.utf8
-            data += patch.fields
-            data += "}".utf8
-        } else if sent.isFailure {
-            data += #"","#.utf8
-            data += sent.body.dropFirst()  // {"error":{…}} becomes {"sub":"…","error":{…}}
-        } else {
-            data += #"","value":"#.utf8
-            data += sent.body
-            data += #","v":""#.utf8
-            sent.hash.append(to: &data)
-            data += #""}"#.utf8
-        }
-    }
-
-    /// The bytes of one transition (`patches`: per change, the patch to send instead of its value; empty for none):
-    /// the `/subscribe/<function>` events as they are, or one `event: transition` written in one buffer.
-    private func event(_ changes: [StreamTransition.MemberUpdate], patches: [ValuePatch?]) -> [UInt8] {
-        func patch(_ index: Int) -> ValuePatch? { patches.isEmpty ? nil : patches[index] }
-        guard case .transitions = framing else {
-            var events: [UInt8] = []
-            for (index, change) in changes.enumerated() { append(change, patch: patch(index), to: &events) }
-            return events
-        }
-        var size = 64 + resume.held.count * 17
-        for (index, change) in changes.enumerated() {
-            size += (patch(index)?.fields.count ?? change.update.body.count) + 48
-        }
-        return ServerSentEvent.encoded(event: ServerSentEvent.Name.transition, capacity: size) { id in
-            resume.append(to: &id)
-        } data: { data in
-            data += #"{"ts":""#.utf8
-            data.appendDecimal(ts.nanoseconds)
-            data += #"","changes":["#.utf8
-            for (index, change) in changes.enumerated() {
-                if index > 0 { data.append(UInt8(ascii: ",")) }
-                append(change, patch: patch(index), to: &data)
-            }
-            data += "]}".utf8
-        }
     }
 }

@@ -127,7 +127,7 @@ final class RecordingSink: EventSink {
         recorded.withLock { $0.append(transition) }
         events.withLock { events in
             for change in transition.changes {
-                events.append(String(decoding: StreamWire.functionEvent(change.update), as: UTF8.self))
+                events.append(String(decoding: StreamEventEncoding.function(change.update), as: UTF8.self))
             }
         }
     }

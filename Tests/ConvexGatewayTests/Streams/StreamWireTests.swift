@@ -8,36 +8,54 @@ import Testing
 @Suite struct StreamWireTests {
     let make = EventStreamTests()
 
+    /// A write as text: its kind, and its event's bytes.
     func text(_ write: StreamWire.Write) -> String {
         switch write {
-        case .write(let bytes), .writeCoalescing(let bytes, _), .replacePending(let bytes):
-            String(decoding: bytes, as: UTF8.self)
+        case .write(let event): String(decoding: EventStream.bytes(of: event), as: UTF8.self)
+        case .writeCoalescing(let event, let limit):
+            "<coalescing at \(limit)>" + String(decoding: EventStream.bytes(of: event), as: UTF8.self)
+        case .replacePending(let event): "<replacing>" + String(decoding: EventStream.bytes(of: event), as: UTF8.self)
         case .end: "<end>"
         }
     }
 
+    func texts(_ writes: StreamWire.Writes) -> [String] { writes.map(text) }
+
     @Test func aFunctionStreamWritesTheSharedEventAndDropsAnOlderResult() {
         var wire = StreamWire(framing: .function, count: 1, limit: 100, patches: false, resumeFrom: nil)
+        #expect(!wire.readsPendingBytes, "its output coalesces in one step")
         let new = make.update("new", hash: 2)
-        #expect(
-            wire.deliver(make.transition(2, (0, new)), pendingBytes: { fatalError("not read") }) == [
-                .writeCoalescing(Array("id: 2-2\ndata: \"new\"\n\n".utf8), limit: 100)
-            ])
+        let writes = wire.deliver(make.transition(2, (0, new)), pendingBytes: 0)
+        guard writes.count == 1, case .writeCoalescing(.function(let update), limit: 100) = writes[0] else {
+            Issue.record("expected the update's shared event, coalescing at the limit: \(texts(writes))")
+            return
+        }
+        #expect(update.current.id == new.current.id)
+        #expect(texts(writes) == ["<coalescing at 100>id: 2-2\ndata: \"new\"\n\n"])
         // Framed once: another stream of the same update writes the same bytes, made by the first.
         var other = StreamWire(framing: .function, count: 1, limit: 100, patches: false, resumeFrom: nil)
         #expect(new.frame.bytes { fatalError("framed again") } == Array("id: 2-2\ndata: \"new\"\n\n".utf8))
-        #expect(other.deliver(make.transition(2, (0, new)), pendingBytes: { 0 }).count == 1)
-        #expect(wire.deliver(make.transition(1, (0, make.update("old", hash: 1))), pendingBytes: { 0 }).isEmpty)
+        #expect(texts(other.deliver(make.transition(2, (0, new)), pendingBytes: 0)) == texts(writes))
+        #expect(wire.deliver(make.transition(1, (0, make.update("old", hash: 1))), pendingBytes: 0).isEmpty)
+    }
+
+    @Test func onlyStreamsOfPatchesOrTransitionsReadHowFarBehindTheirClientIs() {
+        #expect(!StreamWire(framing: .function, count: 1, limit: 1, patches: false, resumeFrom: nil).readsPendingBytes)
+        #expect(StreamWire(framing: .function, count: 1, limit: 1, patches: true, resumeFrom: nil).readsPendingBytes)
+        var wire = StreamWire(framing: .transitions(ids: ["a"]), count: 1, limit: 1, patches: false, resumeFrom: nil)
+        #expect(wire.readsPendingBytes)
+        _ = wire.end()
+        #expect(!wire.readsPendingBytes, "an ended stream reads nothing")
     }
 
     @Test func refusedCredentialsWriteOneFatalEventThenTheEndAndNothingAfter() {
         var wire = StreamWire(framing: .transitions(ids: ["a"]), count: 1, limit: 100, patches: false, resumeFrom: nil)
         let expired = make.failure(.unauthenticated("Convex token identity expired"), hash: 9)
-        let writes = wire.deliver(make.transition(1, (0, expired)), pendingBytes: { 0 })
+        let writes = wire.deliver(make.transition(1, (0, expired)), pendingBytes: 0)
         #expect(writes.count == 2)
         #expect(text(writes[0]).hasPrefix("event: fatal\ndata: {\"error\":{\"code\":\"Unauthenticated\""))
-        #expect(writes.last == .end)
-        #expect(wire.deliver(make.transition(2, (0, make.update(1.0, hash: 3))), pendingBytes: { 0 }).isEmpty)
+        #expect(text(writes[1]) == "<end>")
+        #expect(wire.deliver(make.transition(2, (0, make.update(1.0, hash: 3))), pendingBytes: 0).isEmpty)
         #expect(wire.end().isEmpty, "ended once")
     }
 
@@ -45,11 +63,11 @@ import Testing
         var wire = StreamWire(
             framing: .transitions(ids: ["a", "b"]), count: 2, limit: 100, patches: false, resumeFrom: nil)
         let first = wire.deliver(
-            make.transition(1, (0, make.update("a1", hash: 1)), (1, make.update("b1", hash: 2))), pendingBytes: { 0 })
+            make.transition(1, (0, make.update("a1", hash: 1)), (1, make.update("b1", hash: 2))), pendingBytes: 0)
         #expect(first.count == 1)
         #expect(
             text(first[0]).contains(#""changes":[{"sub":"a","value":"a1","v":"1"},{"sub":"b","value":"b1","v":"2"}]"#))
-        let behind = wire.deliver(make.transition(2, (1, make.update("b2", hash: 3))), pendingBytes: { 100 })
+        let behind = wire.deliver(make.transition(2, (1, make.update("b2", hash: 3))), pendingBytes: 100)
         guard case .replacePending = behind.first else {
             Issue.record("expected a replacement of the queue, got \(behind)")
             return
@@ -68,12 +86,12 @@ import Testing
                 framing: .transitions(ids: ids), count: ids.count, limit: 1 << 20, patches: patches, resumeFrom: nil)
         }
         func bytes(_ writes: StreamWire.Writes) throws -> [UInt8] {
-            guard writes.count == 1, case .write(let bytes) = writes[0] else {
-                throw ExpectedOneWrite(writes: writes)
+            guard writes.count == 1, case .write(let event) = writes[0] else {
+                throw ExpectedOneWrite(writes: texts(writes))
             }
-            return bytes
+            return EventStream.bytes(of: event)
         }
-        struct ExpectedOneWrite: Error { let writes: StreamWire.Writes }
+        struct ExpectedOneWrite: Error { let writes: [String] }
 
         let change = make.transition(5, (0, make.update("new", hash: 5, version: 5)))
         let shared = TransitionEventCache()
@@ -90,10 +108,10 @@ import Testing
             var sharing = wire(ids, patches: patches)
             let holding = make.update("b", hash: ContentHash(value: held), version: ResultVersion(value: held))
             let before = make.transition(1, (1, holding))
-            _ = alone.deliver(before, pendingBytes: { 0 })
-            _ = sharing.deliver(before, pendingBytes: { 0 })
-            let expected = try bytes(alone.deliver(change, pendingBytes: { 0 }))
-            let got = try bytes(sharing.deliver(sharedChange, pendingBytes: { 0 }))
+            _ = alone.deliver(before, pendingBytes: 0)
+            _ = sharing.deliver(before, pendingBytes: 0)
+            let expected = try bytes(alone.deliver(change, pendingBytes: 0))
+            let got = try bytes(sharing.deliver(sharedChange, pendingBytes: 0))
             #expect(String(decoding: got, as: UTF8.self) == String(decoding: expected, as: UTF8.self))
             made.append(got)
         }
