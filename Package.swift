@@ -260,7 +260,8 @@ let package = Package(
         // MARK: Fuzzing (docs/testing.md, "Fuzzing"): one libFuzzer target per parser that meets untrusted bytes. Built
         // by scripts/fuzz with libFuzzer and AddressSanitizer and FUZZING defined; a plain build makes each a replay
         // runner of its corpus (Fuzz/Corpus/<target>), which scripts/test runs.
-        .target(name: "FuzzSupport", path: "Fuzz/FuzzSupport"),
+        .target(name: "CFuzzerDriver", path: "Fuzz/CFuzzerDriver"),
+        .target(name: "FuzzSupport", dependencies: ["CFuzzerDriver"], path: "Fuzz/FuzzSupport"),
         .executableTarget(
             name: "fuzz-convex-json", dependencies: ["FuzzSupport", "ConvexValues"], path: "Fuzz/convex-json"),
         .executableTarget(
@@ -308,3 +309,32 @@ let package = Package(
         ),
     ]
 )
+
+// MARK: Sanitized builds
+// scripts/sanitize and scripts/fuzz set CONVEX_SANITIZE: `thread` (ThreadSanitizer), `address` (AddressSanitizer, with
+// UndefinedBehaviorSanitizer on the C targets) or `fuzzer` (libFuzzer with AddressSanitizer, FUZZING defined). This
+// package's own targets are then built with it, in the plain build's folder; the dependencies are not instrumented and
+// keep the plain debug build's objects, so a sanitized build compiles this package alone again, not every dependency
+// (docs/testing.md, "Sanitizers"). A plain `swift build` after one compiles this package again, plain.
+if let sanitizer = Context.environment["CONVEX_SANITIZE"] {
+    // (Swift's flags, C's, and the flags of what is linked.)
+    let flags: (swift: [String], c: [String], link: [String])
+    switch sanitizer {
+    case "thread": flags = (["-sanitize=thread"], ["-fsanitize=thread"], ["-sanitize=thread"])
+    case "address":
+        flags = (["-sanitize=address"], ["-fsanitize=address", "-fsanitize=undefined"], ["-sanitize=address"])
+    // Coverage counters and AddressSanitizer on every target; libFuzzer is linked into the fuzz targets only (their
+    // entry point starts its driver: Fuzz/FuzzSupport/FuzzDriver.swift).
+    case "fuzzer": flags = (["-sanitize=fuzzer,address"], ["-fsanitize=fuzzer-no-link,address"], ["-sanitize=address"])
+    default: fatalError("CONVEX_SANITIZE is thread, address or fuzzer, not \(sanitizer)")
+    }
+    for target in package.targets where target.type != .system {
+        let fuzzing: [SwiftSetting] = sanitizer == "fuzzer" ? [.define("FUZZING")] : []
+        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(flags.swift)] + fuzzing
+        target.cSettings = (target.cSettings ?? []) + [.unsafeFlags(flags.c)]
+        // On what is linked only: swiftc keeps the last of several `-sanitize=` flags, so a library's would compete.
+        guard target.type == .executable || target.type == .test else { continue }
+        let link = sanitizer == "fuzzer" && target.name.hasPrefix("fuzz-") ? ["-sanitize=fuzzer,address"] : flags.link
+        target.linkerSettings = (target.linkerSettings ?? []) + [.unsafeFlags(link)]
+    }
+}
