@@ -1,10 +1,10 @@
 import ConvexSyncProtocol
 import ConvexValues
 
-/// The wire of one event stream, as a state machine with no I/O and no shared state: what the client holds of each
-/// subscription, and which events each delivery sends. A transition and how many bytes wait for the client in, the
-/// writes out (``Write``), each naming its ``Event``; ``EventStream`` performs them, in order, after leaving its lock,
-/// and makes each event's bytes (``StreamEventEncoding``, through the caches the streams share). The formats are
+/// The wire of one event stream, as a state machine with no I/O that touches no shared state: what the client holds of
+/// each subscription, and which events each delivery sends. A transition and how many bytes wait for the client in,
+/// the writes out (``Write``), each naming its ``Event``; ``EventStream`` performs them, in order, after leaving its
+/// lock, and makes each event's bytes (``StreamEventEncoding``, through the caches the streams share). The formats are
 /// EventStream's (see there): one `event: transition` per delivery on a multi-subscription stream, the hub's shared
 /// events (or `event: patch`) on a `/subscribe/<function>` stream, one `event: fatal` before the end when the
 /// credentials are refused.
