@@ -12,6 +12,16 @@ struct BodyBudgetTests {
         budget.take(bytes)
     }
 
+    /// Runs a blocking step of the test through a server; its failure names the step, so that a read that gives up
+    /// says which answer never came.
+    func step<T: Sendable>(_ name: String, _ body: @escaping @Sendable () throws -> T) async throws -> T {
+        do {
+            return try await blocking(body)
+        } catch {
+            throw TestFailure("\(name): \(error)")
+        }
+    }
+
     @Test("a declared body starts when it fits; bytes are taken as they come and given back")
     func accounting() {
         var budget = BodyBudget(limit: 100)
@@ -63,7 +73,7 @@ struct BodyBudgetTests {
             let first = try RawConnection(port: port)
             let second = try RawConnection(port: port)
             for connection in [first, second] {
-                try await blocking {
+                try await step("sending one of the first two bodies") {
                     try connection.send("POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n\(body)")
                 }
             }
@@ -71,7 +81,7 @@ struct BodyBudgetTests {
             #expect(server.bodyBytesInFlight == 2000)
 
             // A third: refused from its head alone, before its body is sent, and its connection closed.
-            let (refused, closed) = try await blocking {
+            let (refused, closed) = try await step("the third body's 503") {
                 let connection = try RawConnection(port: port)
                 try connection.send("POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n")
                 let response = try connection.readResponse()
@@ -81,7 +91,7 @@ struct BodyBudgetTests {
             #expect(refused.header("Connection")?.lowercased() == "close")
             #expect(closed)
             // A chunked one (no length declared): read to its end, discarded, refused the same.
-            let chunked = try await blocking {
+            let chunked = try await step("the chunked body's 503") {
                 let connection = try RawConnection(port: port)
                 try connection.send("POST /p HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
                 try connection.send("a\r\n0123456789\r\n0\r\n\r\n")
@@ -93,14 +103,14 @@ struct BodyBudgetTests {
 
             // An answered request gives its bytes back; so does one whose client leaves.
             #expect(try #require(held.value.first).respond(HTTPResponse(body: "ok")))
-            _ = try await blocking { try first.readResponse() }
+            _ = try await step("the first body's answer") { try first.readResponse() }
             #expect(await eventually { server.bodyBytesInFlight == 1000 })
             second.close()
             #expect(await eventually { server.bodyBytesInFlight == 0 })
 
             // And a client that leaves halfway through its body gives back what it had sent.
             let halfway = try RawConnection(port: port)
-            try await blocking {
+            try await step("sending half a body") {
                 try halfway.send("POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n\(body.prefix(400))")
             }
             #expect(await eventually { server.bodyBytesInFlight == 400 })
@@ -109,12 +119,12 @@ struct BodyBudgetTests {
 
             // Room again: the next body reaches the handler.
             let again = try RawConnection(port: port)
-            try await blocking {
+            try await step("sending a body once there is room") {
                 try again.send("POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n\(body)")
             }
             #expect(await eventually { held.value.count == 3 })
             #expect(try #require(held.value.last).respond(HTTPResponse(body: "ok")))
-            #expect(try await blocking { try again.readResponse() }.status == 200)
+            #expect(try await step("the last body's answer") { try again.readResponse() }.status == 200)
             #expect(await eventually { server.bodyBytesInFlight == 0 })
         }
     }
