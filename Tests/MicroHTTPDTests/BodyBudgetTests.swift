@@ -60,9 +60,10 @@ struct BodyBudgetTests {
 
     @Test("bodies past the bound get 503 before they are read; what they held comes back when their requests end")
     func throughAServer() async throws {
-        // The handler keeps each request unanswered, so its body stays in flight until the test answers it.
-        let held = Box<[HTTPResponder]>([])
-        let handler: HTTPHandler = { _, responder in held.update { $0.append(responder) } }
+        // The handler keeps each request unanswered, so its body stays in flight until the test answers it. Each is
+        // kept under its path: the two worker threads run the first two handlers in either order.
+        let held = Box<[String: HTTPResponder]>([:])
+        let handler: HTTPHandler = { request, responder in held.update { $0[request.path] = responder } }
         let configuration = testConfiguration {
             $0.maxBodySize = 1000
             $0.maxBodyBytesInFlight = 2000
@@ -72,9 +73,9 @@ struct BodyBudgetTests {
             let port = try #require(server.port)
             let first = try RawConnection(port: port)
             let second = try RawConnection(port: port)
-            for connection in [first, second] {
+            for (connection, path) in [(first, "/first"), (second, "/second")] {
                 try await step("sending one of the first two bodies") {
-                    try connection.send("POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n\(body)")
+                    try connection.send("POST \(path) HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n\(body)")
                 }
             }
             #expect(await eventually { held.value.count == 2 })
@@ -102,7 +103,7 @@ struct BodyBudgetTests {
             #expect(server.bodyBytesInFlight == 2000)
 
             // An answered request gives its bytes back; so does one whose client leaves.
-            #expect(try #require(held.value.first).respond(HTTPResponse(body: "ok")))
+            #expect(try #require(held.value["/first"]).respond(HTTPResponse(body: "ok")))
             _ = try await step("the first body's answer") { try first.readResponse() }
             #expect(await eventually { server.bodyBytesInFlight == 1000 })
             second.close()
@@ -120,10 +121,10 @@ struct BodyBudgetTests {
             // Room again: the next body reaches the handler.
             let again = try RawConnection(port: port)
             try await step("sending a body once there is room") {
-                try again.send("POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n\(body)")
+                try again.send("POST /again HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n\(body)")
             }
             #expect(await eventually { held.value.count == 3 })
-            #expect(try #require(held.value.last).respond(HTTPResponse(body: "ok")))
+            #expect(try #require(held.value["/again"]).respond(HTTPResponse(body: "ok")))
             #expect(try await step("the last body's answer") { try again.readResponse() }.status == 200)
             #expect(await eventually { server.bodyBytesInFlight == 0 })
         }
