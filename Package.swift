@@ -329,8 +329,15 @@ if let sanitizer = Context.environment["CONVEX_SANITIZE"] {
     default: fatalError("CONVEX_SANITIZE is thread, address or fuzzer, not \(sanitizer)")
     }
     for target in package.targets where target.type != .system {
-        let fuzzing: [SwiftSetting] = sanitizer == "fuzzer" ? [.define("FUZZING")] : []
-        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(flags.swift)] + fuzzing
+        // FUZZING for the fuzz targets' entry point; THREAD_SANITIZER for the edges MicroHTTPD's Exchange tells
+        // ThreadSanitizer about (Sources/MicroHTTPD/Exchange.swift, `withMachine`).
+        let defines: [SwiftSetting] =
+            switch sanitizer {
+            case "fuzzer": [.define("FUZZING")]
+            case "thread": [.define("THREAD_SANITIZER")]
+            default: []
+            }
+        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(flags.swift)] + defines
         target.cSettings = (target.cSettings ?? []) + [.unsafeFlags(flags.c)]
         // On what is linked only: swiftc keeps the last of several `-sanitize=` flags, so a library's would compete.
         guard target.type == .executable || target.type == .test else { continue }

@@ -144,6 +144,13 @@ void cmhd_hangup_watcher_stop(struct cmhd_hangup_watcher *watcher);
 /// cgroup v2 CPU quota rounded up (a container's --cpus), at least 1.
 int cmhd_available_cpus(void);
 
+/// ThreadSanitizer's happens-before edges, for a hand-off it cannot see (Synchronization.Mutex passes a contended lock
+/// over in the kernel): what a thread did before `cmhd_tsan_release(address)` happens before what another does after
+/// a later `cmhd_tsan_acquire(address)`. Nothing in a build without ThreadSanitizer; Swift calls them only under
+/// `THREAD_SANITIZER`.
+void cmhd_tsan_release(const void *address);
+void cmhd_tsan_acquire(const void *address);
+
 #ifdef __cplusplus
 }
 #endif
