@@ -8,8 +8,9 @@ package protocol EventSink: AnyObject, Sendable {
     /// Whether the stream sends changes as JSON Patches (`delta=json-patch`): then updates carry one when the
     /// hub can make it.
     var wantsPatches: Bool { get }
-    /// The changes one upstream transition made to the stream's subscriptions (or, first, the current result of
-    /// each), all at once.
+    /// The changes one upstream transition made to the stream's subscriptions, all at once; or, first, its start
+    /// (``StreamTransition/isFirst``): the current result of each that its client does not hold. A stream of several
+    /// subscriptions gets its start even when that holds nothing, and a transition may reach it before its start.
     func deliver(_ transition: StreamTransition)
     /// A subscription ended (its upstream connection closed, or the gateway is shutting down): the stream ends
     /// cleanly and the client's `EventSource` reconnects.

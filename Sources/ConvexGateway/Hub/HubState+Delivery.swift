@@ -26,6 +26,9 @@ extension HubState {
         /// The Convex timestamp of the snapshot the results come from.
         var ts: ConvexTimestamp
         var changes: [MemberResult]
+        /// A stream's start (``StreamTransition/isFirst``), which a stream of several subscriptions gets even when it
+        /// has no change.
+        var isFirst = false
     }
 
     /// An entry's new result as one transition (or a stream's start) brings it: one object however many streams it

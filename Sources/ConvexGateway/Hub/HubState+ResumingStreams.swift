@@ -62,14 +62,13 @@ extension HubState {
             byStream[stream]?.waitingFor.remove(member)
         }
 
-        /// The streams whose every member now has a result, each with one delivery at `ts`; they are not held back
-        /// any more.
+        /// The streams whose every member now has a result, each with one delivery at `ts`, its start (empty when its
+        /// client held every first result); they are not held back any more.
         mutating func released(ts: ConvexTimestamp) -> [(sink: any EventSink, delivery: Delivery)] {
             var released: [(sink: any EventSink, delivery: Delivery)] = []
             for (id, stream) in byStream where stream.waitingFor.isEmpty {
                 byStream[id] = nil
-                guard !stream.changes.isEmpty else { continue }
-                released.append((stream.sink, Delivery(ts: ts, changes: Array(stream.changes.values))))
+                released.append((stream.sink, Delivery(ts: ts, changes: Array(stream.changes.values), isFirst: true)))
             }
             return released
         }

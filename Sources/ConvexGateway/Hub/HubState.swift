@@ -96,8 +96,12 @@ struct HubState {
             resuming.hold(sink, initial: initial, waitingFor: waits)
             return (nil, actions)
         }
-        guard !initial.isEmpty, let identity = members.first?.key.identity else { return (nil, actions) }
-        return (Delivery(ts: sessions.timestamp(of: identity), changes: initial), actions)
+        // A stream of several subscriptions gets its start even when it holds everything: it keeps what overtakes
+        // its start (``StreamTransition/isFirst``) until it comes.
+        guard !initial.isEmpty || members.count > 1, let identity = members.first?.key.identity else {
+            return (nil, actions)
+        }
+        return (Delivery(ts: sessions.timestamp(of: identity), changes: initial, isFirst: true), actions)
     }
 
     /// A stream leaves (`members`: the keys of its subscriptions, in order). Returns whether it was attached.

@@ -41,9 +41,10 @@ extension SubscriptionHub {
     ) -> StreamTransition {
         let one = delivery.changes.count == 1 && !patches
         if one, rendering.last?.result === delivery.changes[0].result, rendering.last?.format == format,
-            let single = rendering.last?.single, single.ts == delivery.ts,
+            var single = rendering.last?.single, single.ts == delivery.ts,
             single.changes[0].member == delivery.changes[0].member
         {
+            single.isFirst = delivery.isFirst
             return single
         }
         let changes = delivery.changes.map { change -> StreamTransition.MemberUpdate in
@@ -68,9 +69,10 @@ extension SubscriptionHub {
             rendering.remember(update, of: change.result, format: format)
             return StreamTransition.MemberUpdate(member: change.member, update: update)
         }
-        guard one else { return StreamTransition(ts: delivery.ts, changes: changes) }
-        let transition = StreamTransition(ts: delivery.ts, changes: changes, shared: TransitionEventCache())
+        guard one else { return StreamTransition(ts: delivery.ts, changes: changes, isFirst: delivery.isFirst) }
+        var transition = StreamTransition(ts: delivery.ts, changes: changes, shared: TransitionEventCache())
         rendering.last?.single = transition
+        transition.isFirst = delivery.isFirst
         return transition
     }
 

@@ -85,6 +85,12 @@ struct StreamWire {
     /// be newer than (by version).
     private var sent: [SubscriptionUpdate?]
     private(set) var ended = false
+    /// Whether the stream waits for its start (``StreamTransition/isFirst``), as one of several subscriptions does.
+    private var awaitsStart: Bool
+    /// What reached the stream before its start, merged: sent with the start, as one event. A transition made after
+    /// the start but delivered before it, sent alone, would leave its client with the results of the transition for
+    /// some subscriptions and older ones for the others.
+    private var beforeStart: StreamTransition?
     /// The hash of the subscription ids of a transitions stream (how ``TransitionEventCache`` finds its event).
     private let idsHash: Int
 
@@ -99,6 +105,7 @@ struct StreamWire {
             resumeFrom.flatMap { ResumeID(parsing: $0, count: count) }
             ?? ResumeID(version: .zero, held: Array(repeating: nil, count: count))
         sent = Array(repeating: nil, count: count)
+        awaitsStart = count > 1
         if case .transitions(let ids) = framing { idsHash = ids.hashValue } else { idsHash = 0 }
     }
 
@@ -115,9 +122,21 @@ struct StreamWire {
     /// ``readsPendingBytes`` says (to choose between queuing an event and replacing the queue).
     mutating func deliver(_ transition: StreamTransition, pendingBytes: Int) -> Writes {
         guard !ended else { return [] }
+        if awaitsStart {
+            guard transition.isFirst else {
+                beforeStart = beforeStart.map { Self.merging(transition, into: $0) } ?? transition
+                return []
+            }
+            awaitsStart = false
+            if let early = beforeStart {
+                beforeStart = nil
+                return deliver(Self.merging(early, into: transition), pendingBytes: pendingBytes)
+            }
+        }
         // A stream's first delivery is rendered outside the hub's lock, so a transition right after it may arrive
-        // first: a result older than the one sent is dropped, never sent after it. (A transition whose changes are all
-        // newer, the usual case, is used as it is: no copy per stream.)
+        // first (a single subscription's stream takes it: it cannot mix two snapshots): a result older than the one
+        // sent is dropped, never sent after it. (A transition whose changes are all newer, the usual case, is used as
+        // it is: no copy per stream.)
         // (`sent` is read in place, not copied: a copy alive here would make the update below copy the array.)
         var changes = transition.changes
         if !changes.allSatisfy({ $0.update.current.version > sent[$0.member]?.current.version ?? .zero }) {
@@ -174,6 +193,18 @@ struct StreamWire {
                 .bytes(
                     StreamEventEncoding.transition(
                         ids: ids, ts: transition.ts, resume: resume, changes: changes, patches: patches))))
+    }
+
+    /// One transition of `earlier`'s and `later`'s changes: each member's newest (by version), at the later snapshot,
+    /// shared with no other stream.
+    private static func merging(_ later: StreamTransition, into earlier: StreamTransition) -> StreamTransition {
+        var newest: [Int: StreamTransition.MemberUpdate] = [:]
+        for change in earlier.changes + later.changes
+        where change.update.current.version >= newest[change.member]?.update.current.version ?? .zero {
+            newest[change.member] = change
+        }
+        return StreamTransition(
+            ts: max(earlier.ts, later.ts), changes: newest.values.sorted { $0.member < $1.member })
     }
 
     /// A `/subscribe/<function>` stream's events for `changes`: per change its patch (`patches`, one per change) or,

@@ -102,7 +102,8 @@ import Testing
         let output = RecordingOutput()
         let stream = EventStream(
             framing: .transitions(ids: ["a", "b"]), count: 2, format: .plain, output: output, limit: 1 << 20,
-            patches: true, resumeFrom: nil)
+            patches: true, resumeFrom: nil
+        ).started()
         stream.deliver(
             StreamTransition(
                 ts: 1,

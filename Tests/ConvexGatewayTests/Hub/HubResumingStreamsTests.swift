@@ -43,6 +43,14 @@ import Testing
         return got
     }
 
+    /// Whether each delivery to `sink` in `actions` is its start.
+    func starts(_ sink: RecordingSink, _ actions: [HubState.Action]) -> [Bool] {
+        actions.flatMap { action -> [Bool] in
+            guard case .deliver(let deliveries) = action else { return [] }
+            return deliveries.filter { $0.sink === sink }.map(\.delivery.isFirst)
+        }
+    }
+
     @Test func firstResultsInTwoTransitionsReachTheStreamAsOneDeliveryAtTheLater() throws {
         var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
         let resumed = RecordingSink(), watcher = RecordingSink()
@@ -62,9 +70,11 @@ import Testing
         let second = receive(&hub, ts: 200, wall: 6, [change(teams, 2, hash: 0x21)])
         #expect(got(resumed, second).map(\.ts) == [200])
         #expect(got(resumed, second).first?.changes == ["0:5-11:-", "1:6-21:-", "2:5-31:-"])
+        #expect(starts(resumed, second) == [true], "the release is the stream's start")
         #expect(hub.resuming.isEmpty)
         let third = receive(&hub, ts: 300, wall: 7, [change(team, 1, hash: 0x12)])
         #expect(got(resumed, third).first?.changes == ["0:7-12:5-11"], "released: changes go out as they come")
+        #expect(starts(resumed, third) == [false])
     }
 
     @Test func aFirstResultTheClientHoldsCountsAndIsNotSent() throws {
@@ -79,7 +89,7 @@ import Testing
         #expect(got(sink, receive(&hub, ts: 100, wall: 5, [change(team, 1, hash: 0x10)])).isEmpty)
         let second = receive(&hub, ts: 200, wall: 6, [change(teams, 2, hash: 0x21)])
         #expect(got(sink, second).map(\.changes) == [["1:6-21:-"]], "team's first result is the one it holds")
-        #expect(got(holdsBoth, second).isEmpty, "it held both first results: nothing to send")
+        #expect(got(holdsBoth, second).map(\.changes) == [[]], "it held both first results: its start, empty")
         #expect(hub.resuming.isEmpty, "both are released")
         let third = receive(&hub, ts: 300, wall: 7, [change(team, 1, hash: 0x11)])
         #expect(got(holdsBoth, third).map(\.changes) == [["0:7-11:5-10"]])
@@ -115,6 +125,13 @@ import Testing
             RecordingSink(),
             members: [.init(key: team, args: [:], held: 0x10), .init(key: teams, args: [:], held: 0x21)], now: .zero)
         #expect(initial?.changes.map(\.member) == [0], "every member has a result here: at once")
+        #expect(initial?.isFirst == true)
+        let (holdsAll, _) = try hub.attach(
+            RecordingSink(),
+            members: [.init(key: team, args: [:], held: 0x11), .init(key: teams, args: [:], held: 0x21)], now: .zero)
+        #expect(
+            holdsAll?.isFirst == true && holdsAll?.changes.isEmpty == true,
+            "a stream of several subscriptions gets its start even when it holds everything")
         let (alone, _) = try hub.attach(
             RecordingSink(), members: [.init(key: standings, args: [:], held: 0x30)], now: .zero)
         #expect(alone == nil && hub.resuming.isEmpty, "a stream of one subscription cannot mix snapshots")

@@ -58,12 +58,15 @@ final class RecordingOutput: EventStreamOutput {
             body: body)
     }
 
-    func stream(_ ids: [String], _ output: any EventStreamOutput, limit: Int = 1 << 20, resume: String? = nil)
-        -> EventStream
-    {
-        EventStream(
+    /// A `/subscribe?sub.<id>=…` stream; `started`: once its start (holding nothing) has come.
+    func stream(
+        _ ids: [String], _ output: any EventStreamOutput, limit: Int = 1 << 20, resume: String? = nil,
+        started: Bool = true
+    ) -> EventStream {
+        let stream = EventStream(
             framing: .transitions(ids: ids), count: ids.count, format: .plain, output: output, limit: limit,
             resumeFrom: resume)
+        return started ? stream.started() : stream
     }
 
     func transition(_ ts: ConvexTimestamp, _ changes: (Int, SubscriptionUpdate)...) -> StreamTransition {
@@ -185,18 +188,41 @@ final class RecordingOutput: EventStreamOutput {
         #expect(output.isFinished)
     }
 
-    @Test func aResultOlderThanTheOneSentIsDropped() throws {
-        // The first delivery of a stream is rendered outside the hub's lock: a transition may overtake it.
+    /// The hub makes a stream's start under its lock and delivers it after leaving the lock, so a transition made
+    /// after it may reach the stream first. A stream of several subscriptions sends nothing before its start and then
+    /// one event with both, each subscription's newer result: sent alone, the transition would show its client `a` of
+    /// the transition beside the `b` it held from before (a browser test saw that torn list after a gateway restart).
+    @Test func aTransitionThatOvertakesTheStartGoesOutWithItAsOneEvent() throws {
         let output = RecordingOutput()
-        let stream = stream(["a", "b"], output)
+        let stream = stream(["a", "b"], output, started: false)
         stream.deliver(transition(2, (0, update("a2", hash: 0xA2, version: 2))))
-        stream.deliver(
-            transition(1, (0, update("a1", hash: 0xA1, version: 1)), (1, update("b1", hash: 0xB1, version: 1))))
+        #expect(output.events.isEmpty, "nothing before the start")
+        var start = transition(1, (0, update("a1", hash: 0xA1, version: 1)), (1, update("b1", hash: 0xB1, version: 1)))
+        start.isFirst = true
+        stream.deliver(start)
         let events = try output.events.map { try json($0.data) }
-        #expect(events.count == 2)
-        #expect(events[1]["changes"] == [["sub": "b", "value": "b1", "v": "b1"]], "a keeps its newer value")
+        #expect(events.count == 1)
+        #expect(
+            events.first == [
+                "ts": "2",
+                "changes": [["sub": "a", "value": "a2", "v": "a2"], ["sub": "b", "value": "b1", "v": "b1"]],
+            ], "a's newer result, b's from the start, at the later snapshot")
         #expect(output.events.last?.id == "2-a2.b1")
+        stream.deliver(transition(3, (1, update("b3", hash: 0xB3, version: 3))))
+        #expect(
+            try output.events.map { try json($0.data) }.last?["changes"] == [["sub": "b", "value": "b3", "v": "b3"]])
 
+        // A start that holds nothing (its client held every result) lets what overtook it go.
+        let holding = RecordingOutput()
+        let resumed = self.stream(["a", "b"], holding, resume: "1-a1.b1", started: false)
+        resumed.deliver(transition(2, (1, update("b2", hash: 0xB2, version: 2))))
+        #expect(holding.events.isEmpty)
+        resumed.deliver(.emptyStart)
+        #expect(holding.events.map(\.id) == ["2-a1.b2"])
+    }
+
+    @Test func aResultOlderThanTheOneSentIsDropped() throws {
+        // A single subscription's stream takes what comes before its start: it cannot mix two snapshots.
         let single = RecordingOutput()
         let function = EventStream(
             framing: .function, count: 1, format: .plain, output: single, limit: 1 << 20, resumeFrom: nil)

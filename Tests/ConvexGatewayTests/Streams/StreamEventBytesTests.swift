@@ -40,7 +40,8 @@ final class CallRecordingOutput: EventStreamOutput {
     {
         EventStream(
             framing: .transitions(ids: ids), count: ids.count, format: .plain, output: output, limit: 100,
-            patches: patches, resumeFrom: resume)
+            patches: patches, resumeFrom: resume
+        ).started()
     }
 
     /// An update of hash and version `n` whose patch (from the value of hash `base`) has `ops` as its operations.

@@ -62,6 +62,7 @@ import Testing
     @Test func aReaderBehindTheLimitGetsEverySubscriptionsLatestInsteadOfTheQueue() {
         var wire = StreamWire(
             framing: .transitions(ids: ["a", "b"]), count: 2, limit: 100, patches: false, resumeFrom: nil)
+        #expect(wire.deliver(.emptyStart, pendingBytes: 0).isEmpty)
         let first = wire.deliver(
             make.transition(1, (0, make.update("a1", hash: 1)), (1, make.update("b1", hash: 2))), pendingBytes: 0)
         #expect(first.count == 1)
@@ -82,8 +83,10 @@ import Testing
     /// every event is the one the stream would make alone.
     @Test func streamsThatEndUpHoldingTheSameGetOneSharedTransitionEvent() throws {
         func wire(_ ids: [String], patches: Bool = false) -> StreamWire {
-            StreamWire(
+            var wire = StreamWire(
                 framing: .transitions(ids: ids), count: ids.count, limit: 1 << 20, patches: patches, resumeFrom: nil)
+            _ = wire.deliver(.emptyStart, pendingBytes: 0)
+            return wire
         }
         func bytes(_ writes: StreamWire.Writes) throws -> [UInt8] {
             guard writes.count == 1, case .write(let event) = writes[0] else {
