@@ -182,6 +182,7 @@ let package = Package(
         // posix_spawn with the GNU extensions (closefrom, chdir) that ChildProcess starts children with.
         .target(name: "CSpawn"),
         .target(name: "OffThePool", dependencies: ["CSpawn"]),
+        .testTarget(name: "OffThePoolTests", dependencies: ["OffThePool"]),
         .target(
             name: "MicroHTTPD",
             dependencies: [

@@ -139,8 +139,8 @@ public final class ChildProcess: Sendable {
         async let stderr = blocking { errors.fileHandleForReading.readDataToEndOfFile() }
         if let input, let inputPipe {
             _ = try await blocking {
-                inputPipe.fileHandleForWriting.write(Data(input))
-                try inputPipe.fileHandleForWriting.close()
+                defer { try? inputPipe.fileHandleForWriting.close() }
+                try Self.write(input, toPipe: inputPipe.fileHandleForWriting.fileDescriptor)
             }
         }
         guard let status = await child.exited(within: timeout) else {
@@ -149,9 +149,39 @@ public final class ChildProcess: Sendable {
             throw ChildProcessTimeout(description: "\(command) did not finish within \(timeout)")
         }
         return ChildProcessOutput(
-            status: status, stdout: String(decoding: try await stdout, as: UTF8.self),
-            stderr: String(decoding: try await stderr, as: UTF8.self))
+            status: status, stdout: String(decoding: await stdout, as: UTF8.self),
+            stderr: String(decoding: await stderr, as: UTF8.self))
     }
+}
+
+extension ChildProcess {
+    /// Writes `bytes` to a pipe whose reader is a child, on a thread of `blocking`'s own: all of them, or as many as
+    /// the child read before it closed its end (it exited without reading its whole input, which its status and
+    /// output then tell). SIGPIPE is blocked on this thread, so such a write fails with EPIPE instead of the signal
+    /// ending this process; the signal stays pending on the thread, which ends after it.
+    @available(*, noasync)
+    fileprivate static func write(_ bytes: [UInt8], toPipe fd: Int32) throws {
+        var pipeSignal = sigset_t()
+        sigemptyset(&pipeSignal)
+        sigaddset(&pipeSignal, SIGPIPE)
+        pthread_sigmask(SIG_BLOCK, &pipeSignal, nil)
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if written >= 0 {
+                offset += written
+            } else if errno == EPIPE {
+                return
+            } else if errno != EINTR {
+                throw ChildProcessInputFailure(description: "writing a child's input failed: errno \(errno)")
+            }
+        }
+    }
+}
+
+/// A child process's input could not be written (other than the child closing it unread).
+public struct ChildProcessInputFailure: Error, CustomStringConvertible {
+    public let description: String
 }
 
 /// A child process that could not be started.

@@ -98,8 +98,13 @@ private final class PokeLikeSocket: Sendable {
 
     @available(*, noasync)
     init(port: Int, watchdog: AcceptStallWatchdog) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw POSIXError(.EMFILE) }
+        // A failure below lets the socket go (this class has no deinit).
+        func failing(_ code: POSIXErrorCode) -> POSIXError {
+            _ = Glibc.close(fd)
+            return POSIXError(code)
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -109,13 +114,14 @@ private final class PokeLikeSocket: Sendable {
                 bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
             }
         }
-        guard bound else { throw POSIXError(.EADDRNOTAVAIL) }
+        guard bound else { throw failing(.EADDRNOTAVAIL) }
         watchdog.pokeBound(sourcePort: UInt16(bigEndian: address.sin_port))
         address.sin_port = UInt16(port).bigEndian
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, length) == 0 }
         }
-        guard connected else { throw POSIXError(.ECONNREFUSED) }
+        guard connected else { throw failing(.ECONNREFUSED) }
+        self.fd = fd
     }
 
     func close() { _ = Glibc.close(fd) }

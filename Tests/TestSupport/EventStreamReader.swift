@@ -58,6 +58,9 @@ public final class EventStreamReader: @unchecked Sendable {
 
     public func close() { connection.close() }
 
+    /// Ends the stream from another thread: a `nextEvent()` blocked on it returns (``RawConnection/shutdown()``).
+    public func interrupt() { connection.shutdown() }
+
     public static func parse(_ block: String) -> ReceivedEvent {
         var event = ReceivedEvent(event: nil, id: nil, data: "", comments: [])
         var dataLines: [String] = []

@@ -66,7 +66,9 @@ public final class RawConnection: @unchecked Sendable {
     private let port: Int
     private let receiveTimeoutSeconds: Int
     private var buffer: [UInt8] = []
-    private let closed = Atomic<Bool>(false)
+    /// Whether the socket is closed; held while it is closed or shut down, so a shutdown never reaches a descriptor
+    /// number that a close has let go (and another socket of this process may hold by then).
+    private let closed = Mutex(false)
 
     /// Connects to 127.0.0.1:`port` (on loopback, `connect` returns at once: it is not kept from async code).
     public init(port: Int, receiveTimeoutSeconds: Int = 10) throws {
@@ -74,7 +76,7 @@ public final class RawConnection: @unchecked Sendable {
         self.receiveTimeoutSeconds = receiveTimeoutSeconds
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else {
-            closed.store(true, ordering: .relaxed)
+            closed.withLock { $0 = true }
             throw TestFailure("socket() failed: errno \(errno)")
         }
         var timeout = timeval(tv_sec: receiveTimeoutSeconds, tv_usec: 0)
@@ -102,8 +104,20 @@ public final class RawConnection: @unchecked Sendable {
 
     /// Closes the socket once, whichever thread asks first.
     public func close() {
-        guard closed.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else { return }
-        Glibc.close(fd)
+        closed.withLock { closed in
+            guard !closed else { return }
+            closed = true
+            Glibc.close(fd)
+        }
+    }
+
+    /// Ends the connection both ways without closing the socket: a read blocked on it in another thread returns end
+    /// of stream at once (a close would leave it blocked, and free the number for another socket meanwhile). The
+    /// reader closes it after. Nothing once it is closed.
+    public func shutdown() {
+        closed.withLock { closed in
+            if !closed { _ = Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
+        }
     }
 
     @available(*, noasync, message: "a blocking socket call: run it inside `blocking { }`")

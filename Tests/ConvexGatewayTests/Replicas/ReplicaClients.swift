@@ -226,12 +226,13 @@ final class ReconnectingReader: Sendable {
     var reconnectMilliseconds: [Int] { state.withLock { $0.reconnectMilliseconds } }
     var ends: [Date] { state.withLock { $0.ends } }
 
+    /// Stops reading: the stream being read is interrupted (its reader, blocked in a read, closes it).
     func stop() {
         let stream = state.withLock { state in
             state.stopped = true
             return state.stream
         }
-        stream?.close()
+        stream?.interrupt()
     }
 
     func run() async {
@@ -261,7 +262,16 @@ final class ReconnectingReader: Sendable {
                 state.withLock { $0.reconnectMilliseconds.append(Int(gap / .milliseconds(1))) }
             }
             endedAt = nil
-            state.withLock { $0.stream = stream }
+            // A stop that came before the stream was stored did not interrupt it: it stops here.
+            guard
+                !state.withLock({ state in
+                    state.stream = stream
+                    return state.stopped
+                })
+            else {
+                stream.close()
+                break
+            }
             do {
                 while let event = try stream.nextEvent() {
                     if let id = event.id { lastEventID = id }
