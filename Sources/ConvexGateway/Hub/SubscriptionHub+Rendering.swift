@@ -70,9 +70,10 @@ extension SubscriptionHub {
             return StreamTransition.MemberUpdate(member: change.member, update: update)
         }
         guard one else { return StreamTransition(ts: delivery.ts, changes: changes, isFirst: delivery.isFirst) }
-        var transition = StreamTransition(ts: delivery.ts, changes: changes, shared: TransitionEventCache())
+        // (Its `isFirst` is set again each time it is found above.)
+        let transition = StreamTransition(
+            ts: delivery.ts, changes: changes, shared: TransitionEventCache(), isFirst: delivery.isFirst)
         rendering.last?.single = transition
-        transition.isFirst = delivery.isFirst
         return transition
     }
 
