@@ -60,35 +60,40 @@ final class EventStream: EventSink {
     }
 
     func deliver(_ transition: StreamTransition) {
-        let output = self.output
-        perform { wire in
-            wire.deliver(transition, pendingBytes: wire.readsPendingBytes ? output.pendingByteCount : 0)
-        }
+        // The wire is called right here, under the lock, not through a closure handed to `perform`: a closure holding
+        // the transition would copy it, and with it count up and down the references of what every stream of a fan-out
+        // shares (its changes, its event cache), from every thread at once.
+        perform(
+            state.withLock { locked in
+                let pendingBytes = locked.wire.readsPendingBytes ? output.pendingByteCount : 0
+                return Self.claim(locked.wire.deliver(transition, pendingBytes: pendingBytes), &locked)
+            })
     }
 
     /// Ends the stream (a subscription's upstream ended, or the gateway is shutting down); the client reconnects.
     func end() {
-        perform { $0.end() }
+        perform(state.withLock { locked in Self.claim(locked.wire.end(), &locked) })
     }
 
-    /// Makes the wire's writes under the lock and performs them after leaving it, in the order they were made: a
-    /// thread that finds another performing writes queues its own for that thread, which performs them next.
-    private func perform(_ step: (inout StreamWire) -> StreamWire.Writes) {
-        var writes = state.withLock { locked -> StreamWire.Writes in
-            let writes = step(&locked.wire)
-            guard !writes.isEmpty else { return [] }
-            guard !locked.writing else {
-                for index in writes.indices { locked.queued.append(writes[index]) }
-                return []
-            }
-            locked.writing = true
-            return writes
+    /// Under the lock, the wire's new writes: the ones this thread performs, or none when another thread is performing
+    /// earlier ones (then they are queued for that thread, which performs them next, in order).
+    private static func claim(_ made: consuming StreamWire.Writes, _ locked: inout Locked) -> StreamWire.Writes {
+        var writes = made
+        if locked.writing {
+            while let write = writes.takeFirst() { locked.queued.append(write) }
+            return StreamWire.Writes()
         }
+        locked.writing = !writes.isEmpty
+        return writes
+    }
+
+    /// Performs `writes` after leaving the lock, in the order they were made, then whatever other threads queued
+    /// meanwhile. Each write is moved out of its ``StreamWire/Writes`` (``StreamWire/Writes/takeFirst()``), not copied.
+    private func perform(_ claimed: consuming StreamWire.Writes) {
+        var writes = claimed
         while !writes.isEmpty {
-            // By index, not through the collection's iterator: in the debug build its element accessor (a coroutine
-            // holding a copy of the write) allocated its frame on the heap, once per write.
-            for index in writes.indices {
-                switch writes[index] {
+            while let write = writes.takeFirst() {
+                switch write {
                 case .write(let event): output.write(Self.bytes(of: event))
                 case .writeCoalescing(let event, let limit): output.write(Self.bytes(of: event), coalescingAt: limit)
                 case .replacePending(let event): output.replacePending(with: Self.bytes(of: event))
@@ -97,10 +102,13 @@ final class EventStream: EventSink {
             }
             // Let go of the events before the lock: a shared transition's copy of what the client holds, alive while
             // the wire takes its next delivery, would make the wire copy its array.
-            writes = []
+            writes = StreamWire.Writes()
             writes = state.withLock { locked in
+                guard !locked.queued.isEmpty else {
+                    locked.writing = false
+                    return StreamWire.Writes()
+                }
                 defer { locked.queued = [] }
-                if locked.queued.isEmpty { locked.writing = false }
                 return StreamWire.Writes(locked.queued)
             }
         }

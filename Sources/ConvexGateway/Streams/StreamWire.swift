@@ -48,10 +48,17 @@ struct StreamWire {
     }
 
     /// The writes of one step, in order. Nearly every step makes one, which is held without an array: a change that
-    /// reaches 10,000 streams makes no allocation per stream for its steps.
+    /// reaches 10,000 streams makes no allocation per stream for its steps. ``EventStream`` takes them out one by one
+    /// (``takeFirst()``), moving each write rather than copying it: a copy would count the references of what its event
+    /// holds (an update every stream of a fan-out shares) up and down again on every stream.
     struct Writes: RandomAccessCollection, ExpressibleByArrayLiteral {
         private var first: Write?
         private var rest: [Write] = []
+        /// How many of `rest` were taken (``takeFirst()``).
+        private var taken = 0
+
+        /// No write.
+        init() {}
 
         init(_ write: Write) {
             first = write
@@ -59,7 +66,7 @@ struct StreamWire {
 
         init(_ writes: [Write]) {
             first = writes.first
-            rest = Array(writes.dropFirst())
+            if writes.count > 1 { rest = Array(writes[1...]) }
         }
 
         init(arrayLiteral writes: Write...) {
@@ -67,8 +74,19 @@ struct StreamWire {
         }
 
         var startIndex: Int { 0 }
-        var endIndex: Int { first == nil ? 0 : 1 + rest.count }
-        subscript(index: Int) -> Write { index == 0 ? first! : rest[index - 1] }
+        var endIndex: Int { (first == nil ? 0 : 1) + rest.count - taken }
+        subscript(index: Int) -> Write {
+            guard let first else { return rest[taken + index] }
+            return index == 0 ? first : rest[index - 1]
+        }
+
+        /// Takes the first write out (moved, not copied); `nil` when none is left.
+        mutating func takeFirst() -> Write? {
+            if let write = first.take() { return write }
+            guard taken < rest.count else { return nil }
+            taken += 1
+            return rest[taken - 1]
+        }
     }
 
     /// What every stream starts with, before its first delivery: the reconnection delay an `EventSource` waits after
@@ -81,8 +99,13 @@ struct StreamWire {
     let limit: Int
     /// What the client holds of each subscription: the next event's id, and the base a patch must apply to.
     private(set) var resume: ResumeID
-    /// The results this connection sent or queued, by subscription (`nil` until the first): what a later result must
-    /// be newer than (by version).
+    /// The version of the result this connection sent or queued last, by subscription (zero until the first): what a
+    /// later result must be newer than.
+    private var sentVersions: [ResultVersion]
+    /// The results this connection sent or queued, by subscription (`nil` until the first), for a reader that falls
+    /// behind: what replaces the queue (``readsPendingBytes``). A stream of one subscription's full values keeps only
+    /// their versions (its output coalesces by itself): holding each update too would count the references of the
+    /// update every stream of a fan-out shares up and down once more per stream.
     private var sent: [SubscriptionUpdate?]
     private(set) var ended = false
     /// Whether the stream waits for its start (``StreamTransition/isFirst``), as one of several subscriptions does.
@@ -104,6 +127,7 @@ struct StreamWire {
         resume =
             resumeFrom.flatMap { ResumeID(parsing: $0, count: count) }
             ?? ResumeID(version: .zero, held: Array(repeating: nil, count: count))
+        sentVersions = Array(repeating: .zero, count: count)
         sent = Array(repeating: nil, count: count)
         awaitsStart = count > 1
         if case .transitions(let ids) = framing { idsHash = ids.hashValue } else { idsHash = 0 }
@@ -121,11 +145,11 @@ struct StreamWire {
     /// The writes one delivery of the hub makes. `pendingBytes`: how many bytes wait for the client, read only where
     /// ``readsPendingBytes`` says (to choose between queuing an event and replacing the queue).
     mutating func deliver(_ transition: StreamTransition, pendingBytes: Int) -> Writes {
-        guard !ended else { return [] }
+        guard !ended else { return Writes() }
         if awaitsStart {
             guard transition.isFirst else {
                 beforeStart = beforeStart.map { Self.merging(transition, into: $0) } ?? transition
-                return []
+                return Writes()
             }
             awaitsStart = false
             if let early = beforeStart {
@@ -135,15 +159,22 @@ struct StreamWire {
         }
         // A stream's first delivery is rendered outside the hub's lock, so a transition right after it may arrive
         // first (a single subscription's stream takes it: it cannot mix two snapshots): a result older than the one
-        // sent is dropped, never sent after it. (A transition whose changes are all newer, the usual case, is used as
-        // it is: no copy per stream.)
-        // (`sent` is read in place, not copied: a copy alive here would make the update below copy the array.)
-        var changes = transition.changes
-        if !changes.allSatisfy({ $0.update.current.version > sent[$0.member]?.current.version ?? .zero }) {
-            changes = changes.filter { $0.update.current.version > sent[$0.member]?.current.version ?? .zero }
+        // sent is dropped, never sent after it. The transition is read in place, not copied, when its changes are all
+        // newer (the usual case): a copy per stream would count the references of what every stream of a fan-out
+        // shares up and down again.
+        guard transition.changes.allSatisfy({ $0.update.current.version > sentVersions[$0.member] }) else {
+            var newer = transition
+            newer.changes = transition.changes.filter { $0.update.current.version > sentVersions[$0.member] }
+            newer.shared = nil  // not the changes the streams that share it send
+            return newer.changes.isEmpty ? Writes() : deliver(newer, pendingBytes: pendingBytes)
         }
-        guard !changes.isEmpty else { return [] }
-        for change in changes { sent[change.member] = change.update }
+        let changes = transition.changes
+        guard !changes.isEmpty else { return Writes() }
+        let keepsResults = readsPendingBytes
+        for index in changes.indices {
+            sentVersions[changes[index].member] = changes[index].update.current.version
+            if keepsResults { sent[changes[index].member] = changes[index].update }
+        }
         if case .function = framing, !wantsPatches, let update = changes.last?.update, !update.endsStream {
             // Full values of one subscription: the event every stream of the subscription shares.
             return Writes(.writeCoalescing(.function(update), limit: limit))
@@ -179,7 +210,7 @@ struct StreamWire {
                 ids: ids, ts: transition.ts, resume: resume, changes: everything)
             return Writes(.replacePending(.bytes(latest)))
         }
-        if let cache = transition.shared, !wantsPatches, changes.count == transition.changes.count {
+        if let cache = transition.shared, !wantsPatches {
             // Every stream with these ids that holds what this one now holds sends these bytes: made once.
             return Writes(
                 .write(
@@ -220,7 +251,7 @@ struct StreamWire {
 
     /// The stream ends (a subscription's upstream ended, or the gateway is shutting down): `[.end]` the first time.
     mutating func end() -> Writes {
-        guard !ended else { return [] }
+        guard !ended else { return Writes() }
         ended = true
         return [.end]
     }

@@ -125,6 +125,51 @@ import Testing
         #expect(String(decoding: made[3], as: UTF8.self).contains("id: 5-5.3\n"))
     }
 
+    /// A shared transition that a stream already holds part of (its first delivery overtook it): the stream sends the
+    /// newer changes alone, in an event of its own, never the event the streams that share the transition send (which
+    /// holds the older results too), and leaves the shared event to them.
+    @Test func aSharedTransitionPartlyOlderThanWhatTheStreamSentGoesOutAsItsOwnEventOfTheNewerChanges() throws {
+        var wire = StreamWire(
+            framing: .transitions(ids: ["a", "b"]), count: 2, limit: 1 << 20, patches: false, resumeFrom: nil)
+        _ = wire.deliver(.emptyStart, pendingBytes: 0)
+        _ = wire.deliver(make.transition(9, (0, make.update("a at 7", hash: 7))), pendingBytes: 0)
+        let shared = TransitionEventCache()
+        var transition = make.transition(
+            8, (0, make.update("a at 6", hash: 6)), (1, make.update("b at 8", hash: 8)))
+        transition.shared = shared
+        let writes = wire.deliver(transition, pendingBytes: 0)
+        guard writes.count == 1, case .write(.bytes(let bytes)) = writes[0] else {
+            Issue.record("expected one event of the stream's own: \(texts(writes))")
+            return
+        }
+        let data = try #require(
+            String(decoding: bytes, as: UTF8.self).split(separator: "\n").last { $0.hasPrefix("data: ") })
+        let changes = try make.json(String(data.dropFirst(6)))["changes"]
+        #expect(changes == [["sub": "b", "value": "b at 8", "v": "8"]])
+        #expect(shared.count == 0, "the shared event is left to the streams that send all of it")
+        #expect(wire.deliver(transition, pendingBytes: 0).isEmpty, "nothing newer the second time")
+    }
+
+    /// A step's writes are taken out one by one, in order; what is left is still a collection of the rest.
+    @Test func writesAreTakenOutInOrder() {
+        var writes = StreamWire.Writes([.write(.bytes([1])), .replacePending(.bytes([2])), .end])
+        #expect(writes.count == 3)
+        guard case .write(.bytes([1])) = writes.takeFirst() else {
+            Issue.record("the first write first")
+            return
+        }
+        #expect(writes.count == 2 && texts(writes) == ["<replacing>\u{2}", "<end>"])
+        guard case .replacePending(.bytes([2])) = writes.takeFirst(), case .end = writes.takeFirst() else {
+            Issue.record("then the others, in order")
+            return
+        }
+        #expect(writes.isEmpty && writes.takeFirst() == nil)
+        var one = StreamWire.Writes(.end)
+        #expect(one.count == 1)
+        _ = one.takeFirst()
+        #expect(one.isEmpty && StreamWire.Writes().isEmpty)
+    }
+
     /// A shared transition keeps at most its byte budget of events (it lives until its delivery is over): streams of
     /// a new shape past it make their own, and what it kept is still found.
     @Test func sharedTransitionEventsKeepAtMostTheirByteBudget() {
