@@ -54,8 +54,6 @@ struct StreamWire {
     struct Writes: RandomAccessCollection, ExpressibleByArrayLiteral {
         private var first: Write?
         private var rest: [Write] = []
-        /// How many of `rest` were taken (``takeFirst()``).
-        private var taken = 0
 
         /// No write.
         init() {}
@@ -74,18 +72,16 @@ struct StreamWire {
         }
 
         var startIndex: Int { 0 }
-        var endIndex: Int { (first == nil ? 0 : 1) + rest.count - taken }
+        var endIndex: Int { (first == nil ? 0 : 1) + rest.count }
         subscript(index: Int) -> Write {
-            guard let first else { return rest[taken + index] }
+            guard let first else { return rest[index] }
             return index == 0 ? first : rest[index - 1]
         }
 
         /// Takes the first write out (moved, not copied); `nil` when none is left.
         mutating func takeFirst() -> Write? {
             if let write = first.take() { return write }
-            guard taken < rest.count else { return nil }
-            taken += 1
-            return rest[taken - 1]
+            return rest.isEmpty ? nil : rest.removeFirst()
         }
     }
 
