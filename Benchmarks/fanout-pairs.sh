@@ -7,7 +7,9 @@
 #
 # A label given `c` instead of a binary runs the floor again: a control (the floor against itself), which shows how far
 # one pair's ratio moves with the machine alone. The end prints, per label, the medians of its ratios and how many of
-# its pairs have both at or below 1.0.
+# its pairs have both at or below 1.0; with two labels or more, each two labels' same-run ratios
+# (Benchmarks/compare_pairs.py, which also combines the saved output of several sets). To compare two binaries, run one
+# of them under a second label too (a copy of the file): that control shows how far identical binaries stand apart.
 #
 # Usage: Benchmarks/fanout-pairs.sh LABEL=GATEWAY_BINARY|c [LABEL=GATEWAY_BINARY|c ...]
 #   env: STREAMS=10000, RUNS=3, LOAD=0 (LOAD=2: two busy loops run meanwhile, as a loaded machine),
@@ -86,3 +88,7 @@ awk '{ sub(",", "", $7); n[$3]++; p50[$3, n[$3]] = $7; p99[$3, n[$3]] = $9; if (
         return k % 2 ? v[(k + 1) / 2] : (v[k / 2] + v[k / 2 + 1]) / 2
     }
     END { for (l in n) printf "%s: p50 %.2f, p99 %.2f; %d of %d pairs at or below 1.0\n", l, median(p50, l, n[l]), median(p99, l, n[l]), met[l], n[l] }' "$ratios"
+if [ "$(awk '{ print $3 }' "$ratios" | sort -u | wc -l)" -ge 2 ]; then
+    echo "same-run pairs: each two labels' ratio in the same run (Benchmarks/compare_pairs.py)"
+    python3 Benchmarks/compare_pairs.py "$ratios"
+fi

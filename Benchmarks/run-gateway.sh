@@ -176,16 +176,16 @@ hot() {
     stamp=$(awk -F': ' 'tolower($1) == "convex-timestamp" {print $2}' "$OUT/hot-headers.txt" | tr -d '\r')
     echo "gateway response headers:"; sed 's/^/    /' "$OUT/hot-headers.txt"
     echo "body (${#body} bytes): $body"
-    rm -f "$OUT/hot-c.rps" "$OUT/hot-gateway.rps"
+    rm -f "$OUT"/hot-{c,gateway}.{rps,cpu}
     machine
     for run in $(seq 1 "$RUNS"); do
         "${ON_SERVER_CPUS[@]}" .build-release/mhd-hello-c "$C_PORT" "$THREADS" "$body" "ETag: $etag" \
             "Convex-Timestamp: $stamp" >"$OUT/hot-c-server.log" 2>&1 &
         C_PID=$!
         wait_for "http://127.0.0.1:$C_PORT/"
-        wrk_one c "http://127.0.0.1:$C_PORT$path" "$run"
+        SERVER_PID=$C_PID wrk_one c "http://127.0.0.1:$C_PORT$path" "$run"
         stop C_PID
-        wrk_one gateway "$url" "$run"
+        SERVER_PID=$GW_PID wrk_one gateway "$url" "$run"
     done
     machine
     local c g
@@ -193,6 +193,8 @@ hot() {
     g=$(median "$OUT/hot-gateway.rps")
     echo "medians: C hello-world $c req/s, gateway hot GET $g req/s"
     awk -v g="$g" -v c="$c" 'BEGIN { printf "ratio gateway/C: %.2f (target >= 0.80)\n", g / c }'
+    echo "per-run ratios gateway/C (each pair run back to back): $(pair_ratios hot-gateway hot-c)"
+    echo "server CPU per request (medians): C $(median "$OUT/hot-c.cpu") us, gateway $(median "$OUT/hot-gateway.cpu") us"
     curl -s "http://127.0.0.1:$GW_PORT/metrics" | grep -E '^gateway_upstream_subscriptions|^gateway_requests_total.*query' | head -5 || true
     stop GW_PID
 }
