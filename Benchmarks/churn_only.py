@@ -15,7 +15,7 @@ import time
 class Churn:
     def __init__(self, port: int, path: str):
         self.port = port
-        self.request = f"GET {path} HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n".encode()
+        self.request = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n".encode()
         self.opened = 0
         self.served = 0
         self.failed = 0

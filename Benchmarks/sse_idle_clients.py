@@ -14,7 +14,7 @@ def rss_kib(pid: int) -> int:
 
 async def open_client(port: int):
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(b"GET /events HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")
+    writer.write(b"GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
     await writer.drain()
     data = b""
     while b": connected" not in data:

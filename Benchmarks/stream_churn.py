@@ -57,7 +57,7 @@ class Load:
         self.live += 1
         dropped = False
         try:
-            writer.write(f"GET {STREAM_PATH} HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n".encode())
+            writer.write(f"GET {STREAM_PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n".encode())
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
             if b" 200 " not in head.split(b"\r\n", 1)[0]:
                 self.refused += 1
@@ -86,9 +86,9 @@ class Load:
     async def caller(self):
         reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
         requests = [
-            f"POST /mutation/conformance:increment HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"POST /mutation/conformance:increment HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(MUTATION)}\r\n\r\n".encode() + MUTATION,
-            b"GET /query/conformance:counter?name=churn HTTP/1.1\r\nHost: x\r\n\r\n",
+            b"GET /query/conformance:counter?name=churn HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
         ]
         turn = 0
         while not self.stop:
@@ -118,7 +118,7 @@ class Load:
     async def watcher(self):
         """One stream open throughout: the longest time between two reads that brought bytes."""
         reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
-        writer.write(f"GET {STREAM_PATH} HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n".encode())
+        writer.write(f"GET {STREAM_PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n".encode())
         last = time.monotonic()
         try:
             while not self.stop:

@@ -54,6 +54,14 @@ public final class Gateway: Sendable {
         http.streamFarewell = { Array("retry: \(Int.random(in: 50...500))\n\n".utf8) }
         http.connectionMemoryLimit = configuration.access.connectionMemoryLimit
         http.idleTimeoutSeconds = configuration.access.idleTimeoutSeconds
+        // What the head decides is decided before a body is read (Pipeline/GatewayCore.swift, `admit`).
+        http.admission = { head in
+            core.admit(
+                GatewayRequest(
+                    head: head.headers, method: head.method, target: head.target ?? "",
+                    remoteAddress: head.remoteAddress, bodyPending: true)
+            ).map(HTTPResponse.init)
+        }
         if configuration.hotPath {
             http.hotPath = { head in core.hotPath.answer(head) }  // Pipeline/HotPath.swift
         }
@@ -161,17 +169,11 @@ extension Gateway: Service {
 extension Gateway {
     /// Hands one request to the core and carries out its answer: now, deferred, or as an event stream.
     fileprivate static func serve(_ request: HTTPRequest, _ responder: HTTPResponder, core: GatewayCore) {
-        var headers: [String: String] = [:]
-        for field in request.headers where headers[field.name.lowercased()] == nil {
-            headers[field.name.lowercased()] = field.value
-        }
-        let gatewayRequest = GatewayRequest(
-            method: request.method,
-            rawPath: request.rawPath.map(String.init) ?? request.path,
-            rawQuery: request.rawQuery.map(String.init),
-            headers: headers,
-            body: request.body,
-            remoteAddress: request.remoteAddress)
+        var gatewayRequest = GatewayRequest(
+            head: request.headers, method: request.method, target: request.target ?? request.path,
+            remoteAddress: request.remoteAddress, bodyPending: false)
+        gatewayRequest.body = request.body
+        gatewayRequest.admittedFromHead = request.admittedFromHead
         switch core.handle(gatewayRequest) {
         case .now(let response):
             responder.respond(HTTPResponse(response))
@@ -202,6 +204,23 @@ extension Gateway {
             // A long-poll, or a stream waiting for its first results, stops waiting when its client leaves.
             responder.onClientGone { task.cancel() }
         }
+    }
+}
+
+extension GatewayRequest {
+    /// A request as the server read it, without its body: its header fields (the first of each name), the method, and
+    /// the target as sent.
+    fileprivate init(head: HTTPHeaders, method: String, target: String, remoteAddress: String?, bodyPending: Bool) {
+        var headers: [String: String] = [:]
+        for field in head where headers[field.name.lowercased()] == nil {
+            headers[field.name.lowercased()] = field.value
+        }
+        let question = target.firstIndex(of: "?")
+        self.init(
+            method: method, rawPath: String(target[..<(question ?? target.endIndex)]),
+            rawQuery: question.map { String(target[target.index(after: $0)...]) }, headers: headers,
+            remoteAddress: remoteAddress)
+        self.bodyPending = bodyPending
     }
 }
 

@@ -23,6 +23,7 @@ public enum HeaderName {
     public static let convexTimestamp = "Convex-Timestamp"
     public static let cookie = "Cookie"
     public static let eTag = "ETag"
+    public static let host = "Host"
     public static let ifNoneMatch = "If-None-Match"
     public static let lastEventID = "Last-Event-ID"
     public static let origin = "Origin"

@@ -19,7 +19,7 @@ let accessHandlerThunk: MHD_AccessHandlerCallback = {
         }
         let made = Exchange(server: server, connection: handle, target: handle.takePendingTarget())
         requestContext.pointee = Unmanaged.passRetained(made).toOpaque()
-        return made.firstCall()
+        return made.firstCall(method: method)
     case hotPathMarker:
         let server = Unmanaged<HTTPServer>.fromOpaque(serverPointer).takeUnretainedValue()
         let handle = ConnectionHandle(raw: connection)

@@ -32,6 +32,8 @@ final class Exchange: @unchecked Sendable {
     var hangUpWatch: HangUpWatcher.Watch?
     /// Whether the request is HTTP/1.1: a streamed answer is then chunked, and may be written directly.
     var chunkedStream = false
+    /// Whether ``HTTPServerConfiguration/admission`` admitted the request before its body was read.
+    var admittedFromHead = false
 
     init(server: HTTPServer, connection: ConnectionHandle, target: String?, hotPathTried: Bool = false) {
         self.server = server
@@ -144,14 +146,27 @@ final class Exchange: @unchecked Sendable {
 
     // MARK: libmicrohttpd thread
 
-    func firstCall() -> MHD_Result {
+    func firstCall(method: UnsafePointer<CChar>?) -> MHD_Result {
         if server.connectionLimitExceeded {
             return queueEarly(.connectionLimitReached)
         }
-        if let lengthText = MHD_lookup_connection_value(connection.raw, MHD_ValueKind.HEADER_KIND, "Content-Length") {
-            if hasAmbiguousBodyLength() {
-                return queueEarly(.ambiguousBodyLength)
+        let lengthText = MHD_lookup_connection_value(connection.raw, MHD_ValueKind.HEADER_KIND, "Content-Length")
+        if lengthText != nil, hasAmbiguousBodyLength() {
+            return queueEarly(.ambiguousBodyLength)
+        }
+        if let admission = server.configuration.admission, carriesBody(declaredLength: lengthText) {
+            let head = HTTPRequestHead(
+                connection: connection, method: method.map { String(cString: $0) } ?? "", target: target)
+            if let refusal = admission(head) {
+                // Refused from its head: the body is never read, so the connection closes after the answer.
+                withMachine { $0.answeredEarly() }
+                var response = refusal
+                response.headers.replaceOrAdd(name: "Connection", value: "close")
+                return queue(response)
             }
+            admittedFromHead = true
+        }
+        if let lengthText {
             let declared = UInt64(String(cString: lengthText))
             if let declared, declared > UInt64(server.configuration.maxBodySize) {
                 return queueEarly(.payloadTooLarge)
@@ -166,6 +181,12 @@ final class Exchange: @unchecked Sendable {
             }
         }
         return MHD_Result.YES
+    }
+
+    /// Whether the request sends a body: a `Content-Length` other than 0, or a `Transfer-Encoding`.
+    private func carriesBody(declaredLength: UnsafePointer<CChar>?) -> Bool {
+        if let declaredLength { return UInt64(String(cString: declaredLength)) != 0 }
+        return MHD_lookup_connection_value(connection.raw, MHD_ValueKind.HEADER_KIND, "Transfer-Encoding") != nil
     }
 
     /// Whether a request with a `Content-Length` gives its body's length another way too: with `Transfer-Encoding`
@@ -412,7 +433,8 @@ final class Exchange: @unchecked Sendable {
             headers: HTTPHeaders(fields: fields),
             body: body,
             remoteAddress: remote?.host,
-            remotePort: remote?.port
+            remotePort: remote?.port,
+            admittedFromHead: admittedFromHead
         )
     }
 }

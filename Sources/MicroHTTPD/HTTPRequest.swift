@@ -76,6 +76,8 @@ public struct HTTPRequest: Sendable {
     public var remoteAddress: String?
     /// The client's TCP port.
     public var remotePort: UInt16?
+    /// Whether ``HTTPServerConfiguration/admission`` admitted the request from its head, before its body was read.
+    public var admittedFromHead = false
 
     /// Creates a request (the server builds these; public for tests of handlers).
     public init(
@@ -86,7 +88,8 @@ public struct HTTPRequest: Sendable {
         headers: HTTPHeaders = HTTPHeaders(),
         body: [UInt8] = [],
         remoteAddress: String? = nil,
-        remotePort: UInt16? = nil
+        remotePort: UInt16? = nil,
+        admittedFromHead: Bool = false
     ) {
         self.method = method
         self.path = path
@@ -96,6 +99,7 @@ public struct HTTPRequest: Sendable {
         self.body = body
         self.remoteAddress = remoteAddress
         self.remotePort = remotePort
+        self.admittedFromHead = admittedFromHead
     }
 
     /// The raw (not percent-decoded) path part of ``target``: everything before the first `?`.

@@ -50,6 +50,15 @@ public struct HTTPRequestHead {
     /// The client's numeric IP address, as ``HTTPRequest/remoteAddress`` gives it.
     public var remoteAddress: String? { connection.remote?.host }
 
+    /// Every header field, in arrival order (copied out of libmicrohttpd's buffers).
+    public var headers: HTTPHeaders {
+        var fields: [HTTPHeaders.Field] = []
+        withUnsafeMutablePointer(to: &fields) { pointer in
+            _ = MHD_get_connection_values_n(connection.raw, MHD_ValueKind.HEADER_KIND, headerIteratorThunk, pointer)
+        }
+        return HTTPHeaders(fields: fields)
+    }
+
     /// Whether a header field named `name` (ASCII case-insensitive) was sent.
     public func hasHeader(_ name: String) -> Bool {
         withHeader(name) { $0 != nil }

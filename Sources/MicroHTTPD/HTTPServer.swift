@@ -328,8 +328,8 @@ public final class HTTPServer: Sendable {
 
     /// At a request's first call: whether it can wait for its second call without an ``Exchange``, which the hot
     /// path may then make unnecessary. Not when there is no hot path, when the connection limit is
-    /// exceeded (an early 503), during shutdown (a 503 too), or when a `Content-Length` is declared (a body to
-    /// receive, or an early 413).
+    /// exceeded (an early 503), during shutdown (a 503 too), or when a `Content-Length` or `Transfer-Encoding` is
+    /// sent (a body to admit from the head and receive, or an early 413).
     func mayAnswerOnHotPath(_ connection: ConnectionHandle) -> Bool {
         configuration.hotPath != nil
             && !connectionLimitExceeded
@@ -347,6 +347,7 @@ public final class HTTPServer: Sendable {
     }
 
     /// Whether more connections are open than the configured limit (the headroom above it is for the 503s).
+            && MHD_lookup_connection_value(connection.raw, MHD_ValueKind.HEADER_KIND, "Transfer-Encoding") == nil
     var connectionLimitExceeded: Bool {
         activeConnectionCount > configuration.connectionLimit
     }

@@ -105,6 +105,14 @@ public struct HTTPServerConfiguration: Sendable {
     }
 
     public static var activeCoreCount: Int {
+    /// Decides, from the request line and header fields alone, whether a request that carries a body (a
+    /// `Content-Length` above 0, or a `Transfer-Encoding`) may send it. Called on the libmicrohttpd thread before a
+    /// byte of the body is read or counted against ``maxBodyBytesInFlight``; it must not block. Return a response to
+    /// refuse the request: it is sent with `Connection: close`, the body is never read, and the request holds nothing.
+    /// Return `nil` to read the body and call the handler, whose ``HTTPRequest/admittedFromHead`` is then `true`.
+    /// Default `nil`: every body is read.
+    public var admission: (@Sendable (HTTPRequestHead) -> HTTPResponse?)? = nil
+
         max(1, Int(cmhd_available_cpus()))
     }
 }

@@ -79,38 +79,45 @@ struct HostileInputTests {
                 ("garbage line", Array("HELLO\r\n\r\n".utf8)),
                 ("method only", Array("GET\r\n\r\n".utf8)),
                 ("HTTP/0.9", Array("GET /healthz\r\n\r\n".utf8)),
-                ("unknown version", Array("GET /healthz HTTP/9.9\r\nHost: x\r\n\r\n".utf8)),
+                ("unknown version", Array("GET /healthz HTTP/9.9\r\nHost: 127.0.0.1\r\n\r\n".utf8)),
                 ("no Host", Array("GET /healthz HTTP/1.1\r\n\r\n".utf8)),
-                ("header without colon", Array("GET /healthz HTTP/1.1\r\nHost: x\r\nBad Header Line\r\n\r\n".utf8)),
+                (
+                    "header without colon",
+                    Array("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header Line\r\n\r\n".utf8)
+                ),
                 (
                     "bad Content-Length",
-                    Array("POST /mutation/messages:send HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n{}".utf8)
+                    Array(
+                        "POST /mutation/messages:send HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: abc\r\n\r\n{}".utf8
+                    )
                 ),
                 (
                     "two Content-Lengths",
                     Array(
-                        "POST /mutation/messages:send HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 9\r\n\r\n{}"
+                        "POST /mutation/messages:send HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\nContent-Length: 9\r\n\r\n{}"
                             .utf8)
                 ),
                 (
                     "Content-Length and Transfer-Encoding",
                     Array(
-                        "POST /mutation/messages:send HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+                        "POST /mutation/messages:send HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
                             .utf8)
                 ),
                 (
                     "bad chunk",
                     Array(
-                        "POST /mutation/messages:send HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nZZZ\r\n\r\n"
+                        "POST /mutation/messages:send HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\nZZZ\r\n\r\n"
                             .utf8)
                 ),
-                ("NUL in request line", Array("GET /hea\u{0}lthz HTTP/1.1\r\nHost: x\r\n\r\n".utf8)),
+                ("NUL in request line", Array("GET /hea\u{0}lthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)),
                 ("HTTP/2 preface", Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)),
                 ("bare LF", Array("GET /healthz HTTP/1.1\nHost: x\n\n".utf8)),
                 ("random bytes", randomBytes),
                 (
                     "truncated then closed",
-                    Array("POST /mutation/messages:send HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"bo".utf8)
+                    Array(
+                        "POST /mutation/messages:send HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{\"bo"
+                            .utf8)
                 ),
             ]
             for (name, bytes) in cases {
@@ -140,14 +147,14 @@ struct HostileInputTests {
             let port = gateway.port
             let baseline = try await Self.warmedUp(gateway)
             let bigHeader =
-                "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 1 << 20))\r\n\r\n"
+                "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: \(String(repeating: "a", count: 1 << 20))\r\n\r\n"
             let manyHeaders =
-                "GET /healthz HTTP/1.1\r\nHost: x\r\n"
+                "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                 + (0..<2000).map { "X-H\($0): v\r\n" }.joined() + "\r\n"
             let bigQuery =
-                "GET /query/echo:echo?x=\(String(repeating: "q", count: 4 << 20)) HTTP/1.1\r\nHost: x\r\n\r\n"
+                "GET /query/echo:echo?x=\(String(repeating: "q", count: 4 << 20)) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
             let bigArgs =
-                "GET /query/echo:echo?args=%7B%22a%22%3A%22\(String(repeating: "z", count: 2 << 20))%22%7D HTTP/1.1\r\nHost: x\r\n\r\n"
+                "GET /query/echo:echo?args=%7B%22a%22%3A%22\(String(repeating: "z", count: 2 << 20))%22%7D HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
             for (name, request, expected) in [
                 ("1 MiB header", bigHeader, 431), ("2000 headers", manyHeaders, 431),
                 ("4 MiB query string", bigQuery, 414), ("2 MiB args", bigArgs, 414),
@@ -168,48 +175,52 @@ struct HostileInputTests {
             let cases: [(String, [UInt8], Set<Int>)] = [
                 (
                     "raw bytes in path",
-                    raw(Array("GET /query/".utf8), [0xFF, 0xFE], Array(":x HTTP/1.1\r\nHost: x\r\n\r\n".utf8)), [400]
+                    raw(Array("GET /query/".utf8), [0xFF, 0xFE], Array(":x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)),
+                    [400]
                 ),
-                ("encoded bytes in path", Array("GET /query/%FF%FE:x HTTP/1.1\r\nHost: x\r\n\r\n".utf8), [400]),
+                ("encoded bytes in path", Array("GET /query/%FF%FE:x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8), [400]),
                 (
                     "encoded bytes in args JSON",
-                    Array("GET /query/echo:echo?args=%7B%22a%22%3A%22%FF%22%7D HTTP/1.1\r\nHost: x\r\n\r\n".utf8), [400]
+                    Array(
+                        "GET /query/echo:echo?args=%7B%22a%22%3A%22%FF%22%7D HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8),
+                    [400]
                 ),
                 (
                     "encoded bytes in a parameter name",
-                    Array("GET /query/echo:echo?%C0%AF=1 HTTP/1.1\r\nHost: x\r\n\r\n".utf8), [400]
+                    Array("GET /query/echo:echo?%C0%AF=1 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8), [400]
                 ),
                 (
                     "truncated sequence in a stream's arguments",
-                    Array("GET /subscribe/echo:echo?t=%E2%82 HTTP/1.1\r\nHost: x\r\n\r\n".utf8), [400]
+                    Array("GET /subscribe/echo:echo?t=%E2%82 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8), [400]
                 ),
                 (
                     "raw bytes in body",
                     raw(
                         Array(
-                            "POST /mutation/echo:echoMutation HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n{\"a\":\""
+                            "POST /mutation/echo:echoMutation HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n{\"a\":\""
                                 .utf8), [0xFF, 0xC0], Array("\"}".utf8)), [400]
                 ),
                 (
                     "overlong encoding in body",
                     raw(
                         Array(
-                            "POST /mutation/echo:echoMutation HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n{\"a\":\""
+                            "POST /mutation/echo:echoMutation HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10\r\n\r\n{\"a\":\""
                                 .utf8), [0xC0, 0xAF], Array("\"}".utf8)), [400]
                 ),
                 (
                     "raw bytes in bearer token",
                     raw(
-                        Array("GET /query/echo:echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ".utf8), [0xFF, 0xFE],
+                        Array("GET /query/echo:echo HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ".utf8),
+                        [0xFF, 0xFE],
                         Array("\r\n\r\n".utf8)), [401]
                 ),
                 (
                     "encoded bytes in a key=value argument",
-                    Array("GET /query/echo:echo?name=%FF%FE HTTP/1.1\r\nHost: x\r\n\r\n".utf8), [400]
+                    Array("GET /query/echo:echo?name=%FF%FE HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8), [400]
                 ),
                 (
                     "valid encoded UTF-8 still works",
-                    Array("GET /query/echo:echo?name=%C3%A9%E2%82%AC+x HTTP/1.1\r\nHost: x\r\n\r\n".utf8), [200]
+                    Array("GET /query/echo:echo?name=%C3%A9%E2%82%AC+x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8), [200]
                 ),
             ]
             for (name, bytes, expected) in cases {
@@ -365,7 +376,8 @@ struct HostileInputTests {
                 var size: Int32 = 2048
                 setsockopt(connection.fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
                 try await blocking {
-                    try connection.send("GET /subscribe/messages:list?channel=flood HTTP/1.1\r\nHost: x\r\n\r\n")
+                    try connection.send(
+                        "GET /subscribe/messages:list?channel=flood HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
                 }
                 stalled.append(connection)
             }
@@ -415,12 +427,12 @@ struct HostileInputTests {
                         let connection = try RawConnection(port: port)
                         switch (round + i) % 4 {
                         case 0: break  // connect and leave
-                        case 1: try? connection.send("GET /healthz HTTP/1.1\r\nHost: x\r\n")  // half a request
+                        case 1: try? connection.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")  // half a request
                         case 2:  // a whole request whose answer is never read
-                            try? connection.send("GET /query/echo:echo?i=\(i) HTTP/1.1\r\nHost: x\r\n\r\n")
+                            try? connection.send("GET /query/echo:echo?i=\(i) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
                         default:
                             try? connection.send(
-                                "GET /subscribe/messages:list?channel=drop HTTP/1.1\r\nHost: x\r\n\r\n")
+                                "GET /subscribe/messages:list?channel=drop HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
                             // Reset instead of a clean close.
                             var reset = linger(l_onoff: 1, l_linger: 0)
                             setsockopt(

@@ -241,9 +241,12 @@ public final class RawConnection: @unchecked Sendable {
 
 extension RawConnection {
     @available(*, noasync, message: "a blocking socket call: run it inside `blocking { }`")
-    public static func get(_ target: String, port: Int, headers: String = "") throws -> TestResponse {
+    public static func get(_ target: String, port: Int, headers: String = "", host: String? = "127.0.0.1") throws
+        -> TestResponse
+    {
         let connection = try RawConnection(port: port)
-        try connection.send("GET \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\n\(headers)Connection: close\r\n\r\n")
+        let hostLine = host.map { "Host: \($0)\r\n" } ?? ""
+        try connection.send("GET \(target) HTTP/1.1\r\n\(hostLine)\(headers)Connection: close\r\n\r\n")
         return try connection.readResponse()
     }
 }
@@ -252,10 +255,11 @@ extension RawConnection {
     /// One request on a fresh connection (`Connection: close`), with an optional body.
     @available(*, noasync, message: "a blocking socket call: run it inside `blocking { }`")
     public static func request(
-        _ method: String, _ target: String, port: Int, headers: [String: String] = [:], body: [UInt8]? = nil
+        _ method: String, _ target: String, port: Int, headers: [String: String] = [:], body: [UInt8]? = nil,
+        host: String? = "127.0.0.1"
     ) throws -> TestResponse {
         let connection = try RawConnection(port: port, receiveTimeoutSeconds: 30)
-        var head = "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+        var head = "\(method) \(target) HTTP/1.1\r\n\(host.map { "Host: \($0)\r\n" } ?? "")Connection: close\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         if let body { head += "Content-Length: \(body.count)\r\n" }
         try connection.send(Array((head + "\r\n").utf8) + (body ?? []))

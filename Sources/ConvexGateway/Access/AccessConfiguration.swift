@@ -32,6 +32,14 @@ public struct AccessConfiguration: Sendable {
     /// The longest a stream ticket is valid; a token's earlier `exp` shortens it.
     public var ticketMaxLifetime = Duration.seconds(3600)
 
+    /// `Host` names the gateway answers besides loopback ones (`*`: any); empty: loopback names only on a loopback
+    /// listening address, any name on another (Access/HostCheck.swift).
+    public var allowedHosts: [String] = []
+
+    /// Proxies (addresses or CIDR networks) whose `X-Forwarded-For` names the client, for the shares per client
+    /// address (Access/ClientIdentification.swift); empty: every client is its TCP peer.
+    public var trustedProxies: [String] = []
+
     /// The header that carries the gateway API key.
     public static let apiKeyHeader = HeaderName.xAPIKey
 

@@ -51,12 +51,17 @@ package final class AccessControl: Sendable {
     private let corsHeadersForAnyOrigin: [(String, String)]?
     /// Names each origin whose pages cannot use the gateway once, with the flag that allows them.
     private let refusedOrigins: RefusedOriginLog
+    /// The `Host` values the gateway answers (DNS rebinding).
+    let hosts: HostCheck
 
+    /// - Parameter listenHost: the address the gateway listens on: on a loopback one, only loopback `Host` names are
+    ///   answered unless ``AccessConfiguration/allowedHosts`` says otherwise (``HostCheck``).
     package init(
-        configuration: AccessConfiguration, clock: GatewayClock = .continuous,
+        configuration: AccessConfiguration, listenHost: String? = nil, clock: GatewayClock = .continuous,
         logger: Logger = Logger(label: "convex-gateway", factory: { _ in SwiftLogNoOpLogHandler() })
     ) {
         self.configuration = configuration
+        hosts = HostCheck(allowedHosts: configuration.allowedHosts, listenHost: listenHost)
         refusedOrigins = RefusedOriginLog(logger: logger)
         rateLimiter =
             configuration.rateLimit > 0
@@ -76,8 +81,11 @@ package final class AccessControl: Sendable {
     /// Never blocks; counts the request against the rate limit.
     func decide(
         method: String, accessClass: @autoclosure () -> AccessClass,
-        remoteAddress: @autoclosure () -> String?, fields: some HeaderFields
+        remoteAddress: @autoclosure () -> String?, fields: some HeaderFields, chargesRateLimit: Bool = true
     ) -> AccessDecision {
+        if let error = fields.withField(HeaderName.host, hosts.refusal) {
+            return .answer(refusal(error))
+        }
         let cors = configuration.cors
         var headers: [(String, String)] = []
         if cors.isEnabled {
@@ -96,24 +104,39 @@ package final class AccessControl: Sendable {
                 }
             }
         } else if let origin = fields.withField(HeaderName.origin, { $0?.text }),
-            !CrossSiteCheck.isOwnOrigin(origin, host: fields.withField("Host", { $0?.text }))
+            !CrossSiteCheck.isOwnOrigin(origin, host: fields.withField(HeaderName.host, { $0?.text }))
         {
             refusedOrigins.record(origin, corsEnabled: false)
+            // A request from another site that no preflight asked for (CORS off): a simple `POST` of a form or a
+            // `text/plain` fetch, which a browser sends unasked. Refused before it runs.
+            if !CrossSiteCheck.safeMethods.contains(method) {
+                return .answer(refusal(.crossSiteRequest(fromOrigin: origin)))
+            }
+        }
+        if !CrossSiteCheck.safeMethods.contains(method),
+            fields.withField(HeaderName.secFetchSite, { $0?.text.lowercased() == "cross-site" }),
+            fields.withField(HeaderName.origin, { $0 == nil })
+        {
+            return .answer(refusal(.crossSiteRequest(fromOrigin: nil), headers: headers))
         }
         if configuration.apiKey != nil, accessClass().needsAPIKey, let error = apiKeyRefusal(fields) {
             return .answer(refusal(error, headers: headers))
         }
-        if let rateLimiter, accessClass().isRateLimited, let retryAfter = rateLimiter.admit(remoteAddress()) {
+        if let rateLimiter, chargesRateLimit, accessClass().isRateLimited,
+            let retryAfter = rateLimiter.admit(remoteAddress())
+        {
             return .answer(refusal(.rateLimited(retryAfter: retryAfter), headers: headers))
         }
         return .proceed(headers: headers)
     }
 
-    /// ``decide(method:accessClass:remoteAddress:fields:)`` for a request the server has read whole; then, on a route
-    /// that acts for the caller, the cross-site check, which reads the body.
+    /// ``decide(method:accessClass:remoteAddress:fields:chargesRateLimit:)`` for a request whose head the server has
+    /// read (and its body, unless ``GatewayRequest/bodyPending``); then, on a route that acts for the caller, the
+    /// cross-site check. A request admitted from its head was counted by the rate limit then.
     func decide(_ request: GatewayRequest, accessClass: AccessClass) -> AccessDecision {
         let decision = decide(
-            method: request.method, accessClass: accessClass, remoteAddress: request.remoteAddress, fields: request)
+            method: request.method, accessClass: accessClass, remoteAddress: request.remoteAddress, fields: request,
+            chargesRateLimit: !request.admittedFromHead)
         guard case .proceed(let headers) = decision, let crossSite, accessClass.isRateLimited,
             let error = crossSite.refusal(of: request)
         else {

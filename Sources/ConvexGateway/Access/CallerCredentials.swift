@@ -12,6 +12,8 @@ struct CallerCredentials: Sendable {
     var tickets: StreamTickets
     /// The wall clock in Unix milliseconds (tests advance it).
     var now: @Sendable () -> Int64
+    /// Which client a request comes from, for the shares of the gateway's bounds.
+    var clients = ClientIdentification(trustedProxies: [])
 
     /// The query parameter that carries a stream ticket.
     static let ticketParameter = "ticket"

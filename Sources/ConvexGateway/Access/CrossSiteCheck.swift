@@ -5,6 +5,15 @@ extension GatewayError {
     static func crossSiteRequest(_ message: String) -> GatewayError {
         GatewayError(code: .crossSiteRequest, message: message)
     }
+
+    /// A request that changes state from another site (its `Origin`, or `Sec-Fetch-Site: cross-site` without one)
+    /// that CORS does not allow.
+    static func crossSiteRequest(fromOrigin origin: String?) -> GatewayError {
+        let who = origin.map { "A request from origin '\(printable($0))'" } ?? "A cross-site request"
+        return crossSiteRequest(
+            who + " may not change anything here: only the gateway's own pages and the origins --cors-origins "
+                + "allows may call mutations and actions")
+    }
 }
 
 /// Cross-site request forgery, refused. A browser sends the auth cookie with requests other sites make (a form's
@@ -34,7 +43,7 @@ struct CrossSiteCheck: Sendable {
     }
 
     /// The methods that never change state.
-    private static let safeMethods: Set<String> = ["GET", "HEAD", "OPTIONS"]
+    static let safeMethods: Set<String> = ["GET", "HEAD", "OPTIONS"]
 
     /// Why `request`, on a route that acts for the caller, is refused; `nil` when it may go on.
     func refusal(of request: GatewayRequest) -> GatewayError? {
@@ -44,7 +53,7 @@ struct CrossSiteCheck: Sendable {
             return nil
         }
         if let origin = request.header(HeaderName.origin) {
-            guard allows(origin: origin, host: request.header("host")) else {
+            guard allows(origin: origin, host: request.header(HeaderName.host)) else {
                 return .crossSiteRequest(
                     "Origin '\(printable(origin))' may not act as the signed-in user of the auth cookie; only the "
                         + "gateway's own origin and its CORS origins may")
@@ -62,7 +71,7 @@ struct CrossSiteCheck: Sendable {
                     "A request that the auth cookie authenticates must send its body as application/json, not "
                         + "'\(printable(contentType))'")
             }
-        } else if !request.body.isEmpty {
+        } else if request.sendsBody {
             return .crossSiteRequest(
                 "A request that the auth cookie authenticates must send its body as application/json; this one has "
                     + "no Content-Type")

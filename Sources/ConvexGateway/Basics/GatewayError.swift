@@ -31,6 +31,12 @@ package struct GatewayError: Error, Sendable, Hashable, CustomStringConvertible 
         /// The auth cookie authenticates a request that changes state from another site, or without a JSON body
         /// (Access/CrossSiteCheck.swift).
         case crossSiteRequest = "CrossSiteRequest"
+        /// The request's `Host` names no address the gateway answers for (DNS rebinding: Access/HostCheck.swift).
+        case hostNotAllowed = "HostNotAllowed"
+        /// The request has no `Host` field.
+        case missingHost = "MissingHost"
+        /// The client sent its request line and headers, or its body, too slowly.
+        case requestTimeout = "RequestTimeout"
         case functionNotFound = "FunctionNotFound"
         case routeNotFound = "NotFound"
         case methodNotAllowed = "MethodNotAllowed"
@@ -43,6 +49,15 @@ package struct GatewayError: Error, Sendable, Hashable, CustomStringConvertible 
         /// The caller made as many of the live upstream subscriptions as one caller may
         /// (`--max-subscriptions-per-caller`).
         case tooManySubscriptions = "TooManySubscriptions"
+        /// The client holds as many event streams as one client may (`--max-streams-per-client`).
+        case tooManyStreams = "TooManyStreams"
+        /// The client holds as many waiting long-polls as one client may (`--max-long-polls-per-client`).
+        case tooManyLongPolls = "TooManyLongPolls"
+        /// The client has as many calls running as one client may (`--max-calls-per-client`).
+        case tooManyCalls = "TooManyCalls"
+        /// The client address holds as many signed-in upstream connections as one address may
+        /// (`--max-identities-per-client`).
+        case tooManyIdentities = "TooManyIdentities"
         case functionFailed = "FunctionFailed"
         case internalError = "InternalError"
         case upstreamConnectionLost = "UpstreamConnectionLost"
@@ -58,17 +73,20 @@ package struct GatewayError: Error, Sendable, Hashable, CustomStringConvertible 
         package var status: Int {
             switch self {
             case .badRequest, .malformedJSON, .invalidArguments, .invalidFunctionPath, .invalidFormat, .invalidDelta,
-                .invalidSubscriptions, .invalidQueries, .invalidTimestamp, .argumentValidation:
+                .invalidSubscriptions, .invalidQueries, .invalidTimestamp, .argumentValidation, .missingHost:
                 400
             case .unauthenticated, .invalidAPIKey: 401
-            case .originNotAllowed, .crossSiteRequest: 403
+            case .originNotAllowed, .crossSiteRequest, .hostNotAllowed: 403
             case .functionNotFound, .routeNotFound: 404
             case .methodNotAllowed: 405
             case .notAcceptable: 406
+            case .requestTimeout: 408
             case .payloadTooLarge: 413
             case .unsupportedMediaType: 415
             case .convexError: 422
-            case .rateLimited, .tooManySubscriptions: 429
+            case .rateLimited, .tooManySubscriptions, .tooManyStreams, .tooManyLongPolls, .tooManyCalls,
+                .tooManyIdentities:
+                429
             case .functionFailed, .internalError: 500
             case .upstreamConnectionLost, .outcomeUnknown: 502
             case .upstreamUnavailable, .overloaded, .shuttingDown: 503

@@ -13,6 +13,14 @@ package struct GatewayRequest: Sendable {
     package var body: [UInt8]
     /// The client's numeric IP address, for the per-client rate limit.
     package var remoteAddress: String?
+    /// The server admitted the request from its head, before its body was read (``GatewayCore/admit(_:)``): the
+    /// rate limit has counted it then.
+    package var admittedFromHead = false
+    /// The request is judged from its head: its body, which it sends, is not read yet.
+    package var bodyPending = false
+
+    /// Whether the request sends a body.
+    package var sendsBody: Bool { bodyPending || !body.isEmpty }
 
     package init(
         method: String, rawPath: String, rawQuery: String? = nil, headers: [String: String], body: [UInt8] = [],

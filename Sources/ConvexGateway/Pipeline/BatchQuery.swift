@@ -32,7 +32,7 @@ struct BatchQueries: Sendable {
         let queries = try parsed.typed(by: arguments)
         let (identityID, upstream) = try pool.upstream(for: request.identity)
         let keys = queries.map { SubscriptionHub.Key(identity: identityID, function: $0.function, args: $0.args) }
-        let caller = SubscriptionCaller(identity: identityID, remoteAddress: request.request.remoteAddress)
+        let caller = SubscriptionCaller(client: request.client)
         let format = request.format
         let floor = readYourWrites.floor(minTimestamp: request.minTimestamp)
         let longPoll = LongPoll.wait(request, context, maxSeconds: configuration.maxWaitSeconds)

@@ -56,6 +56,15 @@ public struct GatewayConfiguration: Sendable {
         let limit = maxStreams > 0 ? maxStreams : maxConnections * 9 / 10
         return max(1, min(limit, maxConnections - 1))
     }
+    /// Event streams one client (a signed-in user, else a client address: ``ClientKey``) may hold open at once; a new
+    /// one beyond it gets 429 `TooManyStreams`. 0 means a tenth of the stream limit, so that one address cannot take
+    /// every stream. Never more than the stream limit.
+    public var maxStreamsPerClient = 0
+    /// The limit per client in force (``maxStreamsPerClient``, or its default).
+    public var effectiveMaxStreamsPerClient: Int {
+        let limit = maxStreamsPerClient > 0 ? maxStreamsPerClient : effectiveMaxStreams / 10
+        return max(1, min(limit, effectiveMaxStreams))
+    }
     /// Largest request body accepted; larger gets 413. 16 MiB: Convex's own limit on a function's arguments.
     public var maxBodyBytes = 16 << 20
     /// The most request-body bytes held at once over every connection, from their first byte until their request is

@@ -64,18 +64,20 @@ package final class GatewayCore: Sendable {
         let metrics = GatewayMetrics()
         self.metrics = metrics
         let hotTargets = HotPath.Targets(metrics: metrics, authCookie: configuration.access.authCookie)
-        self.openStreams = OpenStreams(metrics: metrics)
+        self.openStreams = OpenStreams(metrics: metrics, perClient: configuration.effectiveMaxStreamsPerClient)
         self.hub = SubscriptionHub(
             keepWarm: configuration.keepWarm, maxSubscriptions: configuration.maxSubscriptions,
             maxSubscriptionsPerCaller: configuration.effectiveMaxSubscriptionsPerCaller, metrics: metrics,
             logger: logger, clock: clock, fanOutThreads: fanOutThreads, render: render)
-        let access = AccessControl(configuration: configuration.access, clock: clock, logger: logger)
+        let access = AccessControl(
+            configuration: configuration.access, listenHost: configuration.host, clock: clock, logger: logger)
         self.access = access
         self.credentials = CallerCredentials(
             cookieName: configuration.access.authCookie,
             tickets: StreamTickets(
                 key: configuration.access.ticketKey ?? .random(), maxLifetime: configuration.access.ticketMaxLifetime),
-            now: { clock.wallMilliseconds })
+            now: { clock.wallMilliseconds },
+            clients: ClientIdentification(trustedProxies: configuration.access.trustedProxies))
         self.callerCaching = CallerCaching(authCookie: configuration.access.authCookie)
         self.pool = UpstreamPool(
             idleTimeout: configuration.identityIdleTimeout, maxIdentities: configuration.effectiveMaxIdentities,
@@ -125,29 +127,12 @@ package final class GatewayCore: Sendable {
     /// Handles a request. Runs on the HTTP server's thread: it never blocks, and answers a `GET` of a live
     /// subscription's result at once.
     package func handle(_ request: GatewayRequest) -> GatewayAnswer {
-        // The route is parsed once: its template labels the metrics, its access class the access stage's decision
-        // (a function route with a bad function path is still a function call), and its error, if any, is the
-        // parse stage's to answer.
-        let route = Result { () throws(GatewayError) -> Route in try Route(rawPath: request.rawPath[...]) }
-        let matched = try? route.get()
-        var context = ResponseContext(
-            template: matched?.template ?? "unmatched", startedAt: clock.now, headers: [],
-            representation: RepresentationPreferences(method: request.method, header: request.header))
-        let accessClass = matched?.accessClass ?? Route.accessClass(rawPath: request.rawPath[...])
-        switch access.decide(request, accessClass: accessClass) {
-        case .answer(let response):
-            return .now(completed(response, context))
-        case .proceed(let headers):
-            context.headers = headers
-        }
         let parsed: ParsedRequest
-        do {
-            parsed = try ParsedRequest(
-                request, route: route.get(), defaultFormat: configuration.defaultFormat, credentials: credentials)
-        } catch {
-            return .now(completed(errorResponse(error, format: configuration.defaultFormat), context))
+        let context: ResponseContext
+        switch accessAndParse(request) {
+        case .refused(let response): return .now(response)
+        case .admitted(let request, let requestContext): (parsed, context) = (request, requestContext)
         }
-        if parsed.route.actsForCaller { context.callerHeaders = callerCaching.headers(for: parsed.identity) }
         // Typed inputs (Typed/): function calls and the functions document wait for the first function spec fetch.
         if let specs = functionSpecs, specs.firstFetchPending, parsed.usesFunctionSpec {
             let outcome = GatewayAnswer.later { [self, context] () async throws(GatewayError) -> GatewayOutcome in
@@ -166,6 +151,54 @@ package final class GatewayCore: Sendable {
             outcome = .failure(error)
         }
         return complete(outcome, format: parsed.format, context)
+    }
+
+    /// What the access and parse stages make of a request.
+    enum Admission {
+        /// The completed answer that refuses it (or a CORS preflight's).
+        case refused(GatewayResponse)
+        /// It goes on, parsed, with the context its answer is completed in.
+        case admitted(ParsedRequest, ResponseContext)
+    }
+
+    /// The access and parse stages, which read the request's head alone: ``admit(_:)`` asks them before a body is
+    /// read, ``handle(_:)`` again once it has been.
+    func accessAndParse(_ request: GatewayRequest) -> Admission {
+        // The route is parsed once: its template labels the metrics, its access class the access stage's decision
+        // (a function route with a bad function path is still a function call), and its error, if any, is the
+        // parse stage's to answer.
+        let route = Result { () throws(GatewayError) -> Route in try Route(rawPath: request.rawPath[...]) }
+        let matched = try? route.get()
+        var context = ResponseContext(
+            template: matched?.template ?? "unmatched", startedAt: clock.now, headers: [],
+            representation: RepresentationPreferences(method: request.method, header: request.header))
+        let accessClass = matched?.accessClass ?? Route.accessClass(rawPath: request.rawPath[...])
+        switch access.decide(request, accessClass: accessClass) {
+        case .answer(let response):
+            return .refused(completed(response, context))
+        case .proceed(let headers):
+            context.headers = headers
+        }
+        do {
+            let parsed = try ParsedRequest(
+                request, route: route.get(), defaultFormat: configuration.defaultFormat, credentials: credentials)
+            if parsed.route.actsForCaller { context.callerHeaders = callerCaching.headers(for: parsed.identity) }
+            return .admitted(parsed, context)
+        } catch {
+            return .refused(completed(errorResponse(error, format: configuration.defaultFormat), context))
+        }
+    }
+
+    /// Admission from the head: a request that sends a body is judged by the access and parse stages from its line and
+    /// header fields alone (`request.bodyPending`), before the server reads a byte of its body (the API key, CORS,
+    /// the rate limit, the cross-site check, the route, method, format and credentials). Returns the answer that
+    /// refuses it, which the server sends without reading the body, so a refused request holds no part of the bound
+    /// on bodies in flight; `nil` to read the body and handle the request (``handle(_:)``, which does not count it
+    /// against the rate limit again). The function lists are not asked here: a refused function is answered as an
+    /// unknown one is, after its arguments (``AccessControl/filter(_:)``).
+    package func admit(_ request: GatewayRequest) -> GatewayResponse? {
+        guard case .refused(let response) = accessAndParse(request) else { return nil }
+        return response
     }
 
     /// Sends the heartbeat comment to every open stream.

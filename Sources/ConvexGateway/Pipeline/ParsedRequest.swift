@@ -14,6 +14,8 @@ struct ParsedRequest: Sendable {
     var query: QueryString
     /// Who the call acts as upstream (anonymous for the gateway's own routes), from ``CallerCredentials``.
     var identity: UpstreamIdentity
+    /// Whom the request's share of the gateway's bounds belongs to: the signed-in user, else the client address.
+    var client: ClientKey
     var format: OutputFormat
     /// `Accept: text/event-stream` was sent.
     var wantsEventStream: Bool
@@ -63,6 +65,7 @@ struct ParsedRequest: Sendable {
             query.parameters.removeAll { $0.name == CallerCredentials.ticketParameter }
         }
         identity = route.actsForCaller ? try credentials.identity(of: request, ticket: ticket) : .anonymous
+        client = credentials.clients.client(of: request, identity: identity)
         minTimestamp = try SnapshotFloor.minTimestamp(request.header(HeaderName.convexMinTimestamp))
         if route.isStream {
             // Like `ticket`, `delta` on a stream route is the stream's own parameter, never a function argument.

@@ -25,7 +25,7 @@ struct Queries: Sendable {
         let format = request.format
         let (identityID, upstream) = try pool.upstream(for: request.identity)
         let key = SubscriptionHub.Key(identity: identityID, function: function, args: args)
-        let caller = SubscriptionCaller(identity: identityID, remoteAddress: request.request.remoteAddress)
+        let caller = SubscriptionCaller(client: request.client)
         let longPoll = LongPoll.wait(request, context, maxSeconds: configuration.maxWaitSeconds)
         let floor = readYourWrites.floor(minTimestamp: request.minTimestamp)
         // A live result answers at once when its snapshot is new enough (read-your-writes, ReadYourWrites/SnapshotFloor.swift).

@@ -43,9 +43,11 @@ struct Streams: Sendable {
 
     /// Opens an event stream under the stream limit (StreamAdmission.swift): `/subscribe/<function>` (one
     /// subscription without an id, its own events) or `/subscribe?sub.<id>=…` (transition events).
-    /// - Throws: 503 when the stream limit is reached.
+    /// - Throws: 503 when the stream limit is reached, 429 when the client holds its share of it.
     func open(_ request: ParsedRequest, _ subscriptions: [StreamSubscription]) throws(GatewayError) -> GatewayAnswer {
-        try admit { () async throws(GatewayError) -> EventStreamStart in try await start(request, subscriptions) }
+        try admit(request.client) { () async throws(GatewayError) -> EventStreamStart in
+            try await start(request, subscriptions)
+        }
     }
 
     /// Starts an event stream once every subscription has its first result. The one place where a stream starts.
@@ -55,7 +57,7 @@ struct Streams: Sendable {
         let format = request.format
         let (identityID, upstream) = try pool.upstream(for: request.identity)
         let keys = subscriptions.map { SubscriptionHub.Key(identity: identityID, function: $0.function, args: $0.args) }
-        let caller = SubscriptionCaller(identity: identityID, remoteAddress: request.request.remoteAddress)
+        let caller = SubscriptionCaller(client: request.client)
         try await awaitFirstResults(
             of: zip(subscriptions, keys).map { ($0.id, $1, $0.args) }, identity: identityID, caller: caller,
             upstream: upstream, floor: readYourWrites.floor(minTimestamp: request.minTimestamp))
@@ -71,7 +73,7 @@ struct Streams: Sendable {
             headers: Self.eventStreamHeaders,
             preamble: StreamWire.preamble,
             attach: { output in
-                openStreams.opened(output)
+                openStreams.opened(output, client: request.client)
                 let sink = EventStream(
                     framing: stream.framing, count: keys.count, format: format, output: output,
                     limit: Self.streamBufferLimit, patches: stream.patches, resumeFrom: stream.lastEventID)

@@ -1,5 +1,6 @@
 import Convex
 import ConvexValues
+import Foundation
 import Logging
 import MicroHTTPD
 
@@ -205,6 +206,35 @@ extension GatewaySettings {
                     help:
                         "Open event streams before a new one gets 503, so that calls and GETs always find a connection."
                 ),
+                .integer(
+                    "--max-streams-per-client", "GATEWAY_MAX_STREAMS_PER_CLIENT", \.gateway.maxStreamsPerClient,
+                    in: 0...1_000_000, note: "a tenth of `--max-streams`",
+                    help: "Open event streams one client (a signed-in user, else a client address) may hold; a new "
+                        + "one beyond it gets 429 `TooManyStreams`."),
+                .list(
+                    "--allowed-hosts", "GATEWAY_ALLOWED_HOSTS", \.gateway.access.allowedHosts, valueName: "<names>",
+                    default: "loopback names on a loopback address, else any",
+                    help: "Comma-separated `Host` names answered besides loopback ones (`*`: any); others get 403 "
+                        + "`HostNotAllowed`, a request without `Host` 400.",
+                    parse: { text in
+                        text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+                            !$0.isEmpty
+                        }
+                    }),
+                .list(
+                    "--trusted-proxies", "GATEWAY_TRUSTED_PROXIES", \.gateway.access.trustedProxies,
+                    valueName: "<networks>", default: "none",
+                    help: "Comma-separated addresses or CIDR networks of proxies whose `X-Forwarded-For` names the "
+                        + "client, for the shares per client address.",
+                    parse: { text throws in
+                        let entries = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                        for entry in entries {
+                            if let problem = ClientIdentification.invalidProxy(entry) {
+                                throw SettingValueError(problem)
+                            }
+                        }
+                        return entries
+                    }),
             ])
 
     /// The address to listen on, checked before anything starts: libmicrohttpd binds numeric addresses only, so a

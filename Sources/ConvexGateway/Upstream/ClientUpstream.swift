@@ -58,6 +58,11 @@ public final class ClientUpstream: ConvexUpstream {
 
     deinit { watcher.cancel() }
 
+    public var credentialsRefused: Bool {
+        if case .authenticationFailed = client.connectionState { return true }
+        return false
+    }
+
     public func makeQuerySet() -> any UpstreamQuerySet {
         let set = ClientQuerySet(client: client, registry: subscriptions)
         if case .authenticationFailed(let message) = client.connectionState {

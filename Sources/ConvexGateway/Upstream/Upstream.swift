@@ -23,6 +23,14 @@ public protocol ConvexUpstream: Sendable {
     func waitUntilConnected(timeout: Duration) async throws(UpstreamFailure)
     /// Closes the connection and ends every subscription.
     func close() async
+    /// Whether the deployment has refused the connection's credentials (its token is forged, or expired): the
+    /// connection then serves nothing until it is closed.
+    var credentialsRefused: Bool { get }
+}
+
+extension ConvexUpstream {
+    /// An upstream that cannot tell is never refused.
+    public var credentialsRefused: Bool { false }
 }
 
 extension ConvexUpstream {

@@ -71,6 +71,7 @@ package final class UpstreamPool: Sendable {
             if case .anonymous = identity {
                 id = ""
             } else {
+                if state.identities >= maxIdentities { evictRefused(&state) }
                 guard state.identities < maxIdentities else { return nil }
                 id = "u\(state.nextID)"
                 state.nextID += 1
@@ -84,6 +85,22 @@ package final class UpstreamPool: Sendable {
             throw .identityLimitReached(retryAfter: max(1, Int(idleTimeout.seconds.rounded(.up))))
         }
         return found
+    }
+
+    /// Frees the places of the signed-in identities whose token the deployment refused (forged, or expired) and that
+    /// no call leases now: such a connection serves nothing, so it must not hold a place until it has been idle for
+    /// the idle period. Their connections are closed after the lock.
+    private func evictRefused(_ state: inout State) {
+        var closing: [any ConvexUpstream] = []
+        for (identity, member) in state.members
+        where identity != .anonymous && member.leases == 0 && member.upstream.credentialsRefused {
+            state.members[identity] = nil
+            state.identities -= 1
+            closing.append(member.upstream)
+        }
+        guard !closing.isEmpty else { return }
+        logger.debug("closed upstream connections whose token was refused", metadata: ["count": "\(closing.count)"])
+        Task { for upstream in closing { await upstream.close() } }
     }
 
     /// Runs a one-shot call with the identity's connection, keeping it from being closed as idle meanwhile.

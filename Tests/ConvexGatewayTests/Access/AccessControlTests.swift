@@ -10,7 +10,9 @@ struct AccessControlTests {
     static func request(
         _ path: String, method: String = "GET", headers: [String: String] = [:], remote: String? = "127.0.0.1"
     ) -> GatewayRequest {
-        GatewayRequest(method: method, rawPath: path, headers: headers, remoteAddress: remote)
+        GatewayRequest(
+            method: method, rawPath: path, headers: ["Host": "127.0.0.1"].merging(headers) { _, given in given },
+            remoteAddress: remote)
     }
 
     @Test func apiKeyGuardsEverythingButProbesAndTheContract() throws {
@@ -147,7 +149,8 @@ struct AccessControlTests {
             ("POST", "/mutation/a:b", ["Content-Type": "application/json"], "{}", false),
             ("POST", "/stream-tickets", ["Origin": "https://gw.test"], "", false),
             ("POST", "/stream-tickets", [:], "", false),
-            // Not the cookie's: a bearer token wins over it; safe methods; routes that do not act for the caller.
+            // Not the cookie's: a bearer token wins over it; safe methods; routes that do not act for the caller
+            // (refused all the same when they come from another site, as every request that changes state).
             ("POST", "/mutation/a:b", ["Origin": "https://evil.test", "Authorization": "Bearer t"], "a=1", false),
             ("GET", "/query/a:b", ["Origin": "https://evil.test"], "", false),
             ("HEAD", "/query/a:b", ["Sec-Fetch-Site": "cross-site"], "", false),
@@ -164,19 +167,27 @@ struct AccessControlTests {
         fields["Cookie"] = "theme=dark; convex_jwt=header.payload.sig"
         var request = Self.request(path, method: method, headers: fields)
         request.body = Array(body.utf8)
+        // A request from another site that changes state is refused whoever it acts as (no preflight allowed it:
+        // CORS is off); the rest of the rows are the cookie's own rules.
+        let fromAnotherSite =
+            headers["Origin"].map { $0.lowercased() != "https://gw.test" }
+            ?? (headers["Sec-Fetch-Site"] == "cross-site")
+        let crossSite = fromAnotherSite && method == "POST"
         let answer = access.answer(to: request)
-        if refused {
+        if refused || crossSite {
             let refusal = try #require(answer, "\(method) \(path) \(headers)")
             #expect(refusal.status == 403)
             #expect(String(decoding: refusal.body, as: UTF8.self).contains(#""code":"CrossSiteRequest""#))
         } else {
             #expect(answer.map(\.status) == nil, "\(method) \(path) \(headers)")
         }
-        // Without the cookie, or on a gateway that reads none, nothing is refused.
+        // Without the cookie, or on a gateway that reads none, only the request from another site is refused.
         var anonymous = request
         anonymous.headers["cookie"] = nil
-        #expect(access.answer(to: anonymous).map(\.status) == nil)
-        #expect(AccessControl(configuration: AccessConfiguration()).answer(to: request).map(\.status) == nil)
+        #expect(access.answer(to: anonymous).map(\.status) == (crossSite ? 403 : nil), "\(method) \(path) \(headers)")
+        #expect(
+            AccessControl(configuration: AccessConfiguration()).answer(to: request).map(\.status)
+                == (crossSite ? 403 : nil))
     }
 
     @Test func theCrossSiteCheckAdmitsTheCORSOriginsButNotAWildcard() {

@@ -141,7 +141,7 @@ struct GatewayErrorTests {
             // A client that has sent a tenth of its body and waits holds those bytes.
             let slow = try RawConnection(port: h.port)
             defer { slow.close() }
-            let head = "POST /mutation/messages:send HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            let head = "POST /mutation/messages:send HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             try await blocking {
                 try slow.send(head + "Content-Length: 1000\r\n\r\n" + #"{"body":""# + String(repeating: "x", count: 91))
             }
@@ -162,13 +162,14 @@ struct GatewayErrorTests {
     @Test func aBodyLengthGivenTwoWaysIs400AndTheConnectionCloses() async throws {
         try await TestGateway.run(.inProcess) { h in
             let port = h.port
-            let head = "POST /mutation/messages:send HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            let head = "POST /mutation/messages:send HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             for lengths in [
                 "Content-Length: 5\r\nTransfer-Encoding: chunked", "Content-Length: 5\r\nContent-Length: 14",
             ] {
                 let (response, closed) = try await blocking {
                     let connection = try RawConnection(port: port)
-                    try connection.send(head + lengths + "\r\n\r\n0\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                    try connection.send(
+                        head + lengths + "\r\n\r\n0\r\n\r\nGET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
                     let response = try connection.readResponse()
                     return (response, connection.waitForClose())
                 }
@@ -228,7 +229,7 @@ struct GatewayErrorTests {
             // Each held connection must be accepted, and answered, before the third arrives.
             for connection in held {
                 let answer = try await blocking {
-                    try connection.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                    try connection.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
                     return try connection.readResponse()
                 }
                 #expect(answer.status == 200, "a held connection was refused: \(answer.text)")

@@ -12,7 +12,7 @@ import Testing
 
     @Test func newEntriesAreRefusedByTheTableFirstThenByTheCallersShare() {
         var table = HubState.EntryTable(keepWarm: .seconds(1), maxSubscriptions: 3, maxPerCaller: 2)
-        let greedy = SubscriptionCaller(identity: "greedy", remoteAddress: nil)
+        let greedy = SubscriptionCaller(client: .address("greedy"))
         #expect(table.refusal(adding: 2, for: greedy) == nil)
         for n in 0..<2 { _ = table.ensure(Self.key(n), args: [:], owner: greedy) { LiveResult() } }
         #expect(table.refusal(adding: 1, for: greedy) == .caller)
@@ -24,7 +24,7 @@ import Testing
 
     @Test func anEntryIsMadeOnceNumberedAndUnchargedWhenRemoved() throws {
         var table = HubState.EntryTable(keepWarm: .seconds(1), maxSubscriptions: 10, maxPerCaller: 10)
-        let caller = SubscriptionCaller(identity: "a", remoteAddress: nil)
+        let caller = SubscriptionCaller(client: .address("a"))
         let made = table.ensure(Self.key(1), args: [:], owner: caller) { LiveResult() }
         let again = table.ensure(Self.key(1), args: [:], owner: caller) { LiveResult() }
         let next = table.ensure(Self.key(2), args: [:], owner: caller) { LiveResult() }

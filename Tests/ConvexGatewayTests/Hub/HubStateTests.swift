@@ -154,8 +154,8 @@ import Testing
 
     @Test func aCallerMakesItsShareOfTheTableOnly() throws {
         var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10, maxPerCaller: 2)
-        let greedy = SubscriptionCaller(identity: "", remoteAddress: "10.0.0.1")
-        let polite = SubscriptionCaller(identity: "", remoteAddress: "10.0.0.2")
+        let greedy = SubscriptionCaller(client: .address("10.0.0.1"))
+        let polite = SubscriptionCaller(client: .address("10.0.0.2"))
         func key(_ n: Double) -> SubscriptionHub.Key {
             SubscriptionHub.Key(
                 identity: "", function: try! UdfPath(parsing: "messages:list"), args: ["n": .float64(n)])

@@ -150,7 +150,7 @@ struct HotPathTests {
             _ = try await Self.warm(h, target)
             let port = h.port
             let connection = try RawConnection(port: port)
-            let request = "GET \(target) HTTP/1.1\r\nHost: x\r\n\r\n"
+            let request = "GET \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
             let first = try await blocking {
                 try connection.send(request)
                 return try connection.readResponse()

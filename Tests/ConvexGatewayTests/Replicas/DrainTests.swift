@@ -70,7 +70,7 @@ struct DrainTests {
             let open = try RawConnection(port: h.port)
             defer { open.close() }
             let first = try await blocking {
-                try open.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                try open.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
                 return try open.readResponse()
             }
             #expect(first.status == 200)
@@ -81,7 +81,7 @@ struct DrainTests {
             #expect(
                 await eventually {
                     let status = try? await blocking {
-                        try open.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                        try open.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
                         return try open.readResponse().status
                     }
                     return status == 503

@@ -26,6 +26,8 @@ struct ClientDepartureEndToEndTests {
                 Self.quietHeartbeat(&configuration)
                 configuration.maxConnections = 50
                 configuration.maxStreams = 3
+                // Every stream of the test comes from one address: its share is the whole limit here.
+                configuration.maxStreamsPerClient = 3
             }
         ) { h in
             var streams: [EventStreamReader] = []
@@ -94,7 +96,7 @@ struct ClientDepartureEndToEndTests {
             for _ in 0..<longPolls {
                 let connection = try RawConnection(port: port)
                 try connection.send(
-                    "GET \(target) HTTP/1.1\r\nHost: x\r\nIf-None-Match: \(etag)\r\nPrefer: wait=60\r\n\r\n")
+                    "GET \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\nIf-None-Match: \(etag)\r\nPrefer: wait=60\r\n\r\n")
                 clients.append(connection)
             }
             return clients
