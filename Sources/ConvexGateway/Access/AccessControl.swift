@@ -53,14 +53,20 @@ package final class AccessControl: Sendable {
     private let refusedOrigins: RefusedOriginLog
     /// The `Host` values the gateway answers (DNS rebinding).
     let hosts: HostCheck
+    /// Wrong API keys by client address: counted, logged, held back.
+    private let wrongKeys: WrongAPIKeys
+    private let metrics: GatewayMetrics?
 
     /// - Parameter listenHost: the address the gateway listens on: on a loopback one, only loopback `Host` names are
     ///   answered unless ``AccessConfiguration/allowedHosts`` says otherwise (``HostCheck``).
     package init(
         configuration: AccessConfiguration, listenHost: String? = nil, clock: GatewayClock = .continuous,
+        metrics: GatewayMetrics? = nil,
         logger: Logger = Logger(label: "convex-gateway", factory: { _ in SwiftLogNoOpLogHandler() })
     ) {
         self.configuration = configuration
+        self.metrics = metrics
+        wrongKeys = WrongAPIKeys(clock: clock, logger: logger)
         hosts = HostCheck(allowedHosts: configuration.allowedHosts, listenHost: listenHost)
         refusedOrigins = RefusedOriginLog(logger: logger)
         rateLimiter =
@@ -119,8 +125,17 @@ package final class AccessControl: Sendable {
         {
             return .answer(refusal(.crossSiteRequest(fromOrigin: nil), headers: headers))
         }
-        if configuration.apiKey != nil, accessClass().needsAPIKey, let error = apiKeyRefusal(fields) {
-            return .answer(refusal(error, headers: headers))
+        if configuration.apiKey != nil, accessClass().needsAPIKey {
+            let address = ClientAddress.rateLimitKey(remoteAddress())
+            if let retryAfter = wrongKeys.refusal(for: address) {
+                return .answer(refusal(.rateLimited(retryAfter: retryAfter), headers: headers))
+            }
+            if let error = apiKeyRefusal(fields) {
+                let missing = fields.withField(HeaderName.xAPIKey) { $0 == nil }
+                metrics?.apiKeyRefused(missing: missing)
+                if !missing { wrongKeys.record(address) }
+                return .answer(refusal(error, headers: headers))
+            }
         }
         if let rateLimiter, chargesRateLimit, accessClass().isRateLimited,
             let retryAfter = rateLimiter.admit(remoteAddress())

@@ -33,7 +33,12 @@ package struct ClientIdentification: Sendable {
         {
             return .user(issuer: issuer, subject: subject)
         }
-        return .address(ClientAddress.rateLimitKey(address(of: request)))
+        return addressKey(of: request)
+    }
+
+    /// The client's address as a key, signed in or not: the share of signed-in connections is per address.
+    func addressKey(of request: GatewayRequest) -> ClientKey {
+        .address(ClientAddress.rateLimitKey(address(of: request)))
     }
 
     /// The client's address: the peer's, or behind trusted proxies the one they forward.

@@ -1,5 +1,6 @@
 import ConvexSyncProtocol
 import ConvexValues
+import Foundation
 import Synchronization
 
 /// Which functions the gateway lets callers reach: when the allowlist is non-empty a function must match one of its
@@ -35,6 +36,19 @@ public struct FunctionFilter: Sendable, Hashable {
 
     /// A deployment's unknown-function message cut after Convex's sentence, `Could not find public function for
     /// '<function>'.`: its own Request ID kept, the advice after it left out. Any other message is returned as it is.
+    /// The function a refused one is asked as: a module no deployment has, so the deployment answers it as any
+    /// function it does not have, in its own time and with its own Request ID (``asked(_:in:)`` then names the
+    /// function the caller asked for). Random per process, so that no deployment can have it.
+    static let standIn = "refused-by-gateway-" + String(UInt64.random(in: .min ... .max), radix: 16) + ":refused"
+
+    /// A deployment's answer for ``standIn`` as the answer for `function`: an unknown function's message without the
+    /// deployment's advice, naming `function`; any other failure (the connection lost, a timeout) as it is.
+    static func asked(_ function: String, in failure: UpstreamFailure) -> UpstreamFailure {
+        guard case .unknownFunction(let message) = failure else { return failure }
+        return .unknownFunction(
+            message: withoutAdvice(message).replacingOccurrences(of: "'\(standIn)'", with: "'\(function)'"))
+    }
+
     static func withoutAdvice(_ message: String) -> String {
         guard let sentence = message.firstRange(of: "Could not find public function for '"),
             let end = message[sentence.upperBound...].firstRange(of: "'.")
@@ -57,7 +71,15 @@ struct FilteredUpstream: ConvexUpstream {
     func call(_ kind: CallKind, _ function: String, args: ConvexValue, timeout: Duration) async throws(UpstreamFailure)
         -> UpstreamAnswer
     {
-        try check(function)
+        guard filter.permits(function) else {
+            // Asked of the deployment as a function it does not have: the same round trip, the same Request ID.
+            do {
+                _ = try await base.call(kind, FunctionFilter.standIn, args: args, timeout: timeout)
+            } catch {
+                throw FunctionFilter.asked(function, in: error)
+            }
+            throw .unknownFunction(message: FunctionFilter.notFoundMessage(function))
+        }
         do {
             return try await base.call(kind, function, args: args, timeout: timeout)
         } catch {
@@ -74,12 +96,7 @@ struct FilteredUpstream: ConvexUpstream {
         try await base.waitUntilConnected(timeout: timeout)
     }
     func close() async { await base.close() }
-
-    private func check(_ function: String) throws(UpstreamFailure) {
-        guard filter.permits(function) else {
-            throw .unknownFunction(message: FunctionFilter.notFoundMessage(function))
-        }
-    }
+    var credentialsRefused: Bool { base.credentialsRefused }
 }
 
 /// A query set whose refused members get one failure, as a deployment's unknown functions do, and then nothing; the
@@ -89,8 +106,8 @@ final class FilteredQuerySet: UpstreamQuerySet {
     private let continuation: AsyncStream<UpstreamTransition>.Continuation
     private let base: any UpstreamQuerySet
     private let filter: FunctionFilter
-    /// The timestamp of the last base transition: a refusal is as of the snapshot the set is at.
-    private let lastTimestamp = Mutex<ConvexTimestamp>(.zero)
+    /// The refused members, asked of the deployment as ``FunctionFilter/standIn``, with the function each asked for.
+    private let refused = Mutex<[UInt64: String]>([:])
 
     init(base: any UpstreamQuerySet, filter: FunctionFilter) {
         (transitions, continuation) = AsyncStream.makeStream(of: UpstreamTransition.self)
@@ -109,30 +126,32 @@ final class FilteredQuerySet: UpstreamQuerySet {
 
     private func forward(_ transition: UpstreamTransition) {
         var transition = transition
+        let refused = self.refused.withLock { $0 }
         for index in transition.changes.indices {
             if case .failure(let failure) = transition.changes[index].result {
-                transition.changes[index].result = .failure(failure.inFilterWording)
+                let asked = refused[transition.changes[index].token]
+                transition.changes[index].result = .failure(
+                    asked.map { FunctionFilter.asked($0, in: failure) } ?? failure.inFilterWording)
             }
         }
-        // Under the lock, so that a refusal yielded meanwhile keeps the order of timestamps.
-        lastTimestamp.withLock { last in
-            last = transition.ts
-            _ = continuation.yield(transition)
-        }
+        _ = continuation.yield(transition)
     }
 
+    /// A refused function is asked of the deployment as ``FunctionFilter/standIn``, with its arguments: it answers as
+    /// for a function it does not have, when it would have answered for that one.
     func add(_ token: UInt64, _ function: String, args: ConvexValue) {
         guard filter.permits(function) else {
-            let failure = UpstreamResult.failure(.unknownFunction(message: FunctionFilter.notFoundMessage(function)))
-            lastTimestamp.withLock { last in
-                _ = continuation.yield(UpstreamTransition(ts: last, changes: [.init(token: token, result: failure)]))
-            }
+            refused.withLock { $0[token] = function }
+            base.add(token, FunctionFilter.standIn, args: args)
             return
         }
         base.add(token, function, args: args)
     }
 
-    func remove(_ token: UInt64) { base.remove(token) }
+    func remove(_ token: UInt64) {
+        refused.withLock { _ = $0.removeValue(forKey: token) }
+        base.remove(token)
+    }
 
     func close() {
         base.close()

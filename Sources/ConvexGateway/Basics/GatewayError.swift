@@ -221,6 +221,36 @@ extension GatewayError {
             headers: [(HeaderName.retryAfter, String(retryAfter))])
     }
 
+    /// A new signed-in identity from a client address that opened `--max-identities-per-client` connections already.
+    package static func identityShareReached(limit: Int, retryAfter: Int) -> GatewayError {
+        GatewayError(
+            code: .tooManyIdentities,
+            message:
+                "This client address holds connections to the deployment for \(limit) signed-in callers, as many as "
+                + "one address may (--max-identities-per-client); try again once one has been idle",
+            headers: [(HeaderName.retryAfter, String(retryAfter))])
+    }
+
+    /// A call while its client has `--max-calls-per-client` running.
+    package static func tooManyCalls(limit: Int) -> GatewayError {
+        GatewayError(
+            code: .tooManyCalls,
+            message:
+                "This client already has \(limit) mutations and actions running, as many as one client may "
+                + "(--max-calls-per-client); wait for their answers",
+            headers: [(HeaderName.retryAfter, "1")])
+    }
+
+    /// A long-poll while its client holds `--max-streams-per-client` waiting.
+    package static func tooManyLongPolls(limit: Int) -> GatewayError {
+        GatewayError(
+            code: .tooManyLongPolls,
+            message:
+                "This client already holds \(limit) waiting long-polls, as many as one client may "
+                + "(--max-streams-per-client); wait for their answers, or follow the queries on one stream",
+            headers: [(HeaderName.retryAfter, "1")])
+    }
+
     /// A new event stream while `--max-streams` are open: the connections left are kept for calls and `GET`s.
     package static let streamLimitReached = GatewayError(
         code: .overloaded, message: "Stream limit reached; try again later",

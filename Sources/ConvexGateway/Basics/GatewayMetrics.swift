@@ -14,6 +14,9 @@ public final class GatewayMetrics: Sendable {
     private let connectionCounter = Mutex<(@Sendable () -> Int)?>(nil)
     private let upstreamSubscriptions: Gauge
     private let upstreamReconnects: Counter
+    /// Requests refused for their API key: missing, or wrong.
+    private let apiKeysMissing: Counter
+    private let apiKeysWrong: Counter
     private let requestCounters = Mutex<[RequestKey: Counter]>([:])
     private let durations = Mutex<[String: ValueHistogram]>([:])
 
@@ -45,6 +48,11 @@ public final class GatewayMetrics: Sendable {
             descriptor: MetricNameDescriptor(
                 namespace: "convex_gateway", subsystem: "upstream", metricName: "reconnects", unitName: "total",
                 helpText: "Times an upstream Convex connection was lost and opened again"))
+        let keyRefusals = MetricNameDescriptor(
+            namespace: "convex_gateway", subsystem: "access", metricName: "api_key_refusals", unitName: "total",
+            helpText: "Requests refused for their X-API-Key, by reason (missing or wrong)")
+        apiKeysMissing = registry.makeCounter(descriptor: keyRefusals, labels: [("reason", "missing")])
+        apiKeysWrong = registry.makeCounter(descriptor: keyRefusals, labels: [("reason", "wrong")])
     }
 
     /// Counts one answered request and records how long it took. `route` is the route's template
@@ -99,6 +107,8 @@ public final class GatewayMetrics: Sendable {
     package func upstreamSubscriptionAdded() { upstreamSubscriptions.increment() }
     package func upstreamSubscriptionRemoved() { upstreamSubscriptions.decrement() }
     package func upstreamReconnected() { upstreamReconnects.increment() }
+    /// A request was refused for its API key.
+    package func apiKeyRefused(missing: Bool) { (missing ? apiKeysMissing : apiKeysWrong).increment() }
 
     /// Where the open-connection gauge reads its figure, at each render.
     package func countConnections(with counter: @escaping @Sendable () -> Int) {

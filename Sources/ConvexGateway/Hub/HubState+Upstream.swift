@@ -52,6 +52,20 @@ extension HubState {
         return actions
     }
 
+    /// A request of `caller` that needed the subscriptions of `keys` was refused (a subscription limit refused one of
+    /// them): the ones it made and nobody reads are closed now, not kept warm, so a refused request holds no place
+    /// in the table.
+    mutating func release(_ keys: [Key], madeBy caller: SubscriptionCaller) -> [Action] {
+        var actions: [Action] = []
+        for key in Set(keys) {
+            guard let entry = table.byKey[key], entry.owner == caller, !entry.hasReaders else { continue }
+            table.remove(key, entry)
+            actions.append(.unsubscribe(key, entryID: entry.id))
+        }
+        if !actions.isEmpty { sessions.keep(only: Set(table.byKey.keys.map(\.identity))) }
+        return actions
+    }
+
     /// Ends everything; later attaches fail with `.shuttingDown`.
     mutating func shutdown() -> [Action] {
         isShutDown = true

@@ -64,7 +64,8 @@ extension SubscriptionHub {
 
     /// The first result of every subscription, waited for all at once (as
     /// ``firstResult(for:args:caller:upstream:timeout:)`` each), in the order given. One refused by a subscription
-    /// limit fails the request whatever the others bring, so the others then stop waiting (`.noResult`). The one wait
+    /// limit fails the request whatever the others bring, so the others then stop waiting (`.noResult`), and the
+    /// subscriptions the request made are closed at once, not kept warm. The one wait
     /// of the stages that answer many queries at once: batch `GET`s and streams.
     func firstResults(
         of subscriptions: [(key: Key, args: ConvexValue)], caller: SubscriptionCaller = .unknown,
@@ -84,8 +85,19 @@ extension SubscriptionHub {
                 firsts[index] = first
                 if first.isFull { group.cancelAll() }
             }
+            if firsts.contains(where: \.isFull) { release(subscriptions.map(\.key), madeBy: caller) }
             return firsts
         }
+    }
+
+    /// Closes the subscriptions of `keys` that `caller` made and nobody reads: its request was refused.
+    private func release(_ keys: [Key], madeBy caller: SubscriptionCaller) {
+        let actions = state.withLock { locked in
+            let actions = locked.hub.release(keys, madeBy: caller)
+            stopUpstream(actions, &locked)
+            return actions
+        }
+        perform(actions)
     }
 
     /// Why a first result did not come: the subscription limit refused it (503 `Overloaded`), or the caller's (429

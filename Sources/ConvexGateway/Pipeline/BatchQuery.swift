@@ -25,12 +25,14 @@ struct BatchQueries: Sendable {
     let configuration: GatewayConfiguration
     let render: @Sendable (ConvexValue, OutputFormat) -> [UInt8]
     let logger: Logger
+    /// The long-polls each client holds waiting, against its share (the one the queries' long-polls count in too).
+    let longPolls: ClientShares
 
     func get(_ request: ParsedRequest, _ context: ResponseContext) throws(GatewayError) -> GatewayAnswer {
         let parsed = try StreamSubscriptions(request.query, limit: configuration.maxStreamSubscriptions, kind: .batch)
         try access.chargeSubscriptions(parsed.subscriptions.count, remoteAddress: request.request.remoteAddress)
         let queries = try parsed.typed(by: arguments)
-        let (identityID, upstream) = try pool.upstream(for: request.identity)
+        let (identityID, upstream) = try pool.upstream(for: request.identity, from: request.address)
         let keys = queries.map { SubscriptionHub.Key(identity: identityID, function: $0.function, args: $0.args) }
         let caller = SubscriptionCaller(client: request.client)
         let format = request.format
@@ -50,8 +52,8 @@ struct BatchQueries: Sendable {
                 SubscriptionHub.Member(key: key, args: pair.0.args, held: pair.1.current.hash)
             }
             let waited = try await LongPoll.hold(
-                answer, members: members, caller: caller, hub: hub, upstream: upstream, format: format,
-                seconds: longPoll
+                answer, members: members, caller: caller, waiting: (longPolls, request.client), hub: hub,
+                upstream: upstream, format: format, seconds: longPoll
             ) { _, _ throws(GatewayError) in
                 // The whole batch again, all at one snapshot.
                 guard let changed = hub.currentBodies(for: keys, format: format) else { return nil }

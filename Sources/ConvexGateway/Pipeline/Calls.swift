@@ -11,20 +11,25 @@ struct Calls: Sendable {
     let configuration: GatewayConfiguration
     let render: @Sendable (ConvexValue, OutputFormat) -> [UInt8]
     let logger: Logger
+    /// The calls each client has running, against its share (`--max-calls-per-client`).
+    let running: ClientShares
 
     /// Runs a query, mutation or action for the caller, with the gateway's one deadline handed to the upstream call;
     /// when the function spec may have typed the arguments wrongly, once more with a fresh spec (Typed/).
-    /// - Throws: the call's failure as the gateway's error; 504 when a one-shot query's connection does not reach
+    /// - Throws: 429 `TooManyCalls` when the client has its share of calls running; the call's failure as the
+    ///   gateway's error; 504 when a one-shot query's connection does not reach
     ///   the snapshot floor (read-your-writes) in time.
     func call(
         _ kind: CallKind, _ function: UdfPath, _ input: ArgumentStage.Input, _ args: ConvexValue,
         _ request: ParsedRequest
     ) async throws(GatewayError) -> GatewayResponse {
+        guard running.take(request.client) else { throw .tooManyCalls(limit: running.limit) }
+        defer { running.release(request.client) }
         // A one-shot query reads the connection's view: moved to the snapshot floor first (read-your-writes).
         let floor = kind == .query ? readYourWrites.floor(minTimestamp: request.minTimestamp) : .zero
         let timeout = configuration.upstreamTimeout
         let connectTimeout = configuration.connectTimeout
-        let result = try await pool.withUpstream(for: request.identity) { _, upstream in
+        let result = try await pool.withUpstream(for: request.identity, from: request.address) { _, upstream in
             await FunctionSpecStore.retrying(with: functionSpecs, function, input, args) {
                 args -> Result<UpstreamAnswer?, UpstreamFailure> in
                 do throws(UpstreamFailure) {

@@ -65,6 +65,21 @@ public struct GatewayConfiguration: Sendable {
         let limit = maxStreamsPerClient > 0 ? maxStreamsPerClient : effectiveMaxStreams / 10
         return max(1, min(limit, effectiveMaxStreams))
     }
+    /// Mutations, actions and posted queries one client may have running at once; one more gets 429 `TooManyCalls`.
+    /// 0 means a tenth of ``maxConnections``.
+    public var maxCallsPerClient = 0
+    /// The limit per client in force (``maxCallsPerClient``, or its default).
+    public var effectiveMaxCallsPerClient: Int {
+        max(1, maxCallsPerClient > 0 ? maxCallsPerClient : maxConnections / 10)
+    }
+    /// Signed-in identities one client address may hold a connection to the deployment for at once; a new one beyond
+    /// it gets 429 `TooManyIdentities`. 0 means a tenth of the identity limit.
+    public var maxIdentitiesPerClient = 0
+    /// The limit per address in force (``maxIdentitiesPerClient``, or its default), never above the identity limit.
+    public var effectiveMaxIdentitiesPerClient: Int {
+        let limit = maxIdentitiesPerClient > 0 ? maxIdentitiesPerClient : effectiveMaxIdentities / 10
+        return max(1, min(limit, effectiveMaxIdentities))
+    }
     /// Largest request body accepted; larger gets 413. 16 MiB: Convex's own limit on a function's arguments.
     public var maxBodyBytes = 16 << 20
     /// The most request-body bytes held at once over every connection, from their first byte until their request is

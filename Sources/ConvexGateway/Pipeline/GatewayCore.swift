@@ -70,7 +70,8 @@ package final class GatewayCore: Sendable {
             maxSubscriptionsPerCaller: configuration.effectiveMaxSubscriptionsPerCaller, metrics: metrics,
             logger: logger, clock: clock, fanOutThreads: fanOutThreads, render: render)
         let access = AccessControl(
-            configuration: configuration.access, listenHost: configuration.host, clock: clock, logger: logger)
+            configuration: configuration.access, listenHost: configuration.host, clock: clock, metrics: metrics,
+            logger: logger)
         self.access = access
         self.credentials = CallerCredentials(
             cookieName: configuration.access.authCookie,
@@ -81,7 +82,7 @@ package final class GatewayCore: Sendable {
         self.callerCaching = CallerCaching(authCookie: configuration.access.authCookie)
         self.pool = UpstreamPool(
             idleTimeout: configuration.identityIdleTimeout, maxIdentities: configuration.effectiveMaxIdentities,
-            logger: logger, clock: clock
+            maxIdentitiesPerAddress: configuration.effectiveMaxIdentitiesPerClient, logger: logger, clock: clock
         ) { identity in
             access.filter(upstreamFactory(identity, metrics))
         }
@@ -100,18 +101,20 @@ package final class GatewayCore: Sendable {
         self.arguments = arguments
         let calls = Calls(
             pool: pool, readYourWrites: readYourWrites, functionSpecs: functionSpecs, configuration: configuration,
-            render: render, logger: logger)
+            render: render, logger: logger, running: ClientShares(limit: configuration.effectiveMaxCallsPerClient))
         self.calls = calls
+        // Long-polls hold a connection as a stream does: each client may hold as many waiting as it may streams.
+        let longPolls = ClientShares(limit: configuration.effectiveMaxStreamsPerClient)
         let queries = Queries(
             hub: hub, pool: pool, readYourWrites: readYourWrites, calls: calls, hotTargets: hotTargets,
-            configuration: configuration, render: render, logger: logger)
+            configuration: configuration, render: render, logger: logger, longPolls: longPolls)
         self.queries = queries
         self.hotPath = HotPath(
             targets: hotTargets, access: access, hub: hub, queries: queries, readYourWrites: readYourWrites,
             functionSpecs: functionSpecs, maxWaitSeconds: configuration.maxWaitSeconds, metrics: metrics, clock: clock)
         self.batchQueries = BatchQueries(
             hub: hub, pool: pool, access: access, readYourWrites: readYourWrites, arguments: arguments,
-            configuration: configuration, render: render, logger: logger)
+            configuration: configuration, render: render, logger: logger, longPolls: longPolls)
         self.streams = Streams(
             hub: hub, pool: pool, access: access, openStreams: openStreams, readYourWrites: readYourWrites,
             arguments: arguments, configuration: configuration, logger: logger)

@@ -25,11 +25,18 @@ enum LongPoll {
     /// `held` hash names (200 with the answer `changed` makes of it) or `seconds` pass (`unchanged`, whose value holds
     /// at the connection's latest snapshot). `changed` returning `nil` also answers `unchanged`. Either answer says
     /// `Preference-Applied: wait=<seconds>`. A subscription made again meanwhile (it had expired) is `caller`'s.
+    /// The wait holds one of `client`'s places in `waiting` (`--max-streams-per-client`): a client that holds them all
+    /// gets 429 `TooManyLongPolls` at once.
     static func hold<Failure: Error>(
         _ unchanged: GatewayResponse, members: [SubscriptionHub.Member], caller: SubscriptionCaller,
+        waiting: (shares: ClientShares, client: ClientKey),
         hub: SubscriptionHub, upstream: any ConvexUpstream, format: OutputFormat, seconds: Int,
         changed: (SubscriptionUpdate, _ ts: ConvexTimestamp) throws(Failure) -> GatewayResponse?
     ) async throws(Failure) -> GatewayResponse {
+        guard waiting.shares.take(waiting.client) else {
+            return GatewayResponse.error(.tooManyLongPolls(limit: waiting.shares.limit)) { $0.json(mode: format) }
+        }
+        defer { waiting.shares.release(waiting.client) }
         var answer = unchanged
         if let (update, ts) = await hub.nextChange(
             of: members, caller: caller, upstream: upstream, format: format, timeout: .seconds(seconds)),

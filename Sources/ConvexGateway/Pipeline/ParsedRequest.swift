@@ -16,6 +16,8 @@ struct ParsedRequest: Sendable {
     var identity: UpstreamIdentity
     /// Whom the request's share of the gateway's bounds belongs to: the signed-in user, else the client address.
     var client: ClientKey
+    /// The client's address, signed in or not (``ClientIdentification/addressKey(of:)``).
+    var address: ClientKey
     var format: OutputFormat
     /// `Accept: text/event-stream` was sent.
     var wantsEventStream: Bool
@@ -66,6 +68,7 @@ struct ParsedRequest: Sendable {
         }
         identity = route.actsForCaller ? try credentials.identity(of: request, ticket: ticket) : .anonymous
         client = credentials.clients.client(of: request, identity: identity)
+        address = credentials.clients.addressKey(of: request)
         minTimestamp = try SnapshotFloor.minTimestamp(request.header(HeaderName.convexMinTimestamp))
         if route.isStream {
             // Like `ticket`, `delta` on a stream route is the stream's own parameter, never a function argument.

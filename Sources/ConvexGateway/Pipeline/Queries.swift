@@ -17,13 +17,15 @@ struct Queries: Sendable {
     let configuration: GatewayConfiguration
     let render: @Sendable (ConvexValue, OutputFormat) -> [UInt8]
     let logger: Logger
+    /// The long-polls each client holds waiting, against its share.
+    let longPolls: ClientShares
 
     func get(
         _ request: ParsedRequest, _ context: ResponseContext, _ function: UdfPath, _ input: ArgumentStage.Input,
         _ args: ConvexValue, specFetchCount: UInt64
     ) throws(GatewayError) -> GatewayAnswer {
         let format = request.format
-        let (identityID, upstream) = try pool.upstream(for: request.identity)
+        let (identityID, upstream) = try pool.upstream(for: request.identity, from: request.address)
         let key = SubscriptionHub.Key(identity: identityID, function: function, args: args)
         let caller = SubscriptionCaller(client: request.client)
         let longPoll = LongPoll.wait(request, context, maxSeconds: configuration.maxWaitSeconds)
@@ -36,7 +38,8 @@ struct Queries: Sendable {
                 if let longPoll, LongPoll.holds(context, answer) {
                     return .later {
                         .response(
-                            await waitForChange(answer, hot.current, key, args, caller, upstream, longPoll, format))
+                            await waitForChange(
+                                answer, hot.current, key, args, caller, request.client, upstream, longPoll, format))
                     }
                 }
             }
@@ -52,7 +55,7 @@ struct Queries: Sendable {
                 let answer = answer(for: current, body: body, format: format, ts: ts)
                 if let longPoll, LongPoll.holds(context, answer) {
                     return await .response(
-                        waitForChange(answer, current, key, args, caller, upstream, longPoll, format))
+                        waitForChange(answer, current, key, args, caller, request.client, upstream, longPoll, format))
                 }
                 return .response(answer)
             case .full:
@@ -91,12 +94,14 @@ struct Queries: Sendable {
     /// Holds a `GET` whose client has the current value (``LongPoll``).
     private func waitForChange(
         _ unchanged: GatewayResponse, _ held: CurrentResult, _ key: SubscriptionHub.Key,
-        _ args: ConvexValue, _ caller: SubscriptionCaller, _ upstream: any ConvexUpstream, _ seconds: Int,
+        _ args: ConvexValue, _ caller: SubscriptionCaller, _ client: ClientKey, _ upstream: any ConvexUpstream,
+        _ seconds: Int,
         _ format: OutputFormat
     ) async -> GatewayResponse {
         let member = SubscriptionHub.Member(key: key, args: args, held: held.hash)
         return await LongPoll.hold(
-            unchanged, members: [member], caller: caller, hub: hub, upstream: upstream, format: format,
+            unchanged, members: [member], caller: caller, waiting: (longPolls, client), hub: hub, upstream: upstream,
+            format: format,
             seconds: seconds
         ) { update, ts in
             answer(for: update.current, body: update.body, format: format, ts: ts)

@@ -55,7 +55,7 @@ struct Streams: Sendable {
         _ request: ParsedRequest, _ subscriptions: [StreamSubscription]
     ) async throws(GatewayError) -> EventStreamStart {
         let format = request.format
-        let (identityID, upstream) = try pool.upstream(for: request.identity)
+        let (identityID, upstream) = try pool.upstream(for: request.identity, from: request.address)
         let keys = subscriptions.map { SubscriptionHub.Key(identity: identityID, function: $0.function, args: $0.args) }
         let caller = SubscriptionCaller(client: request.client)
         try await awaitFirstResults(

@@ -210,7 +210,17 @@ extension GatewaySettings {
                     "--max-streams-per-client", "GATEWAY_MAX_STREAMS_PER_CLIENT", \.gateway.maxStreamsPerClient,
                     in: 0...1_000_000, note: "a tenth of `--max-streams`",
                     help: "Open event streams one client (a signed-in user, else a client address) may hold; a new "
-                        + "one beyond it gets 429 `TooManyStreams`."),
+                        + "one beyond it gets 429 `TooManyStreams`. Waiting long-polls have a share of the same size."),
+                .integer(
+                    "--max-calls-per-client", "GATEWAY_MAX_CALLS_PER_CLIENT", \.gateway.maxCallsPerClient,
+                    in: 0...1_000_000, note: "a tenth of `--max-connections`",
+                    help: "Mutations, actions and posted queries one client may have running at once; one more gets "
+                        + "429 `TooManyCalls`."),
+                .integer(
+                    "--max-identities-per-client", "GATEWAY_MAX_IDENTITIES_PER_CLIENT",
+                    \.gateway.maxIdentitiesPerClient, in: 0...1_000_000, note: "a tenth of `--max-identities`",
+                    help: "Signed-in callers one client address may hold connections to the deployment for; a new "
+                        + "one beyond it gets 429 `TooManyIdentities`."),
                 .list(
                     "--allowed-hosts", "GATEWAY_ALLOWED_HOSTS", \.gateway.access.allowedHosts, valueName: "<names>",
                     default: "loopback names on a loopback address, else any",

@@ -26,65 +26,96 @@ package final class UpstreamPool: Sendable {
         var leases = 0
         /// The gateway clock's time of the last use.
         var lastUsed: Duration
+        /// The client address whose request opened it, which it counts against.
+        var address: ClientKey?
     }
 
     private struct State {
         var members: [UpstreamIdentity: Member] = [:]
         /// The members of signed-in identities (all but the anonymous one).
         var identities = 0
+        /// The signed-in members each client address opened.
+        var byAddress: [ClientKey: Int] = [:]
         var nextID = 1
+
+        /// The signed-in members `address` opened.
+        func held(by address: ClientKey?) -> Int {
+            address.map { byAddress[$0, default: 0] } ?? 0
+        }
+
+        /// Removes a signed-in member, giving back its places.
+        mutating func remove(_ identity: UpstreamIdentity) -> Member? {
+            guard let member = members.removeValue(forKey: identity) else { return nil }
+            identities -= 1
+            if let address = member.address {
+                byAddress[address] = byAddress[address].map { $0 > 1 ? $0 - 1 : nil } ?? nil
+            }
+            return member
+        }
     }
 
     private let state = Mutex(State())
     private let factory: Factory
     private let idleTimeout: Duration
     private let maxIdentities: Int
+    private let maxIdentitiesPerAddress: Int
     private let logger: Logger
     private let clock: GatewayClock
 
-    /// - Parameter maxIdentities: the signed-in identities that may hold a connection at once (the anonymous one
-    ///   always may).
+    /// - Parameters:
+    ///   - maxIdentities: the signed-in identities that may hold a connection at once (the anonymous one always may).
+    ///   - maxIdentitiesPerAddress: how many of them the requests of one client address may open.
     package init(
-        idleTimeout: Duration, maxIdentities: Int = .max, logger: Logger, clock: GatewayClock = .continuous,
-        factory: @escaping Factory
+        idleTimeout: Duration, maxIdentities: Int = .max, maxIdentitiesPerAddress: Int = .max, logger: Logger,
+        clock: GatewayClock = .continuous, factory: @escaping Factory
     ) {
         self.clock = clock
         self.factory = factory
         self.idleTimeout = idleTimeout
         self.maxIdentities = maxIdentities
+        self.maxIdentitiesPerAddress = maxIdentitiesPerAddress
         self.logger = logger
     }
 
-    /// The connection for `identity`, opened on first use; `id` is its opaque identity key.
-    /// - Throws: 503 `Overloaded` when `identity` is a signed-in one without a connection and `maxIdentities`
-    ///   signed-in identities hold one already.
-    package func upstream(for identity: UpstreamIdentity) throws(GatewayError) -> (
+    /// The connection for `identity`, opened on first use by a request from `address`; `id` is its opaque identity
+    /// key.
+    /// - Throws: for a signed-in identity without a connection, 503 `Overloaded` when `maxIdentities` signed-in
+    ///   identities hold one already, 429 `TooManyIdentities` when `address` opened `maxIdentitiesPerAddress` of them.
+    package func upstream(for identity: UpstreamIdentity, from address: ClientKey? = nil) throws(GatewayError) -> (
         id: String, upstream: any ConvexUpstream
     ) {
-        let found = state.withLock { state -> (id: String, upstream: any ConvexUpstream)? in
+        let found = state.withLock { state -> Result<(id: String, upstream: any ConvexUpstream), GatewayError> in
             if var member = state.members[identity] {
                 member.lastUsed = clock.now
                 state.members[identity] = member
-                return (member.id, member.upstream)
+                return .success((member.id, member.upstream))
             }
             let id: String
             if case .anonymous = identity {
                 id = ""
             } else {
-                if state.identities >= maxIdentities { evictRefused(&state) }
-                guard state.identities < maxIdentities else { return nil }
+                if state.identities >= maxIdentities || state.held(by: address) >= maxIdentitiesPerAddress {
+                    evictRefused(&state)
+                }
+                guard state.identities < maxIdentities else {
+                    return .failure(.identityLimitReached(retryAfter: max(1, Int(idleTimeout.seconds.rounded(.up)))))
+                }
+                guard state.held(by: address) < maxIdentitiesPerAddress else {
+                    return .failure(
+                        .identityShareReached(
+                            limit: maxIdentitiesPerAddress, retryAfter: max(1, Int(idleTimeout.seconds.rounded(.up)))))
+                }
                 id = "u\(state.nextID)"
                 state.nextID += 1
                 state.identities += 1
+                if let address { state.byAddress[address, default: 0] += 1 }
             }
-            let member = Member(id: id, upstream: factory(identity), lastUsed: clock.now)
+            let member = Member(
+                id: id, upstream: factory(identity), lastUsed: clock.now, address: id.isEmpty ? nil : address)
             state.members[identity] = member
-            return (member.id, member.upstream)
+            return .success((member.id, member.upstream))
         }
-        guard let found else {
-            throw .identityLimitReached(retryAfter: max(1, Int(idleTimeout.seconds.rounded(.up))))
-        }
-        return found
+        return try found.get()
     }
 
     /// Frees the places of the signed-in identities whose token the deployment refused (forged, or expired) and that
@@ -94,8 +125,7 @@ package final class UpstreamPool: Sendable {
         var closing: [any ConvexUpstream] = []
         for (identity, member) in state.members
         where identity != .anonymous && member.leases == 0 && member.upstream.credentialsRefused {
-            state.members[identity] = nil
-            state.identities -= 1
+            _ = state.remove(identity)
             closing.append(member.upstream)
         }
         guard !closing.isEmpty else { return }
@@ -106,9 +136,10 @@ package final class UpstreamPool: Sendable {
     /// Runs a one-shot call with the identity's connection, keeping it from being closed as idle meanwhile.
     /// - Throws: the refusal of ``upstream(for:)``.
     package func withUpstream<T: Sendable>(
-        for identity: UpstreamIdentity, _ body: (_ id: String, _ upstream: any ConvexUpstream) async -> T
+        for identity: UpstreamIdentity, from address: ClientKey? = nil,
+        _ body: (_ id: String, _ upstream: any ConvexUpstream) async -> T
     ) async throws(GatewayError) -> T {
-        let (id, upstream) = try upstream(for: identity)
+        let (id, upstream) = try upstream(for: identity, from: address)
         state.withLock { $0.members[identity]?.leases += 1 }
         defer {
             state.withLock { state in
@@ -134,8 +165,7 @@ package final class UpstreamPool: Sendable {
                 guard identity != .anonymous, member.leases == 0, now - member.lastUsed >= idleTimeout,
                     !inUse(member.id)
                 else { continue }
-                state.members[identity] = nil
-                state.identities -= 1
+                _ = state.remove(identity)
                 closing.append(member.upstream)
             }
             return closing
@@ -153,6 +183,7 @@ package final class UpstreamPool: Sendable {
             defer {
                 state.members = [:]
                 state.identities = 0
+                state.byAddress = [:]
             }
             return state.members.values.map(\.upstream)
         }

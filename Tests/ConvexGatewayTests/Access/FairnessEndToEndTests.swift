@@ -244,7 +244,15 @@ struct FairnessEndToEndTests {
     /// Tokens the deployment refuses free their places among the signed-in connections at once: after five refused
     /// tokens under `--max-identities 5`, a valid one is answered.
     @Test func refusedTokensFreeTheirIdentityPlaces() async throws {
-        try await TestGateway.run(.inProcess, configure: { $0.maxIdentities = 5 }) { h in
+        // Every caller of the test comes from one address: its share of the signed-in connections is all of them here
+        // (callsLongPollsAndIdentitiesHaveAShareEach holds the share per address).
+        try await TestGateway.run(
+            .inProcess,
+            configure: {
+                $0.maxIdentities = 5
+                $0.maxIdentitiesPerClient = 5
+            }
+        ) { h in
             for index in 0..<5 {
                 let forged = Self.token(subject: "forged-\(index)", expired: true)
                 let answer = try await h.post(
@@ -259,6 +267,89 @@ struct FairnessEndToEndTests {
             let query = try await h.get(
                 "/query/messages:list", headers: ["Authorization": "Bearer \(Self.token(subject: "bob"))"])
             #expect(query.status == 200, "\(query.text)")
+        }
+    }
+
+    /// A client has its share of calls running (`--max-calls-per-client`), of waiting long-polls, and of signed-in
+    /// connections per address; each is answered 429 naming its setting while another client is served.
+    @Test func callsLongPollsAndIdentitiesHaveAShareEach() async throws {
+        try await TestGateway.run(
+            .inProcess,
+            configure: {
+                $0.maxCallsPerClient = 2
+                $0.maxStreams = 10  // a share of one stream, and of one waiting long-poll
+                $0.maxIdentitiesPerClient = 3
+            }
+        ) { h in
+            // Two slow actions run; a third from the same client is refused, another client's runs.
+            async let first = h.post("/action/conformance:sleep", json: #"{"ms":3000}"#)
+            async let second = h.post("/action/conformance:sleep", json: #"{"ms":3000}"#)
+            #expect(await eventually { h.gateway.core.calls.running.count(.address("127.0.0.1")) == 2 })
+            let third = try await h.post("/action/conformance:sleep", json: #"{"ms":1}"#)
+            #expect(third.status == 429)
+            #expect(third.errorCode == "TooManyCalls")
+            let other = try await h.post(
+                "/action/conformance:sleep", json: #"{"ms":1}"#,
+                headers: [
+                    "Content-Type": "application/json", "Authorization": "Bearer \(Self.token(subject: "other"))",
+                ])
+            #expect(other.status == 200, "\(other.text)")
+            #expect(try await first.status == 200)
+            #expect(try await second.status == 200)
+
+            // One long-poll waits; a second from the same client is refused at once.
+            let target = "/query/messages:list?channel=longpoll"
+            let current = try await h.get(target)
+            let etag = try #require(current.header("ETag"))
+            let waiting = ["If-None-Match": etag, "Prefer": "wait=20"]
+            async let held = h.get(target, headers: waiting)
+            #expect(
+                await eventually { h.gateway.core.queries.longPolls.count(.address("127.0.0.1")) == 1 })
+            let refused = try await h.get(target, headers: waiting)
+            #expect(refused.status == 429)
+            #expect(refused.errorCode == "TooManyLongPolls")
+            let sent = try await h.post("/mutation/messages:send", json: #"{"body":"wake","channel":"longpoll"}"#)
+            #expect(sent.status == 200)
+            #expect(try await held.status == 200)
+
+            // Signed-in connections: three from this address ("other" above, and two more), the fourth user refused.
+            for user in ["u1", "u2"] {
+                let answer = try await h.get(
+                    "/query/messages:list", headers: ["Authorization": "Bearer \(Self.token(subject: user))"])
+                #expect(answer.status == 200, "\(user)")
+            }
+            let fourth = try await h.get(
+                "/query/messages:list", headers: ["Authorization": "Bearer \(Self.token(subject: "u4"))"])
+            #expect(fourth.status == 429)
+            #expect(fourth.errorCode == "TooManyIdentities")
+            // A user already connected is still served.
+            let again = try await h.get(
+                "/query/messages:list", headers: ["Authorization": "Bearer \(Self.token(subject: "u2"))"])
+            #expect(again.status == 200)
+        }
+    }
+
+    /// A batch refused by the subscription limit closes the subscriptions it made: with five places free, a batch of
+    /// ten new queries is refused, and five others then fit.
+    @Test func aRefusedBatchReleasesTheSubscriptionsItMade() async throws {
+        try await TestGateway.run(
+            .inProcess,
+            configure: {
+                $0.maxSubscriptions = 5
+                $0.maxSubscriptionsPerCaller = 5
+            }
+        ) { h in
+            func batch(_ names: Range<Int>) -> String {
+                "/query?"
+                    + names.map { "q.q\($0)=echo:echo&args.q\($0)=%7B%22n%22%3A\($0)%7D" }.joined(separator: "&")
+            }
+            let refused = try await h.get(batch(0..<10))
+            #expect(refused.status == 503, "\(refused.text)")
+            #expect(
+                await eventually { h.gateway.core.hub.subscriptionCount == 0 },
+                "the refused batch kept its subscriptions")
+            let fits = try await h.get(batch(10..<15))
+            #expect(fits.status == 200, "\(fits.text)")
         }
     }
 }
