@@ -13,6 +13,13 @@ let accessHandlerThunk: MHD_AccessHandlerCallback = {
     case nil:
         let server = Unmanaged<HTTPServer>.fromOpaque(serverPointer).takeUnretainedValue()
         let handle = ConnectionHandle(raw: connection)
+        // A connection the server has answered itself (its head came too late, or its address holds its share of
+        // connections) is closed, however much of a request libmicrohttpd had read before the end of the stream.
+        if let connectionGuard = server.connectionGuard, let context = handle.context,
+            !connectionGuard.headersArrived(context)
+        {
+            return MHD_Result.NO
+        }
         if server.mayAnswerOnHotPath(handle) {
             requestContext.pointee = hotPathMarker
             return MHD_Result.YES
@@ -59,12 +66,19 @@ let connectionNotifyThunk: MHD_NotifyConnectionCallback = { serverPointer, conne
     let server = Unmanaged<HTTPServer>.fromOpaque(serverPointer).takeUnretainedValue()
     switch code {
     case MHD_ConnectionNotificationCode.CONNECTION_NOTIFY_STARTED:
-        let context = ConnectionContext()
         // The accept watchdog's own wake-up connection is neither a client waiting for its request nor one of the
         // connections the limit counts.
         let watchdog = server.acceptWatchdog
-        context.isWatchdogPoke =
+        let isWatchdogPoke =
             connection.map { watchdog.claimPoke(clientPort: cmhd_connection_client_port($0)) } ?? false
+        // A client's connection is guarded: it may be refused here, answered at once (over its address's share).
+        let context =
+            if !isWatchdogPoke, let connection, let connectionGuard = server.connectionGuard {
+                connectionGuard.accepted(connection)
+            } else {
+                ConnectionContext()
+            }
+        context.isWatchdogPoke = isWatchdogPoke
         if context.isWatchdogPoke {
             watchdog.pokesAccepted.add(1, ordering: .relaxed)
         } else {
@@ -76,6 +90,7 @@ let connectionNotifyThunk: MHD_NotifyConnectionCallback = { serverPointer, conne
         guard let pointer = socketContext.pointee else { return }
         let context = Unmanaged<ConnectionContext>.fromOpaque(pointer).takeRetainedValue()
         socketContext.pointee = nil
+        server.connectionGuard?.closed(context)
         if let tick = context.acceptedTick { server.acceptWatchdog.requestArrived(acceptedAt: tick) }
         if !context.isWatchdogPoke { server.connectionCount.subtract(1, ordering: .relaxed) }
     default:

@@ -26,8 +26,19 @@ struct ConnectionHandle: @unchecked Sendable {
 }
 
 /// Per-TCP-connection state, created in the connection-started notification and released when the
-/// connection closes. Only touched on the connection's own libmicrohttpd thread, hence no lock.
+/// connection closes. The `var`s are only touched on the connection's own libmicrohttpd thread, hence no lock; the
+/// ``ConnectionGuard``'s thread reads the `let`s and shares ``deadline`` under its lock.
 final class ConnectionContext: @unchecked Sendable {
+    /// The client's address as its shares are counted: only when a per-address share is configured
+    /// (``ConnectionGuard``).
+    let addressKey: ClientAddressKey?
+    /// The connection's socket, for the answers the ``ConnectionGuard`` writes itself; -1 without a guard.
+    let socket: Int32
+    /// Whether the connection counts against its address's share of connections (given back when it closes).
+    let countsForAddress: Bool
+    /// The connection's deadlines against slow clients, and whether the server refused it itself; `nil` when no
+    /// guard against slow clients or per-address connections is configured.
+    let deadline: POSIXLocked<ConnectionDeadline>?
     /// The raw request-target of the request being parsed (from the URI log callback).
     var pendingTarget: String?
     /// The ``AcceptStallWatchdog`` tick of the accept, until the first request line arrives.
@@ -41,6 +52,16 @@ final class ConnectionContext: @unchecked Sendable {
     private var lastTarget: String?
     /// The client address, computed on first use.
     private var cachedRemote: (host: String, port: UInt16)??
+
+    init(
+        addressKey: ClientAddressKey? = nil, socket: Int32 = -1, countsForAddress: Bool = false,
+        deadline: POSIXLocked<ConnectionDeadline>? = nil
+    ) {
+        self.addressKey = addressKey
+        self.socket = socket
+        self.countsForAddress = countsForAddress
+        self.deadline = deadline
+    }
 
     /// Records the request-target libmicrohttpd reports (a C string) as ``pendingTarget``.
     func noteTarget(_ uri: UnsafePointer<CChar>) {

@@ -18,12 +18,17 @@ final class Exchange: @unchecked Sendable {
     let target: String?
     /// Whether the hot path has already seen (and declined) this request.
     let hotPathTried: Bool
+    /// The connection's context when the server guards connections (``ConnectionGuard``), else `nil`.
+    let guarded: ConnectionContext?
+    /// The client address whose share of ``HTTPServerConfiguration/maxBodyBytesPerAddress`` the body counts against.
+    var addressKey: ClientAddressKey? { guarded?.addressKey }
 
     // libmicrohttpd-thread only:
     var body: [UInt8] = []
     var bodyTooLarge = false
-    /// The body's bytes stopped fitting the server's bound on bodies in flight: discarded, answered with 503.
-    var bodyOverBudget = false
+    /// The body's bytes stopped fitting the server's bound on bodies in flight, or its address's share of it:
+    /// discarded, answered with this.
+    var bodyRefusal: HTTPServerRejection?
     /// The body bytes this request holds of the server's budget, given back when the request is over.
     var bodyBytesHeld = 0
     var handlerInvoked = false
@@ -40,6 +45,7 @@ final class Exchange: @unchecked Sendable {
         self.connection = connection
         self.target = target
         self.hotPathTried = hotPathTried
+        guarded = server.connectionGuard != nil ? connection.context : nil
     }
 
     /// Runs `body` on the state machine under its lock. A ThreadSanitizer build also tells the sanitizer that each
@@ -173,12 +179,17 @@ final class Exchange: @unchecked Sendable {
             }
             if let declared, declared > 0 {
                 // Refused before it is read when it cannot fit beside the bodies held now.
-                if !server.admitsBody(declared: Int(declared)) {
-                    return queueEarly(.bodiesInFlightLimitReached)
+                if let refusal = server.admitsBody(declared: Int(declared), from: addressKey).rejection {
+                    return queueEarly(refusal)
                 }
                 // Bounded: a client may declare a large body and never send it.
                 body.reserveCapacity(Int(min(declared, 64 * 1024)))
             }
+        }
+        if let guarded, let connectionGuard = server.connectionGuard, connectionGuard.timesBodies,
+            carriesBody(declaredLength: lengthText)
+        {
+            connectionGuard.bodyStarted(guarded)
         }
         return MHD_Result.YES
     }
@@ -203,17 +214,22 @@ final class Exchange: @unchecked Sendable {
         return lengths.contains { $0 != lengths[0] }
     }
 
-    /// Buffers a piece of the body, counted against the server's bound on bodies in flight; a body too large, or
-    /// whose bytes no longer fit that bound, is discarded (and what it held given back) as the rest arrives.
+    /// Buffers a piece of the body, counted against the server's bound on bodies in flight and its address's share of
+    /// it; a body too large, or whose bytes no longer fit, is discarded (and what it held given back) as the rest
+    /// arrives. Every piece counts as the body's progress (``HTTPServerConfiguration/minimumBodyRate``).
     func receiveBody(_ chunk: UnsafeRawBufferPointer) {
-        guard !bodyTooLarge, !bodyOverBudget else { return }
+        if let guarded {
+            // Discarded bytes count as progress too: the client is sending them.
+            server.connectionGuard?.bodyReceived(guarded, count: chunk.count)
+        }
+        guard !bodyTooLarge, bodyRefusal == nil else { return }
         if body.count + chunk.count > server.configuration.maxBodySize {
             bodyTooLarge = true
             discardBody()
             return
         }
-        guard server.takeBodyBytes(chunk.count) else {
-            bodyOverBudget = true
+        if let refusal = server.takeBodyBytes(chunk.count, from: addressKey).rejection {
+            bodyRefusal = refusal
             discardBody()
             return
         }
@@ -224,7 +240,7 @@ final class Exchange: @unchecked Sendable {
     /// Drops the body buffered so far and gives its bytes back.
     private func discardBody() {
         body = []
-        server.releaseBodyBytes(bodyBytesHeld)
+        server.releaseBodyBytes(bodyBytesHeld, from: addressKey)
         bodyBytesHeld = 0
     }
 
@@ -238,11 +254,16 @@ final class Exchange: @unchecked Sendable {
             return perform(action)
         }
         handlerInvoked = true
+        if let guarded, server.connectionGuard?.bodyEnded(guarded) == false {
+            // The body came too slowly and the server has answered 408 on the socket itself: close, and the
+            // completion gives back what the body held.
+            return MHD_Result.NO
+        }
         if bodyTooLarge {
             return queueEarly(.payloadTooLarge, closing: false)
         }
-        if bodyOverBudget {
-            return queueEarly(.bodiesInFlightLimitReached, closing: false)
+        if let bodyRefusal {
+            return queueEarly(bodyRefusal, closing: false)
         }
         if server.isShuttingDown {
             // Refused before its handler runs: nothing was done, so the client may send it again, elsewhere.
@@ -312,7 +333,7 @@ final class Exchange: @unchecked Sendable {
 
     func completed(_ code: MHD_RequestTerminationCode) {
         // The body, and what the handler made of it, is no longer held for this request.
-        server.releaseBodyBytes(bodyBytesHeld)
+        server.releaseBodyBytes(bodyBytesHeld, from: addressKey)
         bodyBytesHeld = 0
         if let hangUpWatch {
             server.hangUpWatcher.unwatch(hangUpWatch)

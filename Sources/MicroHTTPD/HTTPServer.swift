@@ -43,6 +43,8 @@ public final class HTTPServer: Sendable {
     let hangUpWatcher = HangUpWatcher()
     /// Wakes libmicrohttpd's workers when accepted connections sit unread (see ``AcceptStallWatchdog``).
     let acceptWatchdog = AcceptStallWatchdog()
+    /// Refuses slow clients and connections over their address's share; `nil` when none of that is configured.
+    let connectionGuard: ConnectionGuard?
 
     /// Creates a stopped server.
     /// - Parameters:
@@ -57,7 +59,9 @@ public final class HTTPServer: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.handler = handler
-        bodyBudget = Mutex(BodyBudget(limit: configuration.maxBodyBytesInFlight))
+        bodyBudget = Mutex(
+            BodyBudget(limit: configuration.maxBodyBytesInFlight, shareLimit: configuration.maxBodyBytesPerAddress))
+        connectionGuard = ConnectionGuard(configuration: configuration)
     }
 
     /// The bound TCP port once started (the real one when the configuration asked for port 0).
@@ -95,6 +99,10 @@ public final class HTTPServer: Sendable {
         if !hangUpWatcher.start() {
             logger.warning("Could not watch idle streams for clients that leave; they are noticed at their next write")
         }
+        if connectionGuard?.start() == false {
+            logger.warning(
+                "Could not start the thread that times request heads and bodies; slow clients are not refused")
+        }
         do {
             let (daemon, port) = try startDaemon()
             lifecycle.withLock {
@@ -106,6 +114,7 @@ public final class HTTPServer: Sendable {
             }
         } catch {
             hangUpWatcher.stop()
+            connectionGuard?.stop()
             lifecycle.withLock { $0.state = .idle }
             throw error
         }
@@ -176,10 +185,13 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    /// Stops libmicrohttpd's threads and the hang-up watcher's; both join their threads, so this runs in `blocking`,
-    /// off the concurrency pool.
+    /// Stops the connection guard's thread, libmicrohttpd's and the hang-up watcher's; each joins its thread, so this
+    /// runs in `blocking`, off the concurrency pool.
     @available(*, noasync)
-    private static func stopThreads(of daemon: ConnectionDaemon, _ watcher: HangUpWatcher) {
+    private static func stopThreads(
+        of daemon: ConnectionDaemon, _ watcher: HangUpWatcher, _ connectionGuard: ConnectionGuard?
+    ) {
+        connectionGuard?.stop()
         MHD_stop_daemon(daemon.raw)
         watcher.stop()
     }
@@ -224,7 +236,8 @@ public final class HTTPServer: Sendable {
         // Safe: every parked request was resumed and none can suspend again (the deadline has passed);
         // MHD_stop_daemon processes pending resumes before it checks for suspended connections.
         let watcher = hangUpWatcher
-        await blocking { Self.stopThreads(of: daemon.daemon, watcher) }
+        let connectionGuard = connectionGuard
+        await blocking { Self.stopThreads(of: daemon.daemon, watcher, connectionGuard) }
         if listenSocket >= 0 {
             close(listenSocket)
         }
@@ -302,20 +315,20 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    /// Whether a body that declares `length` bytes fits beside the bodies held now (``BodyBudget``).
-    func admitsBody(declared length: Int) -> Bool {
-        bodyBudget.withLock { $0.admits(declared: length) }
+    /// Whether a body from `address` that declares `length` bytes fits beside the bodies held now (``BodyBudget``).
+    func admitsBody(declared length: Int, from address: ClientAddressKey?) -> BodyBudget.Fit {
+        bodyBudget.withLock { $0.admits(declared: length, from: address) }
     }
 
-    /// Takes `count` bytes of a body as they are buffered; `false`, taking nothing, when they do not fit.
-    func takeBodyBytes(_ count: Int) -> Bool {
-        bodyBudget.withLock { $0.take(count) }
+    /// Takes `count` bytes of a body from `address` as they are buffered; when they do not fit, nothing is taken.
+    func takeBodyBytes(_ count: Int, from address: ClientAddressKey?) -> BodyBudget.Fit {
+        bodyBudget.withLock { $0.take(count, from: address) }
     }
 
-    /// Gives back the bytes of a body whose request is over (or that was refused).
-    func releaseBodyBytes(_ count: Int) {
+    /// Gives back the bytes of a body from `address` whose request is over (or that was refused).
+    func releaseBodyBytes(_ count: Int, from address: ClientAddressKey?) {
         guard count > 0 else { return }
-        bodyBudget.withLock { $0.release(count) }
+        bodyBudget.withLock { $0.release(count, from: address) }
     }
 
     func streamStarted() {
@@ -335,6 +348,7 @@ public final class HTTPServer: Sendable {
             && !connectionLimitExceeded
             && !isShuttingDown
             && MHD_lookup_connection_value(connection.raw, MHD_ValueKind.HEADER_KIND, "Content-Length") == nil
+            && MHD_lookup_connection_value(connection.raw, MHD_ValueKind.HEADER_KIND, "Transfer-Encoding") == nil
     }
 
     /// The hot path's answer to a request with no body, if it has one.
@@ -347,7 +361,6 @@ public final class HTTPServer: Sendable {
     }
 
     /// Whether more connections are open than the configured limit (the headroom above it is for the 503s).
-            && MHD_lookup_connection_value(connection.raw, MHD_ValueKind.HEADER_KIND, "Transfer-Encoding") == nil
     var connectionLimitExceeded: Bool {
         activeConnectionCount > configuration.connectionLimit
     }
@@ -397,6 +410,20 @@ public final class HTTPServer: Sendable {
         if let inFlight = c.maxBodyBytesInFlight, inFlight < c.maxBodySize {
             throw .invalidConfiguration(
                 "maxBodyBytesInFlight must be ≥ maxBodySize (\(c.maxBodySize)), got \(inFlight)")
+        }
+        if let perAddress = c.maxBodyBytesPerAddress, perAddress < c.maxBodySize {
+            throw .invalidConfiguration(
+                "maxBodyBytesPerAddress must be ≥ maxBodySize (\(c.maxBodySize)), got \(perAddress)")
+        }
+        if let perAddress = c.maxConnectionsPerAddress, perAddress < 1 {
+            throw .invalidConfiguration("maxConnectionsPerAddress must be ≥ 1, got \(perAddress)")
+        }
+        if let timeout = c.headerTimeout, timeout <= .zero {
+            throw .invalidConfiguration("headerTimeout must be above zero, got \(timeout)")
+        }
+        if let rate = c.minimumBodyRate, rate.bytes < 1 || rate.per <= .zero {
+            throw .invalidConfiguration(
+                "minimumBodyRate must have bytes ≥ 1 and per above zero, got \(rate.bytes) per \(rate.per)")
         }
         if let backlog = c.listenBacklog, backlog < 1 || backlog > Int(Int32.max) {
             throw .invalidConfiguration("listenBacklog must be ≥ 1, got \(backlog)")

@@ -47,6 +47,36 @@ public struct HTTPServerConfiguration: Sendable {
     /// over, whatever ends it. Must be at least ``maxBodySize``.
     public var maxBodyBytesInFlight: Int? = nil
 
+    /// The most request-body bytes one client address may hold at once: its share of ``maxBodyBytesInFlight`` (it
+    /// also applies without that bound). Default `nil`: no share. A body that does not fit beside the bytes its address
+    /// holds now is refused as one over the bound is, with ``HTTPServerRejection/bodyShareReached`` (429): before it is
+    /// read when its `Content-Length` says so (connection closed), else read, discarded and answered. An address is an
+    /// IPv4 address, or the /64 network of an IPv6 one; behind a proxy every client shares the proxy's. Must be at
+    /// least ``maxBodySize``.
+    public var maxBodyBytesPerAddress: Int? = nil
+
+    /// The most connections one client address may hold open at once (IPv4 address, or the /64 network of an IPv6
+    /// one). Default `nil`: no share. A connection beyond it is answered at its accept with
+    /// ``HTTPServerRejection/tooManyConnectionsFromAddress`` (429), the bytes written by the server itself, and shut
+    /// down: it does not wait for a request, counts against no share, and leaves as libmicrohttpd closes it. Behind a
+    /// proxy every client shares the proxy's address. At least 1.
+    public var maxConnectionsPerAddress: Int? = nil
+
+    /// How long a connection has, from its accept, to send its first request's line and every header field. Default
+    /// `nil`: no limit but the idle timeout, which every byte restarts (a client that sends a header line now and
+    /// then holds a connection for ever). Past it the client gets ``HTTPServerRejection/requestTimeout`` (408), the
+    /// bytes written by the server itself as libmicrohttpd cannot answer a request whose head has not arrived, and the
+    /// connection is closed. Later requests on a keep-alive connection are left to ``idleTimeoutSeconds``. Checked
+    /// about every half second, so a client may get up to that much more. Above zero.
+    public var headerTimeout: Duration? = nil
+
+    /// The least progress a request body must make: at least `bytes` in every window of `per`, the first window from
+    /// the request's head, until the whole body has arrived. Default `nil`: none, and a body that trickles in under
+    /// the idle timeout holds its bytes of ``maxBodyBytesInFlight`` as long as it likes. A body that falls behind is
+    /// answered with ``HTTPServerRejection/requestTimeout`` (408, written by the server itself), its connection closed
+    /// and its bytes given back. Checked about every half second. `bytes` at least 1, `per` above zero.
+    public var minimumBodyRate: (bytes: Int, per: Duration)? = nil
+
     /// How long ``HTTPServer/shutdown()`` waits for pending requests that may change something to get their
     /// answers (and for ended streams and refused requests to reach their clients) before stopping the daemon.
     /// Default 5 s.
@@ -74,6 +104,14 @@ public struct HTTPServerConfiguration: Sendable {
     /// once the request (and any body, which it does not see) has arrived; it must not block.
     /// Return `nil` to hand the request to the handler as usual. Default `nil`.
     public var hotPath: (@Sendable (HTTPRequestHead) -> HTTPPreparedResponse?)? = nil
+
+    /// Decides, from the request line and header fields alone, whether a request that carries a body (a
+    /// `Content-Length` above 0, or a `Transfer-Encoding`) may send it. Called on the libmicrohttpd thread before a
+    /// byte of the body is read or counted against ``maxBodyBytesInFlight``; it must not block. Return a response to
+    /// refuse the request: it is sent with `Connection: close`, the body is never read, and the request holds nothing.
+    /// Return `nil` to read the body and call the handler, whose ``HTTPRequest/admittedFromHead`` is then `true`.
+    /// Default `nil`: every body is read.
+    public var admission: (@Sendable (HTTPRequestHead) -> HTTPResponse?)? = nil
 
     /// Builds the response for requests the server answers itself (limits, shutdown, dropped responders).
     /// Default: a `text/plain` body with ``HTTPServerRejection/message``.
@@ -105,14 +143,6 @@ public struct HTTPServerConfiguration: Sendable {
     }
 
     public static var activeCoreCount: Int {
-    /// Decides, from the request line and header fields alone, whether a request that carries a body (a
-    /// `Content-Length` above 0, or a `Transfer-Encoding`) may send it. Called on the libmicrohttpd thread before a
-    /// byte of the body is read or counted against ``maxBodyBytesInFlight``; it must not block. Return a response to
-    /// refuse the request: it is sent with `Connection: close`, the body is never read, and the request holds nothing.
-    /// Return `nil` to read the body and call the handler, whose ``HTTPRequest/admittedFromHead`` is then `true`.
-    /// Default `nil`: every body is read.
-    public var admission: (@Sendable (HTTPRequestHead) -> HTTPResponse?)? = nil
-
         max(1, Int(cmhd_available_cpus()))
     }
 }
@@ -128,6 +158,9 @@ public struct HTTPServerRejection: Sendable, Hashable, CustomStringConvertible {
         case shuttingDown
         case unansweredAtShutdown
         case noResponse
+        case requestTimeout
+        case tooManyConnectionsFromAddress
+        case bodyShareReached
     }
 
     private let code: Code
@@ -140,6 +173,8 @@ public struct HTTPServerRejection: Sendable, Hashable, CustomStringConvertible {
         case .payloadTooLarge: 413
         case .unansweredAtShutdown: 502
         case .noResponse: 500
+        case .requestTimeout: 408
+        case .tooManyConnectionsFromAddress, .bodyShareReached: 429
         }
     }
 
@@ -156,11 +191,18 @@ public struct HTTPServerRejection: Sendable, Hashable, CustomStringConvertible {
         case .unansweredAtShutdown:
             "The server stopped before this request's answer was ready; what the request did is unknown."
         case .noResponse: "The request handler did not produce a response."
+        case .requestTimeout: "The request was not sent in time: its head took too long, or its body came too slowly."
+        case .tooManyConnectionsFromAddress:
+            "This client address holds as many connections as the server allows one address; close one or retry later."
+        case .bodyShareReached:
+            "This client address holds as many request-body bytes as the server allows one address; retry once its "
+                + "other requests are answered."
         }
     }
 
     /// A stable identifier: `ambiguous_body_length`, `connection_limit`, `bodies_in_flight_limit`,
-    /// `payload_too_large`, `shutting_down`, `unanswered_at_shutdown`, `no_response`.
+    /// `payload_too_large`, `shutting_down`, `unanswered_at_shutdown`, `no_response`, `request_timeout`,
+    /// `too_many_connections_from_address`, `body_share_reached`.
     public var identifier: String {
         switch code {
         case .ambiguousBodyLength: "ambiguous_body_length"
@@ -170,6 +212,9 @@ public struct HTTPServerRejection: Sendable, Hashable, CustomStringConvertible {
         case .shuttingDown: "shutting_down"
         case .unansweredAtShutdown: "unanswered_at_shutdown"
         case .noResponse: "no_response"
+        case .requestTimeout: "request_timeout"
+        case .tooManyConnectionsFromAddress: "too_many_connections_from_address"
+        case .bodyShareReached: "body_share_reached"
         }
     }
 
@@ -194,4 +239,14 @@ public struct HTTPServerRejection: Sendable, Hashable, CustomStringConvertible {
     public static let unansweredAtShutdown = Self(code: .unansweredAtShutdown)
     /// The handler released its ``HTTPResponder`` without responding (500).
     public static let noResponse = Self(code: .noResponse)
+    /// The connection's first request head did not arrive within ``HTTPServerConfiguration/headerTimeout``, or a body
+    /// fell behind ``HTTPServerConfiguration/minimumBodyRate`` (408, written on the socket by the server itself,
+    /// connection closed).
+    public static let requestTimeout = Self(code: .requestTimeout)
+    /// The client's address already holds ``HTTPServerConfiguration/maxConnectionsPerAddress`` connections (429,
+    /// written at the accept by the server itself, connection closed).
+    public static let tooManyConnectionsFromAddress = Self(code: .tooManyConnectionsFromAddress)
+    /// The body does not fit beside what the client's address holds (``HTTPServerConfiguration/maxBodyBytesPerAddress``)
+    /// (429): the limit is the client's own, where ``bodiesInFlightLimitReached`` is everyone's.
+    public static let bodyShareReached = Self(code: .bodyShareReached)
 }

@@ -9,7 +9,7 @@ import Testing
 struct BodyBudgetTests {
     /// `budget.take(bytes)` outside `#expect`, which cannot call a mutating method.
     func take(_ bytes: Int, from budget: inout BodyBudget) -> Bool {
-        budget.take(bytes)
+        budget.take(bytes) == .fits
     }
 
     /// Runs a blocking step of the test through a server; its failure names the step, so that a read that gives up
@@ -25,16 +25,16 @@ struct BodyBudgetTests {
     @Test("a declared body starts when it fits; bytes are taken as they come and given back")
     func accounting() {
         var budget = BodyBudget(limit: 100)
-        #expect(budget.admits(declared: 100))
-        #expect(!budget.admits(declared: 101))
+        #expect(budget.admits(declared: 100) == .fits)
+        #expect(budget.admits(declared: 101) == .overBound)
         #expect(take(60, from: &budget))
         // Admission sets nothing aside: only the bytes taken count.
-        #expect(budget.admits(declared: 40))
-        #expect(!budget.admits(declared: 41))
+        #expect(budget.admits(declared: 40) == .fits)
+        #expect(budget.admits(declared: 41) == .overBound)
         #expect(take(40, from: &budget))
         #expect(!take(1, from: &budget), "full")
         #expect(budget.inFlight == 100)
-        #expect(!budget.admits(declared: 1))
+        #expect(budget.admits(declared: 1) == .overBound)
         // A refused take takes nothing.
         budget.release(40)
         #expect(!take(41, from: &budget))
@@ -42,7 +42,7 @@ struct BodyBudgetTests {
         #expect(take(40, from: &budget))
         budget.release(100)
         #expect(budget.inFlight == 0)
-        #expect(budget.admits(declared: 100))
+        #expect(budget.admits(declared: 100) == .fits)
         // An empty body never counts.
         #expect(take(0, from: &budget))
         #expect(budget.inFlight == 0)
@@ -51,7 +51,7 @@ struct BodyBudgetTests {
     @Test("without a bound every body fits, and the bytes are still counted")
     func noBound() {
         var budget = BodyBudget(limit: nil)
-        #expect(budget.admits(declared: Int.max))
+        #expect(budget.admits(declared: Int.max) == .fits)
         #expect(take(1 << 40, from: &budget))
         #expect(budget.inFlight == 1 << 40)
         budget.release(1 << 40)

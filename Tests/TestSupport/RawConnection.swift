@@ -70,8 +70,10 @@ public final class RawConnection: @unchecked Sendable {
     /// number that a close has let go (and another socket of this process may hold by then).
     private let closed = Mutex(false)
 
-    /// Connects to 127.0.0.1:`port` (on loopback, `connect` returns at once: it is not kept from async code).
-    public init(port: Int, receiveTimeoutSeconds: Int = 10) throws {
+    /// Connects to 127.0.0.1:`port` (on loopback, `connect` returns at once: it is not kept from async code), from
+    /// `source` when given: another loopback address (all of 127.0.0.0/8 is loopback on Linux) stands for another
+    /// client.
+    public init(port: Int, receiveTimeoutSeconds: Int = 10, source: String? = nil) throws {
         self.port = port
         self.receiveTimeoutSeconds = receiveTimeoutSeconds
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -81,6 +83,21 @@ public final class RawConnection: @unchecked Sendable {
         }
         var timeout = timeval(tv_sec: receiveTimeoutSeconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr.s_addr = inet_addr(source)
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            guard bound == 0 else {
+                let error = errno
+                close()
+                throw TestFailure("bind() to \(source) failed: errno \(error)")
+            }
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)

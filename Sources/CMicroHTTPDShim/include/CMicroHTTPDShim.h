@@ -111,6 +111,20 @@ struct cmhd_accept_watchdog *cmhd_accept_watchdog_start(const char *host, uint16
 /// Stops the thread (joining it) and frees the watchdog.
 void cmhd_accept_watchdog_stop(struct cmhd_accept_watchdog *watchdog);
 
+// MARK: Ticker
+
+/// Called on the ticker's thread every period.
+typedef void (*cmhd_tick_function)(void *context);
+
+struct cmhd_ticker;
+
+/// Starts a thread that calls `tick` with `context` every `period_ms` until `cmhd_ticker_stop`; NULL with errno on
+/// failure.
+struct cmhd_ticker *cmhd_ticker_start(int period_ms, cmhd_tick_function tick, void *context);
+
+/// Stops the thread (joining it) and frees the ticker. Not from the ticker's own thread.
+void cmhd_ticker_stop(struct cmhd_ticker *ticker);
+
 // MARK: Hang-up watcher
 
 /// Told, on the watcher's thread, the token of a watched socket whose peer hung up or that failed (`hung_up` 1), or,
