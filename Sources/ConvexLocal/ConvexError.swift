@@ -28,6 +28,8 @@ struct FunctionCallError: Error, Sendable {
         case returnsValidation
         /// Unknown function, wrong kind, or internal function without admin.
         case notFound
+        /// Refused, not run: the caller has too much under way (the message starts with Convex's code).
+        case overloaded
     }
 
     var kind: Kind
@@ -49,6 +51,15 @@ struct FunctionCallError: Error, Sendable {
             errorData: nil)
     }
 
+    /// An action refused because its socket already runs `limit` actions: Convex's code and sentence.
+    static func tooManyInflightActions(limit: Int) -> FunctionCallError {
+        FunctionCallError(
+            kind: .overloaded,
+            message: "TooManyInflightActionsForSingleClient: Inflight actions overloaded for a single client, "
+                + "max concurrency: \(limit)",
+            errorData: nil)
+    }
+
     static func from(_ error: any Error) -> FunctionCallError {
         switch error {
         case let e as FunctionCallError: return e
@@ -65,7 +76,7 @@ struct FunctionCallError: Error, Sendable {
         case .convexError: "Uncaught ConvexError: \(message)"
         case .argumentValidation: "ArgumentValidationError: \(message)"
         case .returnsValidation: "ReturnsValidationError: \(message)"
-        case .notFound: message
+        case .notFound, .overloaded: message
         }
     }
 

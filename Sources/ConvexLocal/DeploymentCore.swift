@@ -13,7 +13,7 @@ final class DeploymentCore: Sendable {
     let adminKey: String?
     let verifier: TokenVerifier
     let logger: Logger
-    let dedupe = MutationResultCache()
+    let dedupe: MutationResultCache
     let orphans: OrphanedMutations
     private let accepted = Atomic<Int>(0)
     private let connections: ConnectionSet
@@ -33,6 +33,7 @@ final class DeploymentCore: Sendable {
         clock: ElapsedClock = .continuous
     ) {
         self.clock = clock
+        self.dedupe = MutationResultCache(clock: clock)
         self.orphans = OrphanedMutations(clock: clock)
         self.verifier = verifier
         self.heartbeatInterval = heartbeatInterval
@@ -108,60 +109,15 @@ final class ConnectionSet: Sendable {
     var all: [SyncConnection] { members.withLock { Array($0.values) } }
 }
 
-/// Mutation results per sync session, so a mutation resent with the same `(sessionId, requestId)` returns its first
-/// result instead of running again. A client resends every mutation it has no answer for, which can be all it has in
-/// flight (a thousand queued at once, say), so the bound is on results in all: the latest 65,536, oldest out first.
-final class MutationResultCache: Sendable {
-    static let maxResults = 65_536
-
-    private struct State {
-        var sessions: [String: [UInt32: ServerMessage.MutationResponse]] = [:]
-        /// Every stored result, oldest first from `head`: the bound evicts from the front.
-        var order: [(sessionId: String, requestId: UInt32)] = []
-        var head = 0
-
-        mutating func store(sessionId: String, response: ServerMessage.MutationResponse) {
-            sessions[sessionId, default: [:]][response.requestId] = response
-            order.append((sessionId, response.requestId))
-            while order.count - head > MutationResultCache.maxResults {
-                let (oldSession, oldRequest) = order[head]
-                head += 1
-                sessions[oldSession]?.removeValue(forKey: oldRequest)
-                if sessions[oldSession]?.isEmpty == true { sessions.removeValue(forKey: oldSession) }
-            }
-            if head > 4096 && head * 2 > order.count {
-                order.removeFirst(head)
-                head = 0
-            }
-        }
-    }
-
-    private let state = Mutex(State())
-    /// Held across a mutation's lookup, run and store: a mutation resent on a new socket while its first run is under
-    /// way on the old one waits for that run and gets its result. (Mutations commit one at a time anyway, under the
-    /// document store's writer lock, so this costs no concurrency.)
-    private let serial = Mutex(())
-
-    /// `run`'s response, unless the session already ran `requestId`: then the response it got then.
-    func runOnce(
-        sessionId: String, requestId: UInt32, _ run: () -> ServerMessage.MutationResponse
-    ) -> ServerMessage.MutationResponse {
-        serial.withLock { _ in
-            if let cached = state.withLock({ $0.sessions[sessionId]?[requestId] }) { return cached }
-            let response = run()
-            state.withLock { $0.store(sessionId: sessionId, response: response) }
-            return response
-        }
-    }
-}
-
 /// Committed mutations whose completion (response and following Transition) never reached the client because the
 /// server closed the socket first. The Rust/Python client resends such a mutation on its next socket with the same
 /// requestId but a new sessionId, so `(sessionId, requestId)` cannot match it; a reconnecting socket's mutation
-/// with the same requestId, path and arguments claims the recorded result instead of running again. Entries live 60 s.
+/// with the same requestId, path and arguments, run by the same caller (``InertIdentity``), claims the recorded result
+/// instead of running again. Entries live 60 s.
 final class OrphanedMutations: Sendable {
     struct Key: Hashable {
         var requestId: UInt32
+        var caller: InertIdentity
         var path: String
         var args: [UInt8]
     }
@@ -174,24 +130,25 @@ final class OrphanedMutations: Sendable {
         self.clock = clock
     }
 
-    private static func key(_ request: ClientMessage.FunctionRequest) -> Key {
-        Key(
-            requestId: request.requestId, path: UdfPath.canonicalize(request.udfPath) ?? request.udfPath,
-            args: ConvexValue.object(request.args).convexJSON())
+    private static func key(_ request: ClientMessage.FunctionRequest, caller: CallerIdentity) -> Key {
+        let call = MutationResults.Call(request)
+        return Key(requestId: request.requestId, caller: InertIdentity(caller), path: call.path, args: call.args)
     }
 
-    func add(request: ClientMessage.FunctionRequest, response: ServerMessage.MutationResponse) {
+    func add(request: ClientMessage.FunctionRequest, caller: CallerIdentity, response: ServerMessage.MutationResponse) {
         let now = clock.now
+        let key = Self.key(request, caller: caller)
         entries.withLock { entries in
             entries = entries.filter { now - $0.value.added < Self.lifetime }
-            entries[Self.key(request)] = (response, now)
+            entries[key] = (response, now)
         }
     }
 
-    func claim(_ request: ClientMessage.FunctionRequest) -> ServerMessage.MutationResponse? {
+    func claim(_ request: ClientMessage.FunctionRequest, caller: CallerIdentity) -> ServerMessage.MutationResponse? {
         let now = clock.now
+        let key = Self.key(request, caller: caller)
         return entries.withLock { entries in
-            guard let entry = entries.removeValue(forKey: Self.key(request)), now - entry.added < Self.lifetime else {
+            guard let entry = entries.removeValue(forKey: key), now - entry.added < Self.lifetime else {
                 return nil
             }
             return entry.response

@@ -80,3 +80,29 @@ public enum CallerIdentity: Sendable, Hashable {
         }
     }
 }
+
+/// Who a caller is, without the times and other claims of its current token: a user is its `tokenIdentifier`, so a
+/// refreshed token of the same user is the same caller (Convex's `InertIdentity`, which it records beside a session's
+/// requests). What a mutation's recorded result is keyed by.
+enum InertIdentity: Sendable, Hashable {
+    case unauthenticated
+    case user(tokenIdentifier: String)
+    /// The admin key, acting as the user of that `tokenIdentifier` or as nobody.
+    case admin(actingAs: String?)
+
+    init(_ caller: CallerIdentity) {
+        switch caller {
+        case .unauthenticated: self = .unauthenticated
+        case .user(let user): self = .user(tokenIdentifier: user.tokenIdentifier)
+        case .admin(let user): self = .admin(actingAs: user?.tokenIdentifier)
+        }
+    }
+
+    /// The bytes it takes in a key, for the caches that count theirs.
+    var keyBytes: Int {
+        switch self {
+        case .unauthenticated, .admin(nil): 1
+        case .user(let identifier), .admin(let identifier?): 1 + identifier.utf8.count
+        }
+    }
+}

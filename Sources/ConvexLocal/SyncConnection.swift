@@ -134,6 +134,13 @@ final class SyncConnection: Sendable {
     }
 }
 
+/// A successful mutation whose completion the client may not have seen, and the caller it ran for.
+private struct UnconfirmedMutation {
+    var request: ClientMessage.FunctionRequest
+    var caller: CallerIdentity
+    var response: ServerMessage.MutationResponse
+}
+
 /// The driver loop's state: the session, the outbound writer and the write bookkeeping.
 private struct Driver {
     let connection: SyncConnection
@@ -146,7 +153,7 @@ private struct Driver {
     var heldWhileStalled: [ServerMessage] = []
     /// Successful mutations whose response, or the Transition after it, has not reached the socket yet; the
     /// client will resend them after a reconnect.
-    var unconfirmed: [UInt32: (request: ClientMessage.FunctionRequest, response: ServerMessage.MutationResponse)] = [:]
+    var unconfirmed: [UInt32: UnconfirmedMutation] = [:]
     var isReconnect = false
     /// The identity expiry a timer is already set for.
     var expiryTimer: Double?
@@ -293,7 +300,10 @@ private struct Driver {
                     // for, so one not started yet is left to that (run here as well, it could run twice).
                     if connection.isInboundClosed { return false }
                     let response = runMutation(request)
-                    if case .success = response.result { unconfirmed[request.requestId] = (request, response) }
+                    if case .success = response.result {
+                        unconfirmed[request.requestId] = UnconfirmedMutation(
+                            request: request, caller: session.caller, response: response)
+                    }
                     queue = session.mutationCompleted(response)[...] + queue
                 case .runAction(let request):
                     let caller = session.caller
@@ -315,11 +325,13 @@ private struct Driver {
 
     private func runMutation(_ request: ClientMessage.FunctionRequest) -> ServerMessage.MutationResponse {
         guard let sessionId = session.sessionId else { return runUnlessOrphaned(request) }
-        return core.dedupe.runOnce(sessionId: sessionId, requestId: request.requestId) { runUnlessOrphaned(request) }
+        return core.dedupe.runOnce(sessionId: sessionId, caller: session.caller, request: request) {
+            runUnlessOrphaned(request)
+        }
     }
 
     private func runUnlessOrphaned(_ request: ClientMessage.FunctionRequest) -> ServerMessage.MutationResponse {
-        if isReconnect, let orphan = core.orphans.claim(request) {
+        if isReconnect, let orphan = core.orphans.claim(request, caller: session.caller) {
             return orphan
         }
         let outcome = core.engine.runMutation(path: request.udfPath, args: request.args, caller: session.caller)
@@ -330,8 +342,8 @@ private struct Driver {
 
     /// The socket is done: mutations the client never saw completed become orphans a reconnecting client can claim.
     func finish() {
-        for (request, response) in unconfirmed.values {
-            core.orphans.add(request: request, response: response)
+        for mutation in unconfirmed.values {
+            core.orphans.add(request: mutation.request, caller: mutation.caller, response: mutation.response)
         }
     }
 

@@ -39,7 +39,10 @@ struct SyncSession {
         case close(code: UInt16, reason: String?)
     }
 
-    static let maxInflightActions = 1000
+    /// Actions one socket may run at once by default. Convex closes a socket past 1,000
+    /// (`TooManyInflightActionsForSingleClient`), which is one client's socket there; here a gateway carries every
+    /// caller of an identity on one socket (every anonymous caller on the same one), as many as its 10,000 connections.
+    static let defaultMaxInflightActions = 10_000
 
     private(set) var phase: Phase = .awaitingConnect
     private(set) var sessionId: String?
@@ -60,9 +63,12 @@ struct SyncSession {
     private var heldRequests: [ClientMessage] = []
 
     let adminKey: String?
+    /// Actions this socket may run at once; one more is refused alone (see ``receive(_:latestTs:now:user:)``).
+    let maxInflightActions: Int
 
-    init(adminKey: String?) {
+    init(adminKey: String?, maxInflightActions: Int = SyncSession.defaultMaxInflightActions) {
         self.adminKey = adminKey
+        self.maxInflightActions = maxInflightActions
     }
 
     private mutating func fatal(_ message: String) -> [Action] {
@@ -70,7 +76,8 @@ struct SyncSession {
         return [.send(.fatalError(message)), .close(code: 1000, reason: nil)]
     }
 
-    /// Handles one decoded client message.
+    /// Handles one decoded client message. An action while ``maxInflightActions`` run is answered at once with a
+    /// failed `ActionResponse` (Convex's `TooManyInflightActionsForSingleClient`) and the socket stays open.
     /// - Parameters:
     ///   - latestTs: the deployment's latest timestamp, for the `maxObservedTimestamp` check.
     ///   - now: the wall clock (seconds since 1970), for the identity's expiry.
@@ -188,9 +195,14 @@ struct SyncSession {
         case .mutation(let request):
             return [.runMutation(request)]
         case .action(let request):
-            guard inflightActions < Self.maxInflightActions else {
-                phase = .closed
-                return [.close(code: 1013, reason: "TooManyInflightActionsForSingleClient")]
+            guard inflightActions < maxInflightActions else {
+                // Refused alone, answered at once: the socket and the actions running on it go on. Closing it (as
+                // Convex does) would fail every other caller's call in flight on it.
+                let error = FunctionCallError.tooManyInflightActions(limit: maxInflightActions)
+                let refusal = ServerMessage.ActionResponse(
+                    requestId: request.requestId,
+                    result: .failure(message: error.clientMessage(requestId: makeRequestId()), errorData: nil))
+                return [.send(.actionResponse(refusal))]
             }
             inflightActions += 1
             return [.runAction(request)]

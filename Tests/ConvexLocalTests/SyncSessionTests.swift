@@ -266,6 +266,35 @@ import Testing
         #expect(admin.identityExpiration == nil)
     }
 
+    /// Past its bound of running actions a socket refuses the one action over it, answered at once, and stays open;
+    /// an action finishing frees a place.
+    @Test func anActionOverTheBoundIsRefusedAloneAndTheSocketStaysOpen() {
+        var session = SyncSession(adminKey: nil, maxInflightActions: 2)
+        _ = session.receive(
+            .connect(.init(sessionId: "s", connectionCount: 0, lastCloseReason: "InitialConnect")), latestTs: ts1)
+        #expect(session.receive(.action(.init(requestId: 1, udfPath: "a:f")), latestTs: ts1).count == 1)
+        #expect(session.receive(.action(.init(requestId: 2, udfPath: "a:f")), latestTs: ts1).count == 1)
+        let refused = session.receive(.action(.init(requestId: 3, udfPath: "a:f")), latestTs: ts1)
+        guard refused.count == 1, case .send(.actionResponse(let response)) = refused[0],
+            case .failure(let message, nil) = response.result
+        else {
+            Issue.record("expected a refusal: \(refused)"); return
+        }
+        #expect(response.requestId == 3)
+        #expect(message.hasPrefix("[Request ID: "))
+        #expect(
+            message.hasSuffix(
+                "] Server Error\nTooManyInflightActionsForSingleClient: Inflight actions overloaded for a single "
+                    + "client, max concurrency: 2"))
+        #expect(session.phase == .open)
+        #expect(session.inflightActions == 2)
+        _ = session.actionCompleted(.init(requestId: 1, result: .success(.null)))
+        #expect(
+            session.receive(.action(.init(requestId: 4, udfPath: "a:f")), latestTs: ts1)
+                == [.runAction(.init(requestId: 4, udfPath: "a:f"))])
+        #expect(SyncSession.defaultMaxInflightActions == 10_000)
+    }
+
     @Test func mutationResponseIsFollowedByATransitionAtItsTimestamp() {
         var session = connected()
         let r7 = session.receive(.mutation(.init(requestId: 0, udfPath: "m:f")), latestTs: ts1)
