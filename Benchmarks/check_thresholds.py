@@ -79,7 +79,8 @@ class CountedGateway:
         self.count_file = os.path.join(workdir, "allocations.txt")
         # Every stream comes from loopback, one address: its share of the streams is the whole limit here.
         environment = dict(os.environ, LD_PRELOAD=str(TOOLS / "alloc_count.so"), ALLOC_COUNT_FILE=self.count_file,
-                           GATEWAY_MAX_STREAMS_PER_CLIENT="1000000")
+                           GATEWAY_MAX_STREAMS_PER_CLIENT="1000000",
+                           GATEWAY_MAX_CONNECTIONS_PER_CLIENT="1000000")
         self.log = open(os.path.join(workdir, "gateway.log"), "w")
         self.process = subprocess.Popen(
             [binary, "--convex-url", f"http://127.0.0.1:{DEPLOYMENT_LOCAL_PORT}", "--port", str(GATEWAY_PORT),

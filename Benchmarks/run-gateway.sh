@@ -126,7 +126,7 @@ start_gateway() { # log-name [extra flags...]
     shift
     # Every client of a benchmark is on loopback: one address, whose share of the streams is the whole limit here
     # (an environment variable, which the binaries of earlier versions compared against ignore).
-    GATEWAY_MAX_STREAMS_PER_CLIENT=1000000 "${ON_SERVER_CPUS[@]}" "$GATEWAY" --port "$GW_PORT" --local-port "$LOCAL_PORT" --threads "$THREADS" --heartbeat-seconds 3600 \
+    GATEWAY_MAX_STREAMS_PER_CLIENT=1000000 GATEWAY_MAX_CONNECTIONS_PER_CLIENT=1000000 "${ON_SERVER_CPUS[@]}" "$GATEWAY" --port "$GW_PORT" --local-port "$LOCAL_PORT" --threads "$THREADS" --heartbeat-seconds 3600 \
         --max-connections 12000 --log-level notice "$@" >"$OUT/$log.log" 2>&1 &
     GW_PID=$!
     wait_for "http://127.0.0.1:$GW_PORT/readyz"
@@ -439,7 +439,7 @@ one_core() {
         "taskset -c 0 ($(taskset -c 0 nproc) CPU) -> $(taskset -c 0 .build-release/pool-width) threads"
     # taskset execs the gateway, so $! is its pid and every thread it starts inherits the CPU set.
     # No --threads: the default is one per CPU the process may use.
-    GATEWAY_MAX_STREAMS_PER_CLIENT=1000000 taskset -c 0 "$GATEWAY" --port "$GW_PORT" --local-port "$LOCAL_PORT" \
+    GATEWAY_MAX_STREAMS_PER_CLIENT=1000000 GATEWAY_MAX_CONNECTIONS_PER_CLIENT=1000000 taskset -c 0 "$GATEWAY" --port "$GW_PORT" --local-port "$LOCAL_PORT" \
         --heartbeat-seconds "$ONE_CORE_HEARTBEAT" --max-connections 12000 --log-level notice \
         >"$OUT/one-core-gateway.log" 2>&1 &
     GW_PID=$!

@@ -44,7 +44,7 @@ start_fanout_server() {
     else
         # One loopback address for every stream: its share is the whole limit (an environment variable, which
         # earlier binaries ignore).
-        GATEWAY_MAX_STREAMS_PER_CLIENT=1000000 "$1" --port 18090 --local-port 18091 --threads 2 --heartbeat-seconds 3600 \
+        GATEWAY_MAX_STREAMS_PER_CLIENT=1000000 GATEWAY_MAX_CONNECTIONS_PER_CLIENT=1000000 "$1" --port 18090 --local-port 18091 --threads 2 --heartbeat-seconds 3600 \
             --max-connections $(($2 + 2000)) --log-level notice >"$3" 2>&1 &
         server_pid=$!
         server_port=18090

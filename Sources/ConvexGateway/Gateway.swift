@@ -1,5 +1,6 @@
 import Convex
 import ConvexValues
+import HTTPFields
 import Logging
 import MicroHTTPD
 import ServiceLifecycle
@@ -54,6 +55,13 @@ public final class Gateway: Sendable {
         http.streamFarewell = { Array("retry: \(Int.random(in: 50...500))\n\n".utf8) }
         http.connectionMemoryLimit = configuration.access.connectionMemoryLimit
         http.idleTimeoutSeconds = configuration.access.idleTimeoutSeconds
+        // Slow and greedy clients (docs/configuration.md, "Limits and fairness").
+        http.maxConnectionsPerAddress = configuration.effectiveMaxConnectionsPerClient
+        http.maxBodyBytesPerAddress = configuration.effectiveMaxBodyBytesPerClient
+        if configuration.headerTimeoutSeconds > 0 { http.headerTimeout = .seconds(configuration.headerTimeoutSeconds) }
+        if configuration.bodyTimeoutSeconds > 0 {
+            http.minimumBodyRate = (bytes: 1024, per: .seconds(configuration.bodyTimeoutSeconds))
+        }
         // What the head decides is decided before a body is read (Pipeline/GatewayCore.swift, `admit`).
         http.admission = { head in
             core.admit(
@@ -77,6 +85,29 @@ public final class Gateway: Sendable {
                             + "Content-Lengths that differ")
                 case .shuttingDown: .shuttingDown
                 case .unansweredAtShutdown: .unansweredAtShutdown
+                case .requestTimeout:
+                    GatewayError(
+                        code: .requestTimeout,
+                        message:
+                            "The request came too slowly: its line and headers must arrive within "
+                            + "\(configuration.headerTimeoutSeconds) s of the connection (--header-timeout-seconds), "
+                            + "its body at 1 KiB every \(configuration.bodyTimeoutSeconds) s at least "
+                            + "(--body-timeout-seconds)")
+                case .tooManyConnectionsFromAddress:
+                    GatewayError(
+                        code: .tooManyConnections,
+                        message:
+                            "This client address holds \(configuration.effectiveMaxConnectionsPerClient) connections, "
+                            + "as many as one address may (--max-connections-per-client); reuse one",
+                        headers: [(HeaderName.retryAfter, "1")])
+                case .bodyShareReached:
+                    GatewayError(
+                        code: .tooManyBodyBytes,
+                        message:
+                            "This client address holds \(configuration.effectiveMaxBodyBytesPerClient) bytes of request "
+                            + "bodies, as many as one address may (--max-body-bytes-per-client); send it once the "
+                            + "others are answered",
+                        headers: [(HeaderName.retryAfter, "1")])
                 default: .internalError
                 }
             return HTTPResponse(core.errorResponse(error, format: configuration.defaultFormat))

@@ -55,6 +55,10 @@ package struct GatewayError: Error, Sendable, Hashable, CustomStringConvertible 
         case tooManyLongPolls = "TooManyLongPolls"
         /// The client has as many calls running as one client may (`--max-calls-per-client`).
         case tooManyCalls = "TooManyCalls"
+        /// The client address holds as many connections as one address may (`--max-connections-per-client`).
+        case tooManyConnections = "TooManyConnections"
+        /// The client address holds as many request-body bytes as one address may (`--max-body-bytes-per-client`).
+        case tooManyBodyBytes = "TooManyBodyBytes"
         /// The client address holds as many signed-in upstream connections as one address may
         /// (`--max-identities-per-client`).
         case tooManyIdentities = "TooManyIdentities"
@@ -85,7 +89,7 @@ package struct GatewayError: Error, Sendable, Hashable, CustomStringConvertible 
             case .unsupportedMediaType: 415
             case .convexError: 422
             case .rateLimited, .tooManySubscriptions, .tooManyStreams, .tooManyLongPolls, .tooManyCalls,
-                .tooManyIdentities:
+                .tooManyIdentities, .tooManyConnections, .tooManyBodyBytes:
                 429
             case .functionFailed, .internalError: 500
             case .upstreamConnectionLost, .outcomeUnknown: 502

@@ -3,6 +3,16 @@ import ConvexValues
 import HTTPFields
 import Logging
 
+extension GatewayError {
+    /// An action while its upstream connection runs ``Calls/maxActionsPerConnection`` of them.
+    static let actionsPerConnectionReached = GatewayError(
+        code: .overloaded,
+        message:
+            "The deployment's connection for this caller runs as many actions at once as the gateway lets it; "
+            + "try again shortly",
+        headers: [(HeaderName.retryAfter, "1")])
+}
+
 /// The call stage: mutations, actions and `POST /query/<function>`, each with the gateway's one deadline.
 struct Calls: Sendable {
     let pool: UpstreamPool
@@ -13,6 +23,12 @@ struct Calls: Sendable {
     let logger: Logger
     /// The calls each client has running, against its share (`--max-calls-per-client`).
     let running: ClientShares
+    /// The actions running on each upstream connection (by identity key): Convex closes a connection that runs more
+    /// than 1,000 at once, failing every call on it, and every anonymous caller shares one.
+    let actionsPerConnection = Shares<String>(limit: Calls.maxActionsPerConnection)
+
+    /// Below Convex's bound on the actions one connection may run at once (1,000).
+    static let maxActionsPerConnection = 900
 
     /// Runs a query, mutation or action for the caller, with the gateway's one deadline handed to the upstream call;
     /// when the function spec may have typed the arguments wrongly, once more with a fresh spec (Typed/).
@@ -29,8 +45,11 @@ struct Calls: Sendable {
         let floor = kind == .query ? readYourWrites.floor(minTimestamp: request.minTimestamp) : .zero
         let timeout = configuration.upstreamTimeout
         let connectTimeout = configuration.connectTimeout
-        let result = try await pool.withUpstream(for: request.identity, from: request.address) { _, upstream in
-            await FunctionSpecStore.retrying(with: functionSpecs, function, input, args) {
+        let ran = try await pool.withUpstream(for: request.identity, from: request.address) {
+            id, upstream -> Result<UpstreamAnswer?, UpstreamFailure>? in
+            if kind == .action, !actionsPerConnection.take(id) { return nil }
+            defer { if kind == .action { actionsPerConnection.release(id) } }
+            return await FunctionSpecStore.retrying(with: functionSpecs, function, input, args) {
                 args -> Result<UpstreamAnswer?, UpstreamFailure> in
                 do throws(UpstreamFailure) {
                     try await upstream.waitUntilConnected(timeout: connectTimeout)
@@ -45,6 +64,7 @@ struct Calls: Sendable {
                 }
             }
         }
+        guard let result = ran else { throw .actionsPerConnectionReached }
         switch result {
         case .success(let answer?):
             var response = GatewayResponse.json(render(answer.value, request.format))

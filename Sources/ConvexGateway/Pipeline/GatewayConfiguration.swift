@@ -66,12 +66,30 @@ public struct GatewayConfiguration: Sendable {
         return max(1, min(limit, effectiveMaxStreams))
     }
     /// Mutations, actions and posted queries one client may have running at once; one more gets 429 `TooManyCalls`.
-    /// 0 means a tenth of ``maxConnections``.
-    public var maxCallsPerClient = 0
-    /// The limit per client in force (``maxCallsPerClient``, or its default).
-    public var effectiveMaxCallsPerClient: Int {
-        max(1, maxCallsPerClient > 0 ? maxCallsPerClient : maxConnections / 10)
+    /// Convex runs at most 1,000 actions at once on one connection and closes it past that, and every anonymous caller
+    /// shares one: so a client's share stays well below it.
+    public var maxCallsPerClient = 100
+    /// Connections one client address may hold open at once; one more is answered 429 `TooManyConnections` at once
+    /// and closed. 0 means a tenth of ``maxConnections``.
+    public var maxConnectionsPerClient = 0
+    /// The limit per address in force (``maxConnectionsPerClient``, or its default; one at or above
+    /// ``maxConnections`` leaves only that).
+    public var effectiveMaxConnectionsPerClient: Int {
+        max(1, maxConnectionsPerClient > 0 ? maxConnectionsPerClient : maxConnections / 10)
     }
+    /// Request-body bytes one client address may hold at once (a share of ``maxBodyBytesInFlight``); a body beyond it
+    /// gets 429 `TooManyBodyBytes`. 0 means half of the bodies in flight. Never less than ``maxBodyBytes``.
+    public var maxBodyBytesPerClient = 0
+    /// The share in force (``maxBodyBytesPerClient``, or its default).
+    public var effectiveMaxBodyBytesPerClient: Int {
+        max(maxBodyBytes, maxBodyBytesPerClient > 0 ? maxBodyBytesPerClient : effectiveMaxBodyBytesInFlight / 2)
+    }
+    /// Seconds a connection's first request line and headers may take to arrive, from the connection; later ones get
+    /// 408 `RequestTimeout` and the connection closes. 0: no deadline (the idle timeout alone).
+    public var headerTimeoutSeconds = 10
+    /// A request body must come at a pace of at least 1 KiB in every period of this many seconds, or get 408
+    /// `RequestTimeout` and the connection closes. 0: no minimum pace (the idle timeout alone).
+    public var bodyTimeoutSeconds = 10
     /// Signed-in identities one client address may hold a connection to the deployment for at once; a new one beyond
     /// it gets 429 `TooManyIdentities`. 0 means a tenth of the identity limit.
     public var maxIdentitiesPerClient = 0

@@ -213,9 +213,29 @@ extension GatewaySettings {
                         + "one beyond it gets 429 `TooManyStreams`. Waiting long-polls have a share of the same size."),
                 .integer(
                     "--max-calls-per-client", "GATEWAY_MAX_CALLS_PER_CLIENT", \.gateway.maxCallsPerClient,
-                    in: 0...1_000_000, note: "a tenth of `--max-connections`",
+                    in: 1...1_000_000,
                     help: "Mutations, actions and posted queries one client may have running at once; one more gets "
                         + "429 `TooManyCalls`."),
+                .integer(
+                    "--max-connections-per-client", "GATEWAY_MAX_CONNECTIONS_PER_CLIENT",
+                    \.gateway.maxConnectionsPerClient, in: 0...1_000_000, note: "a tenth of `--max-connections`",
+                    help: "Connections one client address may hold open; one more is answered 429 "
+                        + "`TooManyConnections` at once and closed. Behind a proxy, every client has its address."),
+                .integer(
+                    "--max-body-bytes-per-client", "GATEWAY_MAX_BODY_BYTES_PER_CLIENT",
+                    \.gateway.maxBodyBytesPerClient, in: 0...(1 << 40), note: "half of `--max-body-bytes-in-flight`",
+                    help: "Request-body bytes one client address may hold at once; a body beyond it gets 429 "
+                        + "`TooManyBodyBytes`. Never less than `--max-body-bytes`."),
+                .integer(
+                    "--header-timeout-seconds", "GATEWAY_HEADER_TIMEOUT_SECONDS", \.gateway.headerTimeoutSeconds,
+                    in: 0...86_400,
+                    help: "Seconds a connection's first request line and headers may take to arrive; later gets 408 "
+                        + "`RequestTimeout` and the connection closes (0: no deadline)."),
+                .integer(
+                    "--body-timeout-seconds", "GATEWAY_BODY_TIMEOUT_SECONDS", \.gateway.bodyTimeoutSeconds,
+                    in: 0...86_400,
+                    help: "A request body must come at 1 KiB in every period of this many seconds at least, or get 408 "
+                        + "`RequestTimeout` and the connection closes (0: no minimum pace)."),
                 .integer(
                     "--max-identities-per-client", "GATEWAY_MAX_IDENTITIES_PER_CLIENT",
                     \.gateway.maxIdentitiesPerClient, in: 0...1_000_000, note: "a tenth of `--max-identities`",

@@ -352,4 +352,57 @@ struct FairnessEndToEndTests {
             #expect(fits.status == 200, "\(fits.text)")
         }
     }
+
+    /// Slow clients are ended by deadlines, and one address holds its share of the connections: a head trickled past
+    /// `--header-timeout-seconds` and a body slower than 1 KiB per `--body-timeout-seconds` get 408 `RequestTimeout`
+    /// and their connections close, the body's bytes given back; the connection over the share gets 429
+    /// `TooManyConnections` at once; meanwhile a bystander's mutation is served.
+    @Test func slowClientsAreEndedAndAnAddressHoldsItsShareOfConnections() async throws {
+        try await TestGateway.run(
+            .inProcess,
+            configure: {
+                $0.headerTimeoutSeconds = 1
+                $0.bodyTimeoutSeconds = 1
+                $0.maxConnectionsPerClient = 6
+            }
+        ) { h in
+            let port = h.port
+            // A head that never ends, a line at a time.
+            let trickler = try RawConnection(port: port, receiveTimeoutSeconds: 20)
+            try await blocking { try trickler.send("POST /mutation/messages:send HTTP/1.1\r\n") }
+            let lines = Task {
+                for index in 0..<40 {
+                    // Real time: the server's deadlines run on its own clock; a line every 200 ms keeps the
+                    // connection from idling while its head takes longer than the deadline.
+                    try? await Task.sleep(for: .milliseconds(200))
+                    try? await blocking { try trickler.send("X-Line-\(index): a\r\n") }
+                }
+            }
+            let headAnswer = try await blocking { try trickler.readResponse(method: "POST") }
+            lines.cancel()
+            #expect(headAnswer.status == 408)
+            #expect(headAnswer.errorCode == "RequestTimeout")
+            // A body that stalls after its first bytes.
+            let upload = try await blocking {
+                try Self.upload(port, path: "/mutation/messages:send", length: 100_000, sent: 500)
+            }
+            let bodyAnswer = try await blocking { try upload.readResponse(method: "POST") }
+            #expect(bodyAnswer.status == 408)
+            #expect(bodyAnswer.errorCode == "RequestTimeout")
+            #expect(await eventually { h.gateway.bodyBytesInFlight == 0 })
+            // The share of connections: six held open, the seventh answered 429 at once.
+            var held: [RawConnection] = []
+            for _ in 0..<6 { held.append(try RawConnection(port: port)) }
+            let over = try RawConnection(port: port)
+            let overAnswer = try await blocking { try over.readResponse() }
+            #expect(overAnswer.status == 429)
+            #expect(overAnswer.errorCode == "TooManyConnections")
+            for connection in held { connection.close() }
+            // A bystander, served (once the server has seen the closed connections go).
+            #expect(
+                await eventually {
+                    (try? await h.post("/mutation/messages:send", json: #"{"body":"still served"}"#))?.status == 200
+                })
+        }
+    }
 }

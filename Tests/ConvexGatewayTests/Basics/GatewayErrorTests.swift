@@ -136,6 +136,8 @@ struct GatewayErrorTests {
             configure: { configuration in
                 configuration.maxBodyBytes = 1024
                 configuration.maxBodyBytesInFlight = 1024
+                // Every body of the test comes from one address: its share is above the bound here.
+                configuration.maxBodyBytesPerClient = 4096
             }
         ) { h in
             // A client that has sent a tenth of its body and waits holds those bytes.
@@ -221,6 +223,8 @@ struct GatewayErrorTests {
             configure: {
                 $0.maxConnections = 2
                 $0.access.idleTimeoutSeconds = 0
+                // Every connection of the test comes from one address: its share is above the limit here.
+                $0.maxConnectionsPerClient = 100
             }
         ) { h in
             let port = h.port

@@ -28,6 +28,7 @@ struct ClientDepartureEndToEndTests {
                 configuration.maxStreams = 3
                 // Every stream of the test comes from one address: its share is the whole limit here.
                 configuration.maxStreamsPerClient = 3
+                configuration.maxConnectionsPerClient = 50
             }
         ) { h in
             var streams: [EventStreamReader] = []
