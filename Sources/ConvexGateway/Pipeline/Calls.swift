@@ -4,7 +4,7 @@ import HTTPFields
 import Logging
 
 extension GatewayError {
-    /// An action while its upstream connection runs ``Calls/maxActionsPerConnection`` of them.
+    /// An action while its upstream connection runs ``GatewayConfiguration/maxActionsPerConnection`` of them.
     static let actionsPerConnectionReached = GatewayError(
         code: .overloaded,
         message:
@@ -23,12 +23,10 @@ struct Calls: Sendable {
     let logger: Logger
     /// The calls each client has running, against its share (`--max-calls-per-client`).
     let running: ClientShares
-    /// The actions running on each upstream connection (by identity key): Convex closes a connection that runs more
-    /// than 1,000 at once, failing every call on it, and every anonymous caller shares one.
-    let actionsPerConnection = Shares<String>(limit: Calls.maxActionsPerConnection)
-
-    /// Below Convex's bound on the actions one connection may run at once (1,000).
-    static let maxActionsPerConnection = 900
+    /// The actions running on each upstream connection (by identity key), at most
+    /// ``GatewayConfiguration/maxActionsPerConnection``: Convex closes a connection that runs more than 1,000 at once,
+    /// failing every call on it, and every anonymous caller shares one.
+    let actionsPerConnection: Shares<String>
 
     /// Runs a query, mutation or action for the caller, with the gateway's one deadline handed to the upstream call;
     /// when the function spec may have typed the arguments wrongly, once more with a fresh spec (Typed/).

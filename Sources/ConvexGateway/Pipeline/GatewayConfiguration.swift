@@ -69,6 +69,10 @@ public struct GatewayConfiguration: Sendable {
     /// Convex runs at most 1,000 actions at once on one connection and closes it past that, and every anonymous caller
     /// shares one: so a client's share stays well below it.
     public var maxCallsPerClient = 100
+    /// Actions the gateway runs at once on one upstream connection (one identity's, or the anonymous callers' one):
+    /// below Convex's own bound, 1,000, past which it closes the connection and fails every call on it. One more gets
+    /// 503 `Overloaded`. Not a setting: tests lower it.
+    package var maxActionsPerConnection = 900
     /// Connections one client address may hold open at once; one more is answered 429 `TooManyConnections` at once
     /// and closed. 0 means a tenth of ``maxConnections``.
     public var maxConnectionsPerClient = 0

@@ -101,7 +101,8 @@ package final class GatewayCore: Sendable {
         self.arguments = arguments
         let calls = Calls(
             pool: pool, readYourWrites: readYourWrites, functionSpecs: functionSpecs, configuration: configuration,
-            render: render, logger: logger, running: ClientShares(limit: configuration.maxCallsPerClient))
+            render: render, logger: logger, running: ClientShares(limit: configuration.maxCallsPerClient),
+            actionsPerConnection: Shares(limit: configuration.maxActionsPerConnection))
         self.calls = calls
         // Long-polls hold a connection as a stream does: each client may hold as many waiting as it may streams.
         let longPolls = ClientShares(limit: configuration.effectiveMaxStreamsPerClient)

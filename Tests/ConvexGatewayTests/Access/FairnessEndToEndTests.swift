@@ -405,4 +405,27 @@ struct FairnessEndToEndTests {
                 })
         }
     }
+
+    /// The actions running on one upstream connection stay under Convex's bound (past which it would close the
+    /// connection every anonymous caller shares): one more gets 503 `Overloaded`, and a signed-in caller, on a
+    /// connection of its own, is served.
+    @Test func actionsOnOneUpstreamConnectionStayUnderConvexsBound() async throws {
+        try await TestGateway.run(.inProcess, configure: { $0.maxActionsPerConnection = 2 }) { h in
+            async let first = h.post("/action/conformance:sleep", json: #"{"ms":3000}"#)
+            async let second = h.post("/action/conformance:sleep", json: #"{"ms":3000}"#)
+            #expect(await eventually { h.gateway.core.calls.actionsPerConnection.count("") == 2 })
+            let third = try await h.post("/action/conformance:sleep", json: #"{"ms":1}"#)
+            #expect(third.status == 503)
+            #expect(third.errorCode == "Overloaded")
+            #expect(third.header("Retry-After") == "1")
+            // Mutations are not actions: served.
+            #expect(try await h.post("/mutation/messages:send", json: #"{"body":"m"}"#).status == 200)
+            let signedIn = try await h.post(
+                "/action/conformance:sleep", json: #"{"ms":1}"#,
+                headers: ["Content-Type": "application/json", "Authorization": "Bearer \(Self.token(subject: "own"))"])
+            #expect(signedIn.status == 200, "\(signedIn.text)")
+            #expect(try await first.status == 200)
+            #expect(try await second.status == 200)
+        }
+    }
 }
