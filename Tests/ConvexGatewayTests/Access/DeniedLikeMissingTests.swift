@@ -134,4 +134,30 @@ struct DeniedLikeMissingTests {
         let other = "[Request ID: 0123456789abcdef] Server Error\nUncaught Error: boom"
         #expect(FunctionFilter.withoutAdvice(other) == other)
     }
+
+    /// The same asking, repeated, gives a denied function the same pattern of Request IDs as a missing one (a `GET`
+    /// of the same arguments again reads the kept subscription's answer, a `POST` asks anew): the deployment answers
+    /// both, so no sequence of requests tells them apart.
+    @Test func aSequenceOfAskingsRepeatsRequestIDsAlike() async throws {
+        try await Self.run { h in
+            var patterns: [[Bool]] = []
+            for function in [Self.denied.query, Self.missing.query] {
+                var ids: [String?] = []
+                for asking in [Self.routes[0], Self.routes[0], Self.routes[1], Self.routes[0]] {
+                    let response = try await h.request(
+                        asking.method, asking.target(function, 7), headers: asking.headers, body: asking.body?(7))
+                    guard case .string(let message)? = asking.error(response)?["message"] else {
+                        Issue.record("\(function): \(response.text)")
+                        continue
+                    }
+                    ids.append(Self.requestID(message))
+                }
+                // Which answers share a Request ID with an earlier one.
+                patterns.append(ids.indices.map { index in ids[..<index].contains(ids[index]) })
+            }
+            #expect(
+                patterns.count == 2 && patterns[0] == patterns[1],
+                "denied \(patterns.first ?? []) missing \(patterns.last ?? [])")
+        }
+    }
 }
