@@ -34,6 +34,9 @@ enum ConvexGatewayCommand {
             // 64 is EX_USAGE, as swift-argument-parser exits on a usage error.
             fail("Error: \(error.message)\nSee 'convex-gateway --help'.", status: 64)
         }
+        if let refusal = publicDemoRefusal(settings) {
+            fail("Error: \(refusal)\nSee 'convex-gateway --help'.", status: 64)
+        }
         do {
             try await run(settings, adminKeyFlag: adminKeyFlag)
         } catch {
@@ -134,6 +137,33 @@ enum ConvexGatewayCommand {
 }
 
 extension ConvexGatewayCommand {
+    /// Why the gateway must not start: the embedded deployment (no `--convex-url`) takes calls of its demo functions
+    /// from anyone, with any unsigned token, so serving it on an address other than loopback (`0.0.0.0` in a container)
+    /// publishes an open deployment to the network, unless `--public-demo` says that is meant. Checked before anything
+    /// starts.
+    static func publicDemoRefusal(_ settings: GatewaySettings) -> String? {
+        let host = settings.gateway.host
+        guard settings.convexURL == nil, !settings.publicDemo, !isLoopback(host) else { return nil }
+        return """
+            Without --convex-url/CONVEX_URL the gateway serves the embedded demo deployment, whose functions anyone \
+            may call, and --host/GATEWAY_HOST \(host) would publish it to the network. Give the Convex deployment \
+            to serve with --convex-url (CONVEX_URL=https://<name>.convex.cloud), listen on loopback only \
+            (GATEWAY_HOST=127.0.0.1), or, to publish the demo on purpose, set --public-demo true \
+            (GATEWAY_PUBLIC_DEMO=true).
+            """
+    }
+
+    /// Whether `host`, a numeric address, is a loopback one: 127.0.0.0/8, `::1`, or 127.0.0.0/8 mapped into IPv6.
+    static func isLoopback(_ host: String) -> Bool {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, host, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
+        var v6 = in6_addr()
+        guard inet_pton(AF_INET6, host, &v6) == 1 else { return false }
+        let bytes = withUnsafeBytes(of: v6) { Array($0) }
+        if bytes == Array(repeating: 0, count: 15) + [1] { return true }
+        return bytes[0..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xff && bytes[11] == 0xff && bytes[12] == 127
+    }
+
     /// 32 random bytes as hex, for the embedded deployment's admin key.
     static func randomKey() -> String {
         var generator = SystemRandomNumberGenerator()

@@ -5,7 +5,7 @@ import HTTPFields
 /// `Settings/GatewaySettings+Declarations.swift` (docs/configuration.md, "Access controls and limits").
 public struct AccessConfiguration: Sendable {
     /// When set, every request except `/healthz`, `/readyz`, `/openapi.yaml` (but for its functions document),
-    /// `/client.js` and CORS preflights must carry it in the `X-API-Key` header; otherwise 401 `InvalidAPIKey`.
+    /// `/client.js`, the demo page `/` and CORS preflights must carry it in `X-API-Key`; otherwise 401 `InvalidAPIKey`.
     public var apiKey: Secret?
     /// Which functions callers may reach; a refused function answers exactly as an unknown one (404).
     public var functions = FunctionFilter()

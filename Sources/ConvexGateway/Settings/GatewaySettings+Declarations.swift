@@ -98,6 +98,11 @@ extension GatewaySettings {
                         "The embedded deployment's `auth.config` JSON file (`{\"providers\": [...]}`): it then accepts "
                         + "only tokens these providers signed. Without it, any well-formed JWT that has not expired, "
                         + "which the gateway logs as a warning at start. Not with `--convex-url`."),
+                .boolean(
+                    "--public-demo", "GATEWAY_PUBLIC_DEMO", \.publicDemo,
+                    help: "Let the gateway serve the embedded deployment, whose demo functions anyone may call, on "
+                        + "an address other than loopback (such as `0.0.0.0`, the container's); without it the "
+                        + "gateway refuses to start so. Not needed with `--convex-url` or on a loopback address."),
                 .secret(
                     "--admin-key", "CONVEX_ADMIN_KEY", \.adminKey, alternative: "CONVEX_ADMIN_KEY_FILE",
                     default: "none; a random key for the embedded deployment",

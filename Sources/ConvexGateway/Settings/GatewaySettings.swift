@@ -14,6 +14,9 @@ package struct GatewaySettings: Sendable {
     package var localPort = 0
     /// The embedded local deployment's auth config file (trusted token issuers); `nil`: unverified tokens.
     package var localAuthConfig: String?
+    /// The embedded deployment's demo functions may be served on a non-loopback address (`convex-gateway` refuses to
+    /// start so otherwise).
+    package var publicDemo = false
     /// The log level of the whole process.
     package var logLevel = Logger.Level.info
     /// The deployment's admin key, to fetch its function spec for typed inputs.

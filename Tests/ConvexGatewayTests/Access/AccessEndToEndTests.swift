@@ -52,7 +52,12 @@ struct AccessEndToEndTests {
 
     @Test func apiKeyIsRequiredExceptOnProbesAndIsComparedExactly() async throws {
         let key = try Secret("gw-key-0123456789", source: "test")
-        try await TestGateway.run(.inProcess, configure: { $0.access.apiKey = key }) { h in
+        // The demo page on, to see that `/` needs no key either.
+        let configure: (inout GatewayConfiguration) -> Void = {
+            $0.access.apiKey = key
+            $0.demoPage = true
+        }
+        try await TestGateway.run(.inProcess, configure: configure) { h in
             let missing = try await h.get("/query/messages:list")
             #expect(missing.status == 401)
             #expect(missing.errorCode == "InvalidAPIKey")
@@ -70,7 +75,7 @@ struct AccessEndToEndTests {
             let okLower = try await h.get("/metrics", headers: ["x-api-key": "gw-key-0123456789"])
             #expect(okLower.status == 200)
             #expect(okLower.text.contains(#"status="401""#))
-            for open in ["/healthz", "/readyz"] {
+            for open in ["/healthz", "/readyz", "/client.js", "/"] {
                 #expect(try await h.get(open).status == 200, "\(open)")
             }
             let stream = try await h.openStream(

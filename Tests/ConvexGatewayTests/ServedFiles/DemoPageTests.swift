@@ -24,6 +24,56 @@ struct DemoPageTests {
         }
     }
 
+    @Test("the content policy allows the page's own inline script and styles by their hashes, never 'unsafe-inline'")
+    func contentPolicyHashesTheInlineBlocks() async throws {
+        try await TestGateway.run(.inProcess, configure: { $0.demoPage = true }) { h in
+            let page = try await h.get("/")
+            let policy = try #require(page.header("Content-Security-Policy"))
+            #expect(!policy.contains("unsafe-inline"), "\(policy)")
+            #expect(!policy.contains("unsafe-eval"), "\(policy)")
+            // The directives by name: `script-src 'self' 'sha256-…'` is ["'self'", "'sha256-…'"].
+            let directives = Dictionary(
+                uniqueKeysWithValues: policy.split(separator: ";").map { directive in
+                    let words = directive.split(separator: " ").map(String.init)
+                    return (words.first ?? "", Array(words.dropFirst()))
+                })
+            #expect(directives["default-src"] == ["'self'"])
+            #expect(directives["frame-ancestors"] == ["'none'"])
+            // Found here with a pattern of the test's own, not with the page's parser: every inline block of the
+            // served body, by its element.
+            let element = #/<(script|style)(\s[^>]*)?>(.*?)</\1>/#.dotMatchesNewlines()
+            let blocks = page.text.matches(of: element)
+            let scripts = blocks.filter { $0.output.1 == "script" && !($0.output.2 ?? "").contains("src=") }
+            let styles = blocks.filter { $0.output.1 == "style" }
+            #expect(scripts.count == 1 && styles.count == 1, "the page's one inline module and one style sheet")
+            for (directive, elements) in [("script-src", scripts), ("style-src", styles)] {
+                let hashes = try #require(directives[directive], "\(policy)").filter { $0.hasPrefix("'sha256-") }
+                #expect(
+                    Set(hashes) == Set(elements.map { DemoPage.hashSource(Array($0.output.3.utf8)) }),
+                    "\(directive) names exactly the hashes of the page's inline blocks: \(policy)")
+            }
+            // Hashes cover elements only: a style attribute or an inline event handler would be refused.
+            let markup = page.text.replacing(element) { "<\($0.output.1)\($0.output.2 ?? "")></\($0.output.1)>" }
+            let attributes = markup.matches(of: #/<[^>]*\s(style|on[a-z]+)\s*=/#.ignoresCase())
+            #expect(attributes.isEmpty, "\(attributes.map { String($0.output.0) })")
+        }
+    }
+
+    @Test("a hash source is CSP's: the spec's example script hashes as it says")
+    func hashSourceIsTheSpecs() {
+        let expected = "'sha256-qznLcsROx4GACP2dm0UCKCzCG+HiZ1guq6ZZDob/Tng='"
+        #expect(DemoPage.hashSource(Array("alert('Hello, world.');".utf8)) == expected)
+    }
+
+    @Test("the policy's blocks are the page's: an inline script with a src is not one, a <scripts> tag is not a script")
+    func inlineBlocksOfAPage() {
+        let page = Array(
+            #"<style>a{}</style><script src="/x.js"></script><scripts>no</scripts><script type="module">go()</script>"#
+                .utf8)
+        #expect(DemoPage.inlineBlocks("style", in: page).map { Array($0) } == [Array("a{}".utf8)])
+        #expect(DemoPage.inlineBlocks("script", in: page).map { Array($0) } == [Array("go()".utf8)])
+    }
+
     @Test("off (a real deployment's functions are not the demo's), GET / is a 404 like any unknown path")
     func offIsNotFound() async throws {
         try await TestGateway.run(.inProcess) { h in
