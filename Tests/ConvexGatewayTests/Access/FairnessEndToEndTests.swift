@@ -282,8 +282,8 @@ struct FairnessEndToEndTests {
             }
         ) { h in
             // Two slow actions run; a third from the same client is refused, another client's runs.
-            async let first = h.post("/action/conformance:sleep", json: #"{"ms":3000}"#)
-            async let second = h.post("/action/conformance:sleep", json: #"{"ms":3000}"#)
+            async let first = h.post("/action/conformance:sleep", json: #"{"ms":8000}"#)
+            async let second = h.post("/action/conformance:sleep", json: #"{"ms":8000}"#)
             #expect(await eventually { h.gateway.core.calls.running.count(.address("127.0.0.1")) == 2 })
             let third = try await h.post("/action/conformance:sleep", json: #"{"ms":1}"#)
             #expect(third.status == 429)
@@ -411,8 +411,8 @@ struct FairnessEndToEndTests {
     /// connection of its own, is served.
     @Test func actionsOnOneUpstreamConnectionStayUnderConvexsBound() async throws {
         try await TestGateway.run(.inProcess, configure: { $0.maxActionsPerConnection = 2 }) { h in
-            async let first = h.post("/action/conformance:sleep", json: #"{"ms":3000}"#)
-            async let second = h.post("/action/conformance:sleep", json: #"{"ms":3000}"#)
+            async let first = h.post("/action/conformance:sleep", json: #"{"ms":8000}"#)
+            async let second = h.post("/action/conformance:sleep", json: #"{"ms":8000}"#)
             #expect(await eventually { h.gateway.core.calls.actionsPerConnection.count("") == 2 })
             let third = try await h.post("/action/conformance:sleep", json: #"{"ms":1}"#)
             #expect(third.status == 503)

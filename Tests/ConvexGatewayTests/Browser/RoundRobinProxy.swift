@@ -37,7 +37,9 @@ enum RoundRobinProxy {
                 upstream = http.client.HTTPConnection("127.0.0.1", UPSTREAMS[index], timeout=60)
                 try:
                     upstream.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
-                    upstream.putheader("Host", f"127.0.0.1:{UPSTREAMS[index]}")
+                    # The page's Host, as a balancer passes it (HAProxy does): the replicas judge the page's Origin
+                    # against it.
+                    upstream.putheader("Host", self.headers.get("Host") or f"127.0.0.1:{UPSTREAMS[index]}")
                     for name, value in self.headers.items():
                         if name.lower() not in HOP_BY_HOP:
                             upstream.putheader(name, value)
