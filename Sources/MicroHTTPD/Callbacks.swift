@@ -11,6 +11,7 @@ let accessHandlerThunk: MHD_AccessHandlerCallback = {
     let exchange: Exchange
     switch requestContext.pointee {
     case nil:
+        cmhd_pending_head_remove(connection)
         let server = Unmanaged<HTTPServer>.fromOpaque(serverPointer).takeUnretainedValue()
         let handle = ConnectionHandle(raw: connection)
         // A connection the server has answered itself (its head came too late, or its address holds its share of
@@ -20,7 +21,15 @@ let accessHandlerThunk: MHD_AccessHandlerCallback = {
         {
             return MHD_Result.NO
         }
-        if server.mayAnswerOnHotPath(handle) {
+        // Before anything reads the head's fields: a head with bytes libmicrohttpd's fields do not account for, or a
+        // body length it would read another way than a proxy in front, is refused and its connection closed.
+        let check = RequestHeadCheck.run(handle, method: method, version: version)
+        if let refusal = check.rejection {
+            let made = Exchange(server: server, connection: handle, target: handle.takePendingTarget())
+            requestContext.pointee = Unmanaged.passRetained(made).toOpaque()
+            return made.refuse(refusal)
+        }
+        if server.mayAnswerOnHotPath(declaresBody: check.framing.declaresLength || check.framing.isTransferEncoded) {
             requestContext.pointee = hotPathMarker
             return MHD_Result.YES
         }
@@ -51,7 +60,8 @@ let accessHandlerThunk: MHD_AccessHandlerCallback = {
 }
 
 /// The per-request context of a request the hot path may answer, in place of an ``Exchange``: none is made
-/// unless the request needs one (see ``HTTPServer/mayAnswerOnHotPath(_:)``). A fixed non-null address, never read.
+/// unless the request needs one (see ``HTTPServer/mayAnswerOnHotPath(declaresBody:)``). A fixed non-null address,
+/// never read.
 nonisolated(unsafe) let hotPathMarker = UnsafeMutableRawPointer(bitPattern: 1)
 
 let requestCompletedThunk: MHD_RequestCompletedCallback = { _, _, requestContext, code in
@@ -87,6 +97,7 @@ let connectionNotifyThunk: MHD_NotifyConnectionCallback = { serverPointer, conne
         }
         socketContext.pointee = Unmanaged.passRetained(context).toOpaque()
     case MHD_ConnectionNotificationCode.CONNECTION_NOTIFY_CLOSED:
+        if let connection { cmhd_pending_head_remove(connection) }
         guard let pointer = socketContext.pointee else { return }
         let context = Unmanaged<ConnectionContext>.fromOpaque(pointer).takeRetainedValue()
         socketContext.pointee = nil
@@ -116,6 +127,9 @@ let uriLogThunk: URILogCallback = { serverPointer, uri, connection in
     guard let uri, let connection else { return nil }
     let context = ConnectionHandle(raw: connection).context
     context?.noteTarget(uri)
+    // Its head is being read: should libmicrohttpd refuse its fields itself, the server answers in its place
+    // (``HTTPServer/libraryLogged(_:)``).
+    cmhd_pending_head_add(connection)
     if let serverPointer, let tick = context?.acceptedTick {
         // The connection's first request line: libmicrohttpd reads this connection.
         context?.acceptedTick = nil
@@ -148,13 +162,12 @@ let headerIteratorThunk: MHD_KeyValueIteratorN = { fieldsPointer, _, key, keySiz
     return MHD_Result.YES
 }
 
-/// Collects the values of a request's `Content-Length` fields into the `[String]` the context points at.
-let contentLengthThunk: MHD_KeyValueIteratorN = { lengthsPointer, _, key, keySize, value, valueSize in
-    guard let lengthsPointer, let key else { return MHD_Result.YES }
-    if keySize == 14 && strncasecmp(key, "Content-Length", 14) == 0 {
-        let lengths = lengthsPointer.assumingMemoryBound(to: [String].self)
-        lengths.pointee.append(decodeText(value, valueSize) ?? "")
-    }
+/// Hands each header field to the ``RequestHeadCheck`` the context points at.
+let headCheckThunk: MHD_KeyValueIteratorN = { checkPointer, _, key, keySize, value, valueSize in
+    guard let checkPointer else { return MHD_Result.NO }
+    checkPointer.assumingMemoryBound(to: RequestHeadCheck.self).pointee.field(
+        name: UnsafeRawBufferPointer(start: key, count: keySize),
+        value: UnsafeRawBufferPointer(start: value, count: valueSize))
     return MHD_Result.YES
 }
 

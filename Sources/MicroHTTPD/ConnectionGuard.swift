@@ -227,7 +227,7 @@ final class ConnectionGuard: Sendable {
 
     /// Sends what the socket takes at once (a fresh or reading connection has room for a short answer), then shuts it
     /// down both ways: libmicrohttpd reads the end of the stream and closes the connection.
-    private static func send(_ bytes: [UInt8], thenShutDown socket: Int32) {
+    static func send(_ bytes: [UInt8], thenShutDown socket: Int32) {
         guard socket >= 0 else { return }
         _ = bytes.withUnsafeBufferPointer { cmhd_send_some(socket, $0.baseAddress, $0.count) }
         _ = Glibc.shutdown(socket, Int32(SHUT_RDWR))

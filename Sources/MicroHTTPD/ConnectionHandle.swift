@@ -41,6 +41,8 @@ final class ConnectionContext: @unchecked Sendable {
     let deadline: POSIXLocked<ConnectionDeadline>?
     /// The raw request-target of the request being parsed (from the URI log callback).
     var pendingTarget: String?
+    /// Where that target lies in libmicrohttpd's read buffer, until its head is checked (``HeadAccounting``).
+    var pendingTargetBytes: HeadAccounting.Target?
     /// The ``AcceptStallWatchdog`` tick of the accept, until the first request line arrives.
     var acceptedTick: UInt64?
     /// The connection is the ``AcceptStallWatchdog``'s wake-up, not a client's: the connection count leaves it out.
@@ -66,6 +68,7 @@ final class ConnectionContext: @unchecked Sendable {
     /// Records the request-target libmicrohttpd reports (a C string) as ``pendingTarget``.
     func noteTarget(_ uri: UnsafePointer<CChar>) {
         let length = strlen(uri)
+        pendingTargetBytes = HeadAccounting.Target(uri, count: length)
         if let lastTarget, lastTarget.utf8.count == length,
             lastTarget.utf8.withContiguousStorageIfAvailable({
                 length == 0 || memcmp($0.baseAddress!, uri, length) == 0

@@ -152,14 +152,17 @@ final class Exchange: @unchecked Sendable {
 
     // MARK: libmicrohttpd thread
 
+    /// Answers a request whose head is refused (``RequestHeadCheck``) at its first call, and closes the connection
+    /// after the answer: its body, if any, is never read.
+    func refuse(_ rejection: HTTPServerRejection) -> MHD_Result {
+        queueEarly(rejection)
+    }
+
     func firstCall(method: UnsafePointer<CChar>?) -> MHD_Result {
         if server.connectionLimitExceeded {
             return queueEarly(.connectionLimitReached)
         }
         let lengthText = MHD_lookup_connection_value(connection.raw, MHD_ValueKind.HEADER_KIND, "Content-Length")
-        if lengthText != nil, hasAmbiguousBodyLength() {
-            return queueEarly(.ambiguousBodyLength)
-        }
         if let admission = server.configuration.admission, carriesBody(declaredLength: lengthText) {
             let head = HTTPRequestHead(
                 connection: connection, method: method.map { String(cString: $0) } ?? "", target: target)
@@ -198,20 +201,6 @@ final class Exchange: @unchecked Sendable {
     private func carriesBody(declaredLength: UnsafePointer<CChar>?) -> Bool {
         if let declaredLength { return UInt64(String(cString: declaredLength)) != 0 }
         return MHD_lookup_connection_value(connection.raw, MHD_ValueKind.HEADER_KIND, "Transfer-Encoding") != nil
-    }
-
-    /// Whether a request with a `Content-Length` gives its body's length another way too: with `Transfer-Encoding`
-    /// (libmicrohttpd then reads the body as chunked), or in a second `Content-Length` that differs (it takes the
-    /// first). A proxy in front that read the other would take the rest for another request.
-    private func hasAmbiguousBodyLength() -> Bool {
-        if MHD_lookup_connection_value(connection.raw, MHD_ValueKind.HEADER_KIND, "Transfer-Encoding") != nil {
-            return true
-        }
-        var lengths: [String] = []
-        withUnsafeMutablePointer(to: &lengths) { pointer in
-            _ = MHD_get_connection_values_n(connection.raw, MHD_ValueKind.HEADER_KIND, contentLengthThunk, pointer)
-        }
-        return lengths.contains { $0 != lengths[0] }
     }
 
     /// Buffers a piece of the body, counted against the server's bound on bodies in flight and its address's share of

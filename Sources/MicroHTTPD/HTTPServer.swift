@@ -341,14 +341,13 @@ public final class HTTPServer: Sendable {
 
     /// At a request's first call: whether it can wait for its second call without an ``Exchange``, which the hot
     /// path may then make unnecessary. Not when there is no hot path, when the connection limit is
-    /// exceeded (an early 503), during shutdown (a 503 too), or when a `Content-Length` or `Transfer-Encoding` is
-    /// sent (a body to admit from the head and receive, or an early 413).
-    func mayAnswerOnHotPath(_ connection: ConnectionHandle) -> Bool {
+    /// exceeded (an early 503), during shutdown (a 503 too), or when the head `declaresBody` with a `Content-Length` or
+    /// `Transfer-Encoding` (a body to admit from the head and receive, or an early 413).
+    func mayAnswerOnHotPath(declaresBody: Bool) -> Bool {
         configuration.hotPath != nil
             && !connectionLimitExceeded
             && !isShuttingDown
-            && MHD_lookup_connection_value(connection.raw, MHD_ValueKind.HEADER_KIND, "Content-Length") == nil
-            && MHD_lookup_connection_value(connection.raw, MHD_ValueKind.HEADER_KIND, "Transfer-Encoding") == nil
+            && !declaresBody
     }
 
     /// The hot path's answer to a request with no body, if it has one.
@@ -368,6 +367,39 @@ public final class HTTPServer: Sendable {
     func libraryLogged(_ message: String) {
         lastLibraryMessage.withLock { $0 = message }
         logger.debug("libmicrohttpd message", metadata: ["mhd.message": "\(message)"])
+        if message.hasPrefix(Self.libraryAnswerPrefix) {
+            answerHeadRefusedByLibrary(status: Int(message.dropFirst(Self.libraryAnswerPrefix.count).prefix(3)))
+        }
+    }
+
+    /// How libmicrohttpd 0.9.75 logs an answer it gives itself, on the connection's thread, before it queues it.
+    private static let libraryAnswerPrefix = "Error processing request (HTTP response code is "
+
+    /// libmicrohttpd is answering `status` itself. When that is a head it refuses from its fields, after parsing them
+    /// and before the access handler (a `Content-Length` it cannot read or hold, a `Cookie` its pool cannot copy),
+    /// 0.9.75 writes its answer's head twice: it queues the answer, goes on as if the head had been accepted, and
+    /// builds the head again. So the server writes its own answer on the socket in its place, the way
+    /// ``ConnectionGuard`` does, and shuts the socket down: libmicrohttpd's send then fails, and it closes the
+    /// connection. Its other answers (a malformed request line or field line, a head too large to read) go out once,
+    /// as it writes them.
+    private func answerHeadRefusedByLibrary(status: Int?) {
+        guard let raw = cmhd_pending_head_refused_by_library() else { return }
+        cmhd_pending_head_remove(raw)
+        let connection = ConnectionHandle(raw: raw)
+        let rejection: HTTPServerRejection
+        switch status {
+        case 413: rejection = .payloadTooLarge
+        case 431: rejection = .headerFieldsTooLarge
+        case 400 where MHD_lookup_connection_value(raw, MHD_ValueKind.HEADER_KIND, "Content-Length") != nil:
+            rejection = .invalidContentLength
+        default: return
+        }
+        if let connectionGuard, let context = connection.context, !connectionGuard.headersArrived(context) {
+            return  // The guard has answered it already.
+        }
+        ConnectionGuard.send(
+            ConnectionGuard.bytes(of: configuration.rejectionResponse(rejection)),
+            thenShutDown: cmhd_connection_fd(raw))
     }
 
     // MARK: Start internals

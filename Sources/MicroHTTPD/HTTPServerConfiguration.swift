@@ -27,7 +27,8 @@ public struct HTTPServerConfiguration: Sendable {
     public var connectionLimitHeadroom: Int = 128
 
     /// Memory pool per connection in bytes: request line, headers and the response write buffer share it.
-    /// Default 16 KiB. A request whose header block does not fit gets 431 (URL: 414) from libmicrohttpd.
+    /// Default 16 KiB. A request whose header block does not fit gets 431 (URL: 414) from libmicrohttpd; one whose
+    /// `Cookie` field libmicrohttpd cannot copy into it gets ``HTTPServerRejection/headerFieldsTooLarge``.
     public var connectionMemoryLimit: Int = 16 * 1024
 
     /// Seconds a connection may stay idle (no bytes either way) before it is closed. Default 60; 0 = never.
@@ -152,6 +153,13 @@ public struct HTTPServerConfiguration: Sendable {
 public struct HTTPServerRejection: Sendable, Hashable, CustomStringConvertible {
     private enum Code: Sendable, Hashable {
         case ambiguousBodyLength
+        case invalidFieldName
+        case obsoleteLineFolding
+        case invalidCharacterInHead
+        case invalidTransferEncoding
+        case unsupportedTransferCoding
+        case invalidContentLength
+        case headerFieldsTooLarge
         case connectionLimitReached
         case bodiesInFlightLimitReached
         case payloadTooLarge
@@ -168,7 +176,11 @@ public struct HTTPServerRejection: Sendable, Hashable, CustomStringConvertible {
     /// The HTTP status the server uses.
     public var status: Int {
         switch code {
-        case .ambiguousBodyLength: 400
+        case .ambiguousBodyLength, .invalidFieldName, .obsoleteLineFolding, .invalidCharacterInHead,
+            .invalidTransferEncoding, .invalidContentLength:
+            400
+        case .unsupportedTransferCoding: 501
+        case .headerFieldsTooLarge: 431
         case .connectionLimitReached, .bodiesInFlightLimitReached, .shuttingDown: 503
         case .payloadTooLarge: 413
         case .unansweredAtShutdown: 502
@@ -184,6 +196,20 @@ public struct HTTPServerRejection: Sendable, Hashable, CustomStringConvertible {
         case .ambiguousBodyLength:
             "The request's body length is ambiguous: Content-Length with Transfer-Encoding, or Content-Lengths that "
                 + "differ."
+        case .invalidFieldName:
+            "A header field's name is empty or has a character no field name may have, such as whitespace before "
+                + "its colon."
+        case .obsoleteLineFolding:
+            "A header field's value is folded onto a continuation line (obsolete line folding); send each field on "
+                + "one line."
+        case .invalidCharacterInHead: "The request line or a header field contains a NUL byte or a bare CR."
+        case .invalidTransferEncoding:
+            "The request's body length cannot be determined: its Transfer-Encoding must be chunked alone (one field, "
+                + "chunked once and last)."
+        case .unsupportedTransferCoding:
+            "The request's Transfer-Encoding names a coding the server does not implement; it reads chunked alone."
+        case .invalidContentLength: "The request's Content-Length is not a decimal number."
+        case .headerFieldsTooLarge: "The request's header fields are too large for the server."
         case .connectionLimitReached: "The server has reached its connection limit; retry later."
         case .bodiesInFlightLimitReached: "The server holds as many request bodies as it may at once; retry shortly."
         case .payloadTooLarge: "The request body is larger than the server accepts."
@@ -200,12 +226,21 @@ public struct HTTPServerRejection: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// A stable identifier: `ambiguous_body_length`, `connection_limit`, `bodies_in_flight_limit`,
+    /// A stable identifier: `ambiguous_body_length`, `invalid_field_name`, `obsolete_line_folding`,
+    /// `invalid_character_in_head`, `invalid_transfer_encoding`, `unsupported_transfer_coding`,
+    /// `invalid_content_length`, `header_fields_too_large`, `connection_limit`, `bodies_in_flight_limit`,
     /// `payload_too_large`, `shutting_down`, `unanswered_at_shutdown`, `no_response`, `request_timeout`,
     /// `too_many_connections_from_address`, `body_share_reached`.
     public var identifier: String {
         switch code {
         case .ambiguousBodyLength: "ambiguous_body_length"
+        case .invalidFieldName: "invalid_field_name"
+        case .obsoleteLineFolding: "obsolete_line_folding"
+        case .invalidCharacterInHead: "invalid_character_in_head"
+        case .invalidTransferEncoding: "invalid_transfer_encoding"
+        case .unsupportedTransferCoding: "unsupported_transfer_coding"
+        case .invalidContentLength: "invalid_content_length"
+        case .headerFieldsTooLarge: "header_fields_too_large"
         case .connectionLimitReached: "connection_limit"
         case .bodiesInFlightLimitReached: "bodies_in_flight_limit"
         case .payloadTooLarge: "payload_too_large"
@@ -224,11 +259,35 @@ public struct HTTPServerRejection: Sendable, Hashable, CustomStringConvertible {
     /// fields that differ (400, connection closed). libmicrohttpd 0.9.75 would read the body by one of them, and a
     /// proxy in front that read it by the other would take the rest for a second request (request smuggling).
     public static let ambiguousBodyLength = Self(code: .ambiguousBodyLength)
+    /// A header field's name is empty or has a byte that is not a `tchar` (RFC 9110 §5.6.2), such as the space in
+    /// `Transfer-Encoding : chunked` (400, connection closed). libmicrohttpd 0.9.75 keeps the space in the name, so the
+    /// server would not see the field a proxy in front may honour (RFC 9112 §5.1: a server must refuse whitespace
+    /// between a field name and its colon with 400).
+    public static let invalidFieldName = Self(code: .invalidFieldName)
+    /// A header field continues on a line that starts with whitespace (obsolete line folding, RFC 9112 §5.2), which
+    /// libmicrohttpd 0.9.75 joins to the field's name, not its value (400, connection closed).
+    public static let obsoleteLineFolding = Self(code: .obsoleteLineFolding)
+    /// The request line or a header field holds a NUL byte, or a CR not followed by LF (400, connection closed).
+    /// libmicrohttpd 0.9.75 ends a value at its first NUL, so `X-API-Key: right\0wrong` would read as `right`.
+    public static let invalidCharacterInHead = Self(code: .invalidCharacterInHead)
+    /// The request's `Transfer-Encoding` does not end with `chunked`, names it twice, or is not the one field value
+    /// `chunked` libmicrohttpd reads (400, connection closed): its body's length cannot be determined (RFC 9112 §6.3).
+    public static let invalidTransferEncoding = Self(code: .invalidTransferEncoding)
+    /// The request's `Transfer-Encoding` ends with `chunked` but names another coding too, such as `gzip, chunked`
+    /// (501, connection closed): the server decodes none but chunked (RFC 9112 §6.1).
+    public static let unsupportedTransferCoding = Self(code: .unsupportedTransferCoding)
+    /// The request's `Content-Length` is not a decimal number (400, connection closed). libmicrohttpd refuses it itself;
+    /// the server writes this answer in place of libmicrohttpd's (which 0.9.75 sends twice).
+    public static let invalidContentLength = Self(code: .invalidContentLength)
+    /// The request's header fields do not fit the connection's memory as libmicrohttpd parses them, such as a large
+    /// `Cookie` field, which it copies (431, connection closed; see ``HTTPServerConfiguration/connectionMemoryLimit``).
+    public static let headerFieldsTooLarge = Self(code: .headerFieldsTooLarge)
     /// More connections are open than ``HTTPServerConfiguration/connectionLimit`` (503, connection closed).
     public static let connectionLimitReached = Self(code: .connectionLimitReached)
     /// The request bodies held at once would exceed ``HTTPServerConfiguration/maxBodyBytesInFlight`` (503).
     public static let bodiesInFlightLimitReached = Self(code: .bodiesInFlightLimitReached)
-    /// The body exceeds ``HTTPServerConfiguration/maxBodySize`` (413).
+    /// The body exceeds ``HTTPServerConfiguration/maxBodySize``, or its `Content-Length` is too large for libmicrohttpd
+    /// to read (413).
     public static let payloadTooLarge = Self(code: .payloadTooLarge)
     /// A request arrived during shutdown, or a deferred read (``HTTPServerConfiguration/onlyReads``) was
     /// still pending when shutdown began (503): its handler was not called, or its answer could only be a read, so

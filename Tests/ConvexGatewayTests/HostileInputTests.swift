@@ -142,6 +142,138 @@ struct HostileInputTests {
         }
     }
 
+    /// Sends `bytes` on a fresh connection and reads until the gateway closes it, or sends nothing more for a second
+    /// once it has answered: the status of every response head that came back, the first response's body, and whether
+    /// the connection closed. Silence for 10 s before any answer is a failure.
+    @available(*, noasync)
+    static func answers(_ port: Int, _ bytes: [UInt8]) throws -> (statuses: [Int], body: [UInt8], closed: Bool) {
+        let connection = try RawConnection(port: port)
+        defer { connection.close() }
+        try? connection.send(bytes)  // the gateway may answer and close before reading everything
+        var received: [UInt8] = []
+        var closed = false
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            var descriptor = pollfd(fd: connection.fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&descriptor, 1, received.isEmpty ? 10_000 : 1000) == 1 else {
+                if received.isEmpty { throw TestFailure("no answer within 10 s") }
+                break
+            }
+            let count = chunk.withUnsafeMutableBytes { recv(connection.fd, $0.baseAddress, $0.count, 0) }
+            if count <= 0 {
+                closed = true
+                break
+            }
+            received += chunk[0..<count]
+        }
+        // A second head may follow a body directly: every "HTTP/1.x NNN" counts.
+        let text = String(decoding: received, as: UTF8.self)
+        let statuses = text.components(separatedBy: "HTTP/1.").dropFirst().compactMap { rest in
+            Int(rest.dropFirst(2).prefix(3))
+        }
+        let body = text.range(of: "\r\n\r\n").map { Array(text[$0.upperBound...].utf8) } ?? []
+        return (statuses, body, closed)
+    }
+
+    @Test func headsAProxyWouldReadOtherwiseAreRefusedOnceAndClosed() async throws {
+        let key = "secretkey123"
+        try await TestGateway.run(.process, environment: ["GATEWAY_API_KEY": key]) { gateway in
+            let port = gateway.port
+            func expectServing(after what: String) async throws {
+                let response = try await blocking {
+                    try RawConnection.get("/query/echo:echo?probe=1", port: port, headers: "X-API-Key: \(key)\r\n")
+                }
+                #expect(response.status == 200, "gateway stopped serving after \(what)")
+            }
+            try await expectServing(after: "start")
+            #expect(await eventually { gateway.acceptedSocketCount == 0 }, "the gateway kept the probe's connection")
+            let baseline = gateway.usage()
+            let head = "Host: 127.0.0.1\r\nX-API-Key: \(key)\r\n"
+            let send = "POST /mutation/messages:send HTTP/1.1\r\n\(head)"
+            // What a proxy that honours the other reading would pass on as a second request.
+            let smuggled = "GET /query/echo:echo?smuggled=1 HTTP/1.1\r\n\(head)\r\n"
+            let cases: [(String, String, Int)] = [
+                (
+                    "whitespace before a colon",
+                    "\(send)Content-Length: 5\r\nTransfer-Encoding : chunked\r\n\r\n0\r\n\r\n\(smuggled)", 400
+                ),
+                (
+                    "a folded Transfer-Encoding",
+                    "\(send)Content-Length: 5\r\nTransfer-Encoding:\r\n chunked\r\n\r\n0\r\n\r\n\(smuggled)", 400
+                ),
+                ("chunked, identity", "\(send)Transfer-Encoding: chunked, identity\r\n\r\n2\r\n{}\r\n0\r\n\r\n", 400),
+                ("gzip alone", "\(send)Transfer-Encoding: gzip\r\n\r\n{}", 400),
+                ("gzip, chunked", "\(send)Transfer-Encoding: gzip, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", 501),
+                (
+                    "a NUL in the API key",
+                    "GET /query/echo:echo?probe=1 HTTP/1.1\r\nX-API-Key: \(key)\u{0}junk\r\nHost: 127.0.0.1\r\n\r\n",
+                    400
+                ),
+                (
+                    "a NUL in the last field",
+                    "GET /query/echo:echo?probe=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-Key: \(key)\u{0}junk\r\n\r\n"
+                        + smuggled, 400
+                ),
+                ("a bare CR in a value", "GET /query/echo:echo?probe=1 HTTP/1.1\r\n\(head)X-Note: a\rb\r\n\r\n", 400),
+                ("a NUL in the target", "GET /query/echo:echo\u{0}/../x HTTP/1.1\r\n\(head)\r\n", 400),
+                ("a Content-Length that is no number", "\(send)Content-Length: 2x\r\n\r\n{}", 400),
+                ("a Content-Length past 64 bits", "\(send)Content-Length: 99999999999999999999999\r\n\r\n", 413),
+                (
+                    "a Cookie too large to parse",
+                    "GET /query/echo:echo?probe=1 HTTP/1.1\r\n\(head)Cookie: \(String(repeating: "c", count: 9000))\r\n\r\n",
+                    431
+                ),
+            ]
+            for (name, request, expected) in cases {
+                let (statuses, body, closed) = try await blocking { try Self.answers(port, Array(request.utf8)) }
+                #expect(statuses == [expected], "\(name): \(statuses)")
+                #expect(closed, "\(name): the connection stayed open")
+                let error = try? ConvexValue(plainJSON: body)
+                let isErrorShape =
+                    if case .string? = error?["error"]?["code"], case .string? = error?["error"]?["message"] {
+                        true
+                    } else {
+                        false
+                    }
+                #expect(isErrorShape, "\(name): not the error shape: \(String(decoding: body, as: UTF8.self))")
+                try await expectServing(after: name)
+            }
+            await gateway.expectNoLeaks(since: baseline)
+        }
+    }
+
+    @Test func malformedHTTPIsAnsweredAtMostOnce() async throws {
+        try await TestGateway.run(.process) { gateway in
+            let port = gateway.port
+            let baseline = try await Self.warmedUp(gateway)
+            let post = "POST /mutation/messages:send HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            let cases: [(String, String)] = [
+                ("garbage line", "HELLO\r\n\r\n"),
+                ("method only", "GET\r\n\r\n"),
+                ("HTTP/0.9", "GET /healthz\r\n\r\n"),
+                ("unknown version", "GET /healthz HTTP/9.9\r\nHost: 127.0.0.1\r\n\r\n"),
+                ("header without colon", "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header Line\r\n\r\n"),
+                ("bad Content-Length", "\(post)Content-Length: abc\r\n\r\n{}"),
+                ("Content-Length past 64 bits", "\(post)Content-Length: 99999999999999999999999\r\n\r\n"),
+                ("two Content-Lengths", "\(post)Content-Length: 2\r\nContent-Length: 9\r\n\r\n{}"),
+                ("bad chunk", "\(post)Transfer-Encoding: chunked\r\n\r\nZZZ\r\n\r\n"),
+                ("NUL in request line", "GET /hea\u{0}lthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"),
+                ("HTTP/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"),
+                ("bare LF", "GET /healthz HTTP/1.1\nHost: x\nConnection: close\n\n"),
+                (
+                    "large Cookie",
+                    "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: \(String(repeating: "c", count: 9000))\r\n\r\n"
+                ),
+            ]
+            for (name, request) in cases {
+                let (statuses, _, _) = try await blocking { try Self.answers(port, Array(request.utf8)) }
+                #expect(statuses.count <= 1, "\(name): \(statuses)")
+                try await Self.expectServing(port, after: name)
+            }
+            await gateway.expectNoLeaks(since: baseline)
+        }
+    }
+
     @Test func hugeHeadersAndMultiMegabyteURLsAreRefused() async throws {
         try await TestGateway.run(.process) { gateway in
             let port = gateway.port

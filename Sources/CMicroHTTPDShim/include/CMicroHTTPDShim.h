@@ -70,6 +70,23 @@ enum MHD_Result cmhd_response_set_flags(struct MHD_Response *response, enum MHD_
 /// `MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD)->connect_fd`, or -1.
 int cmhd_connection_fd(struct MHD_Connection *connection);
 
+/// `MHD_get_connection_info(c, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE)->header_size`: the request's line and header
+/// fields through the blank line, from its method; 0 before the head is parsed.
+size_t cmhd_connection_header_size(struct MHD_Connection *connection);
+
+// MARK: Heads libmicrohttpd refuses itself
+
+/// Notes, on the connection's libmicrohttpd thread, that its request line has been read (the URI log callback).
+void cmhd_pending_head_add(struct MHD_Connection *connection);
+
+/// Its head reached the access handler, or it closed (on its thread).
+void cmhd_pending_head_remove(struct MHD_Connection *connection);
+
+/// Of the calling thread's connections noted and not removed, the one whose head libmicrohttpd has parsed and no
+/// response is queued for, or NULL: from libmicrohttpd's log function, the connection whose fields it refuses now
+/// (a `Content-Length` it cannot read, a `Cookie` its pool cannot copy), before it queues its own answer.
+struct MHD_Connection *cmhd_pending_head_refused_by_library(void);
+
 /// Room for a chunk's head: 16 hex digits and CRLF.
 #define CMHD_CHUNK_HEAD_CAPACITY 24
 
