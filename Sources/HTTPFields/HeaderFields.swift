@@ -52,3 +52,80 @@ public struct FieldValue: RandomAccessCollection {
         a.count == b.count && (a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0)
     }
 }
+
+/// The byte rules of a `Host` field, read in place: the hot path asks them on every `GET`.
+public enum HostField {
+    /// Whether a `Host` value (`host[:port]` or `[v6][:port]`; spaces around it and a final dot allowed) names a loopback
+    /// address: `localhost`, a name under `.localhost`, `127.x.x.x`, or `[::1]` (`::1` alone too).
+    public static func namesLoopback(_ field: FieldValue) -> Bool {
+        let bytes = field.bytes
+        var start = 0
+        var end = bytes.count
+        while start < end && (bytes[start] == 0x20 || bytes[start] == 0x09) { start += 1 }
+        while end > start && (bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09) { end -= 1 }
+        if start < end && bytes[start] == UInt8(ascii: "[") {
+            var close = start + 1
+            while close < end && bytes[close] != UInt8(ascii: "]") { close += 1 }
+            return close < end && matches(bytes, start + 1, close, "::1")
+        }
+        if matches(bytes, start, end, "::1") { return true }
+        var colon = end - 1
+        while colon >= start && bytes[colon] != UInt8(ascii: ":") { colon -= 1 }
+        if colon >= start {
+            var index = colon + 1
+            while index < end {
+                if bytes[index] < 0x30 || bytes[index] > 0x39 { return false }
+                index += 1
+            }
+            end = colon
+        }
+        if end > start && bytes[end - 1] == UInt8(ascii: ".") { end -= 1 }
+        if matches(bytes, start, end, "localhost") { return true }
+        if end - start > 10 && matches(bytes, end - 10, end, ".localhost") { return true }
+        return isLoopbackIPv4(bytes, start, end)
+    }
+
+    /// `127.a.b.c` between `start` and `end`, each part a decimal number up to 255.
+    private static func isLoopbackIPv4(_ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> Bool {
+        var parts = 0
+        var value = 0
+        var digits = 0
+        var first = -1
+        var index = start
+        while index < end {
+            let byte = bytes[index]
+            index += 1
+            if byte == UInt8(ascii: ".") {
+                if digits == 0 { return false }
+                if parts == 0 { first = value }
+                parts += 1
+                value = 0
+                digits = 0
+            } else if byte >= 0x30 && byte <= 0x39 {
+                value = value * 10 + Int(byte - 0x30)
+                digits += 1
+                if digits > 3 || value > 255 { return false }
+            } else {
+                return false
+            }
+        }
+        return parts == 3 && digits > 0 && first == 127
+    }
+
+    /// Whether the bytes between `start` and `end` are the ASCII `text`, letters in either case.
+    private static func matches(_ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, _ text: StaticString)
+        -> Bool
+    {
+        guard end - start == text.utf8CodeUnitCount else { return false }
+        let expected = text.utf8Start
+        var index = 0
+        while index < end - start {
+            let byte = bytes[start + index]
+            let want = expected[index]
+            let isLetter = (want | 0x20) >= UInt8(ascii: "a") && (want | 0x20) <= UInt8(ascii: "z")
+            if byte != want && !(isLetter && byte | 0x20 == want | 0x20) { return false }
+            index += 1
+        }
+        return true
+    }
+}

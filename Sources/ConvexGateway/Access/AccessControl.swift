@@ -89,7 +89,7 @@ package final class AccessControl: Sendable {
         method: String, accessClass: @autoclosure () -> AccessClass,
         remoteAddress: @autoclosure () -> String?, fields: some HeaderFields, chargesRateLimit: Bool = true
     ) -> AccessDecision {
-        if let error = fields.withField(HeaderName.host, hosts.refusal) {
+        if let error = fields.withField(HeaderName.host, { field in hosts.refusal(field) }) {
             return .answer(refusal(error))
         }
         let cors = configuration.cors

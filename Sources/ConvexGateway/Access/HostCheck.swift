@@ -45,21 +45,18 @@ struct HostCheck: Sendable {
         }
     }
 
-    /// Why a request with this `Host` field is refused; `nil` when it is answered.
+    /// Why a request with this `Host` field is refused; `nil` when it is answered. A loopback name is read in place
+    /// (``HostField/namesLoopback(_:)``: the hot path asks this on every `GET`).
     func refusal(_ field: FieldValue?) -> GatewayError? {
         guard let field else { return .missingHost }
-        if anyName { return nil }
-        let host = Self.normalized(Self.withoutPort(field.text))
-        if Self.isLoopback(host) || names.contains(host) { return nil }
+        if anyName || HostField.namesLoopback(field) { return nil }
+        if !names.isEmpty, names.contains(Self.normalized(Self.withoutPort(field.text))) { return nil }
         return .hostNotAllowed(field.text)
     }
 
     /// Whether `host` (a name or numeric address, without port) names this machine's loopback interface.
     static func isLoopback(_ host: String) -> Bool {
-        let host = normalized(host)
-        if host == "localhost" || host.hasSuffix(".localhost") || host == "::1" || host == "[::1]" { return true }
-        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
-        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { part in UInt8(part) != nil }
+        FieldValue.of(host) { HostField.namesLoopback($0) }
     }
 
     /// `host[:port]` or `[v6][:port]` without the port.
