@@ -83,6 +83,17 @@ public final class Gateway: Sendable {
                     .badRequest(
                         "The request's body length is ambiguous: Content-Length with Transfer-Encoding, or "
                             + "Content-Lengths that differ")
+                case .invalidFieldName, .obsoleteLineFolding, .invalidCharacterInHead, .invalidTransferEncoding,
+                    .invalidContentLength:
+                    .badRequest(rejection.message)
+                case .unsupportedTransferCoding:
+                    GatewayError(code: .notImplemented, message: rejection.message)
+                case .headerFieldsTooLarge:
+                    GatewayError(
+                        code: .headerFieldsTooLarge,
+                        message:
+                            rejection.message + " (the request line and headers must fit --connection-memory-bytes, "
+                            + "\(configuration.access.connectionMemoryLimit) bytes)")
                 case .shuttingDown: .shuttingDown
                 case .unansweredAtShutdown: .unansweredAtShutdown
                 case .requestTimeout:

@@ -42,6 +42,10 @@ package struct GatewayError: Error, Sendable, Hashable, CustomStringConvertible 
         case methodNotAllowed = "MethodNotAllowed"
         case notAcceptable = "NotAcceptable"
         case payloadTooLarge = "PayloadTooLarge"
+        /// The request line and header fields do not fit the connection's memory pool (`--connection-memory-bytes`).
+        case headerFieldsTooLarge = "HeaderFieldsTooLarge"
+        /// The request asks for something the server does not do (a transfer coding other than chunked).
+        case notImplemented = "NotImplemented"
         case unsupportedMediaType = "UnsupportedMediaType"
         case convexError = "ConvexError"
         /// The client's rate limit is used up.
@@ -86,12 +90,14 @@ package struct GatewayError: Error, Sendable, Hashable, CustomStringConvertible 
             case .notAcceptable: 406
             case .requestTimeout: 408
             case .payloadTooLarge: 413
+            case .headerFieldsTooLarge: 431
             case .unsupportedMediaType: 415
             case .convexError: 422
             case .rateLimited, .tooManySubscriptions, .tooManyStreams, .tooManyLongPolls, .tooManyCalls,
                 .tooManyIdentities, .tooManyConnections, .tooManyBodyBytes:
                 429
             case .functionFailed, .internalError: 500
+            case .notImplemented: 501
             case .upstreamConnectionLost, .outcomeUnknown: 502
             case .upstreamUnavailable, .overloaded, .shuttingDown: 503
             case .upstreamTimeout: 504
