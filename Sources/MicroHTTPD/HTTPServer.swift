@@ -200,16 +200,21 @@ public final class HTTPServer: Sendable {
         let watchdog = acceptWatchdog
         await blocking { watchdog.stop() }
         shutdownStarted.store(true, ordering: .releasing)
-        let parked = registry.withLock { Array($0.exchanges.values) }
-        for exchange in parked {
-            exchange.shutdown()
-        }
+        // Quiesced before the parked requests are resumed: libmicrohttpd 0.9.75's MHD_quiesce_daemon takes the listen
+        // socket out of each worker's epoll set while a worker that is awake may do the same in its loop (it reads the
+        // quiesced flag and the in-set flag without a lock), and the one that comes second aborts the process
+        // ("Failed to remove listen FD from epoll set"). Resuming first woke every worker with a parked request just
+        // then; now they are woken after the listen socket is out of their sets.
         let listenSocket = MHD_quiesce_daemon(daemon.daemon.raw)
         if listenSocket >= 0 {
             // Closed only after MHD_stop_daemon (a worker may still hold it), but no longer listening: a new connect
             // is refused at once (a client or balancer tries elsewhere) instead of waiting in the listen queue for
             // the grace period and then being reset.
             _ = cmhd_stop_listening(listenSocket)
+        }
+        let parked = registry.withLock { Array($0.exchanges.values) }
+        for exchange in parked {
+            exchange.shutdown()
         }
         // Waits for the last parked request to complete (its completion wakes this), at most the grace period:
         // requests that may change something get their answers meanwhile.
