@@ -222,7 +222,9 @@ let package = Package(
                 .embedInCode("Resources/client/authentication.js"), .embedInCode("Resources/client/values.js"),
                 .embedInCode("Resources/client/patching.js"), .embedInCode("Resources/client/callbacks.js"),
                 .embedInCode("Resources/client/paginated.js"), .embedInCode("Resources/client/optimistic.js"),
-                .embedInCode("Resources/client/gateway.js"),
+                .embedInCode("Resources/client/backoff.js"), .embedInCode("Resources/client/calls.js"),
+                .embedInCode("Resources/client/request-queue.js"), .embedInCode("Resources/client/live-queries.js"),
+                .embedInCode("Resources/client/connection.js"), .embedInCode("Resources/client/gateway.js"),
                 // The demo page served at `/` on the embedded deployment.
                 .embedInCode("Resources/demo/index.html"),
             ]

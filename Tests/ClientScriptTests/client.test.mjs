@@ -8,9 +8,9 @@ import { dirname, join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { Authentication, callHeaders } from "../../Sources/ConvexGateway/Resources/client/authentication.js";
-import { ConvexGateway, laterTimestamp } from "../../Sources/ConvexGateway/Resources/client/gateway.js";
+import { ConvexGateway } from "../../Sources/ConvexGateway/Resources/client/gateway.js";
 import { applyPatch, applyTransition } from "../../Sources/ConvexGateway/Resources/client/patching.js";
-import { decodeConvexValue, encodeConvexValue } from "../../Sources/ConvexGateway/Resources/client/values.js";
+import { decodeConvexValue, encodeConvexValue, laterTimestamp } from "../../Sources/ConvexGateway/Resources/client/values.js";
 import { FakeEventStream } from "./fake-event-stream.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -254,7 +254,8 @@ test("the token callback gets forceRefresh and forceRefreshToken, and a refused 
   globalThis.fetch = async (url, init) => {
     requests.push({ url, init });
     const status = requests.length === 1 ? 401 : 200;
-    return { ok: status === 200, status, json: async () => (status === 200 ? "done" : { error: { code: "Unauthenticated" } }) };
+    const done = { results: [{ requestId: 0, value: "done", ts: "1" }] };
+    return { ok: status === 200, status, json: async () => (status === 200 ? done : { error: { code: "Unauthenticated" } }) };
   };
   const gateway = new ConvexGateway("http://gateway.test", {
     token: (options) => {
@@ -268,6 +269,8 @@ test("the token callback gets forceRefresh and forceRefreshToken, and a refused 
     { forceRefresh: true, forceRefreshToken: true },
   ]);
   assert.equal(requests[1].init.headers.Authorization, "Bearer fresh");
+  assert.equal(requests[1].init.body, requests[0].init.body, "the same mutation, the same request id");
+  assert.equal(requests[1].init.headers["Convex-Session-Id"], requests[0].init.headers["Convex-Session-Id"]);
 });
 
 test('values: "convex" sends and reads the encoded format, int64 as BigInt and bytes as ArrayBuffer', async () => {
@@ -309,8 +312,11 @@ test("calls send the highest Convex-Timestamp seen on answers and transitions as
   ];
   globalThis.fetch = async (url, init) => {
     requests.push({ url, init });
-    const [status, timestamp, body] = answers.shift();
+    const [status, timestamp, value] = answers.shift();
     const headers = new Headers(timestamp === null ? {} : { "Convex-Timestamp": timestamp });
+    // A mutation goes in a batch (POST /mutations), answered entry by entry.
+    const { mutations } = JSON.parse(init.body);
+    const body = String(url).includes("/mutations?") ? { results: [{ requestId: mutations[0].requestId, value, ts: timestamp }] } : value;
     return { ok: status === 200, status, headers, json: async () => body };
   };
   FakeEventStream.instances = [];
@@ -536,12 +542,18 @@ test("the connection state follows the stream and the calls in flight, as convex
   FakeEventStream.instances = [];
   const answers = [];
   globalThis.fetch = (url) => new Promise((resolve) => answers.push({ url: String(url), resolve }));
-  const answer = (index, value) =>
-    answers[index].resolve({ ok: true, status: 200, headers: new Map(), json: async () => value });
+  // Answers the call whose URL has `path` in it.
+  const answer = (path, value) => {
+    const call = answers.find(({ url }) => url.includes(path));
+    call.resolve({
+      ok: true, status: 200, headers: new Map(),
+      json: async () => (path === "/mutations?" ? { results: [{ requestId: 0, value, ts: "1" }] } : value),
+    });
+  };
   const gateway = new ConvexGateway("http://gateway.test", { debounceMs: 0, eventStreamReader: FakeEventStream });
   const initial = gateway.connectionState();
   assert.deepEqual(initial, {
-    hasInflightRequests: false, isStreamConnected: false, timeOfOldestInflightRequest: null, hasEverConnected: false,
+    hasInflightRequests: false, isWebSocketConnected: false, isStreamConnected: false, timeOfOldestInflightRequest: null, hasEverConnected: false,
     connectionCount: 0, connectionRetries: 0, inflightMutations: 0, inflightActions: 0,
   });
   const seen = [];
@@ -557,10 +569,10 @@ test("the connection state follows the stream and the calls in flight, as convex
   assert.deepEqual([state.inflightMutations, state.inflightActions], [1, 1]);
   assert.ok(state.timeOfOldestInflightRequest instanceof Date);
   assert.ok(state.timeOfOldestInflightRequest.getTime() >= before && state.timeOfOldestInflightRequest.getTime() <= Date.now());
-  answer(0, null);
+  answer("/mutations?", null);
   await mutation;
   assert.deepEqual([gateway.connectionState().inflightMutations, gateway.connectionState().inflightActions], [0, 1]);
-  answer(1, 3);
+  answer("/action/", 3);
   assert.equal(await action, 3);
   assert.equal(gateway.connectionState().hasInflightRequests, false);
   assert.equal(gateway.connectionState().timeOfOldestInflightRequest, null);
@@ -614,4 +626,37 @@ test("close() ends the stream and every live query: no stream opens again, and t
   await new Promise((resolve) => setTimeout(resolve, 20));
   assert.deepEqual(values, [], "nothing is delivered after close()");
   assert.equal(FakeEventStream.instances.length, 1, "no stream opens again");
+});
+
+test("client.js always asks for the format it reads: numbers stay numbers on a gateway whose default is clean", async () => {
+  // A gateway started with --format clean: int64 as decimal strings unless the request asks for another format.
+  const render = (url, wins) => {
+    const format = new URL(url).searchParams.get("format") ?? "clean";
+    if (format === "clean") return String(wins);
+    if (format === "encoded") return { $integer: Buffer.from(new BigInt64Array([BigInt(wins)]).buffer).toString("base64") };
+    return wins;
+  };
+  const urls = [];
+  globalThis.fetch = async (url, init) => {
+    urls.push(String(url));
+    const wins = render(String(url), 81);
+    const body = String(url).includes("/mutations?")
+      ? { results: JSON.parse(init.body).mutations.map(({ requestId }) => ({ requestId, value: { wins }, ts: "5" })) }
+      : { wins };
+    return { ok: true, status: 200, headers: new Headers(), json: async () => body };
+  };
+  for (const [values, expected] of [[undefined, 81], ["json", 81], ["convex", 81n]]) {
+    FakeEventStream.instances = [];
+    urls.length = 0;
+    const gateway = new ConvexGateway("http://gateway.test", { values, debounceMs: 0, eventStreamReader: FakeEventStream });
+    assert.deepEqual(await gateway.query("mlb:team", {}), { wins: expected });
+    assert.deepEqual(await gateway.mutation("mlb:record_win", {}), { wins: expected });
+    assert.deepEqual(await gateway.action("mlb:refresh", {}), { wins: expected });
+    const format = values === "convex" ? "encoded" : "plain";
+    assert.deepEqual(urls.map((url) => new URL(url).searchParams.get("format")), [format, format, format]);
+    gateway.subscribe("mlb:team", {}, () => {});
+    await until(() => FakeEventStream.instances.length === 1);
+    assert.equal(FakeEventStream.instances[0].url.searchParams.get("format"), format, "the stream too");
+    await gateway.close();
+  }
 });

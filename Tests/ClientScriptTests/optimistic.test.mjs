@@ -56,6 +56,26 @@ test("an update stays until the values reach its mutation's commit; a failure re
   assert.equal(updates.answered(unknown, undefined, undefined), true, "an answer without a timestamp drops it now");
 });
 
+test("transitions are held from the time an update's mutation is sent until every sent one is answered or failed", () => {
+  const updates = new OptimisticUpdates();
+  const first = updates.add(() => {});
+  const second = updates.add(() => {});
+  assert.equal(updates.holding, false, "not sent: a transition cannot hold the change yet");
+  updates.sent(first);
+  updates.sent(second);
+  assert.equal(updates.holding, true);
+  updates.hold("t1");
+  updates.hold("t2");
+  assert.equal(updates.answered(first, 2000n, 1000n), false);
+  assert.deepEqual(updates.release(), [], "the second is still on the wire");
+  updates.sent(first);
+  assert.equal(updates.holding, true, "a resend of an answered mutation changes nothing");
+  updates.remove(second);
+  assert.equal(updates.holding, false);
+  assert.deepEqual(updates.release(), ["t1", "t2"], "in the order they came");
+  assert.deepEqual(updates.release(), [], "given once");
+});
+
 test("an update that throws is reported and skipped; the others still apply", () => {
   const updates = new OptimisticUpdates();
   const reported = [];
@@ -148,10 +168,16 @@ async function pageWithStream(options = {}) {
   stream.emit("transition", {
     ts: "1000", changes: [{ sub: "q1", value: ["a"], v: "h1" }, { sub: "q2", value: 1, v: "c1" }],
   });
-  const answer = (index, status, ts, body) =>
+  // Answers batch `index`: every mutation in it committed at `ts` with value `body` (status 200), or failed with
+  // `status` and `body.error`.
+  const answer = (index, status, ts, body) => {
+    const { mutations } = JSON.parse(calls[index].init.body);
+    const results = mutations.map(({ requestId }) =>
+      status === 200 ? { requestId, value: body, ts } : { requestId, status, error: body.error });
     calls[index].resolve({
-      ok: status === 200, status, headers: new Headers(ts === null ? {} : { "Convex-Timestamp": ts }), json: async () => body,
+      ok: true, status: 200, headers: new Headers(ts === null ? {} : { "Convex-Timestamp": ts }), json: async () => ({ results }),
     });
+  };
   return { gateway, states, stream, calls, answer };
 }
 
@@ -173,13 +199,13 @@ test("an optimistic update shows at once, stays over older transitions, and give
   await until(() => calls.length === 1);
   assert.equal(calls[0].init.headers["Convex-Min-Timestamp"], "1000");
 
-  // Another change before the commit: the update is applied on top of the new values.
+  // Another change while the mutation is on the wire: held until its answer, then applied with the update on top.
   states.length = 0;
   stream.emit("transition", { ts: "1500", changes: [{ sub: "q1", value: ["a", "x"], v: "h2" }] });
-  assert.deepEqual(states, [["list", ["a", "x", "b"]]]);
-
+  assert.deepEqual(states, [], "held while the mutation is on the wire");
   answer(0, 200, "2000", null);
   await sent;
+  assert.deepEqual(states, [["list", ["a", "x", "b"]]], "applied once answered, the update still on top");
   states.length = 0;
   stream.emit("transition", { ts: "1800", changes: [{ sub: "q2", value: 1, v: "c1b" }] });
   assert.deepEqual(states, [], "a transition before the commit keeps the update: nothing shown changes");
@@ -199,14 +225,17 @@ test("a failed mutation rolls its update back at once; the ones after it stay st
   const { gateway, states, calls, answer, stream } = await pageWithStream();
   states.length = 0;
   const first = send(gateway, "b");
+  await until(() => calls.length === 1);
+  // Called while the first is on the wire: it goes in the next batch.
   const second = send(gateway, "c");
   assert.deepEqual(states.at(-2), ["list", ["a", "b", "c"]]);
   assert.deepEqual(states.at(-1), ["count", 3]);
-  await until(() => calls.length === 2);
   states.length = 0;
   answer(0, 422, "1900", { error: { code: "ConvexError", message: "no" } });
   await assert.rejects(first, { code: "ConvexError" });
   assert.deepEqual(states, [["list", ["a", "c"]], ["count", 2]], "the failed one is gone, the other still shown");
+  await until(() => calls.length === 2);
+  assert.deepEqual(JSON.parse(calls[1].init.body).mutations.map(({ args }) => args.body), ["c"]);
   answer(1, 200, "2000", null);
   await second;
   states.length = 0;
@@ -217,18 +246,19 @@ test("a failed mutation rolls its update back at once; the ones after it stay st
   gateway.close();
 });
 
-test("an update whose mutation the stream has already reached is dropped with the answer", async () => {
+test("the mutation's transition arriving before its answer is held until the answer, which drops the update: nothing shows twice", async () => {
   const { gateway, states, stream, calls, answer } = await pageWithStream();
   const sent = send(gateway, "b");
   await until(() => calls.length === 1);
-  // The mutation's transition arrives before its answer: the update stays over it until the answer.
   states.length = 0;
   stream.emit("transition", { ts: "2000", changes: [{ sub: "q1", value: ["a", "b"], v: "h2" }, { sub: "q2", value: 2, v: "c2" }] });
-  assert.deepEqual(states, [["list", ["a", "b", "b"]], ["count", 3]], "not answered yet: still applied on top");
-  states.length = 0;
+  assert.deepEqual(states, [], "held: not applied under the update");
+  assert.deepEqual(gateway.current("messages:list", {}), ["a", "b"]);
   answer(0, 200, "2000", null);
   await sent;
-  assert.deepEqual(states, [["list", ["a", "b"]], ["count", 2]], "answered at a commit the values hold: dropped");
+  assert.deepEqual(states, [], "the server's values replace the update in one pass, equal to what was shown");
+  stream.emit("transition", { ts: "2100", changes: [{ sub: "q2", value: 5, v: "c3" }] });
+  assert.deepEqual(states, [["count", 5]], "dropped: the server's values alone");
   gateway.close();
 });
 

@@ -11,7 +11,9 @@ enum ClientScript {
         ("authentication.js", PackageResources.authentication_js), ("values.js", PackageResources.values_js),
         ("patching.js", PackageResources.patching_js), ("callbacks.js", PackageResources.callbacks_js),
         ("paginated.js", PackageResources.paginated_js), ("optimistic.js", PackageResources.optimistic_js),
-        ("gateway.js", PackageResources.gateway_js),
+        ("backoff.js", PackageResources.backoff_js), ("calls.js", PackageResources.calls_js),
+        ("request-queue.js", PackageResources.request_queue_js), ("live-queries.js", PackageResources.live_queries_js),
+        ("connection.js", PackageResources.connection_js), ("gateway.js", PackageResources.gateway_js),
     ]
 
     static let body: [UInt8] = join(modules.map(\.text))

@@ -9,7 +9,9 @@
  * - `open`: a connection was answered 200 (again after each reconnect);
  * - `refused`: a connection was answered with another status, as `{ type, status, error }` where `error` is the
  *   body's `error` object (undefined if there is none). The reader stops;
- * - `lost`: the connection failed or ended; the reader connects again after `retry` ms with `Last-Event-ID`.
+ * - `lost`: the connection failed or ended; the reader connects again with `Last-Event-ID`, after `retry` ms, or,
+ *   given a `backoff` (backoff.js), after `retry` ms the first time and the backoff's growing delays after that, until
+ *   its owner resets it (a page's Connection does once a stream has proved itself).
  */
 export class EventStreamReader {
   #url;
@@ -19,6 +21,8 @@ export class EventStreamReader {
   #controller = null;
   #closed = false;
   #timer = undefined;
+  #backoff;
+  #timers;
   /** The `id:` of the last event, sent back as `Last-Event-ID` when connecting again. */
   lastEventId = "";
   /** Milliseconds to wait before connecting again; an event's `retry:` field changes it. */
@@ -26,14 +30,18 @@ export class EventStreamReader {
 
   /**
    * @param {string | URL} url
-   * @param {{ fetch?: typeof fetch, retry?: number, headers?: Record<string, string> }} [options] `fetch` for tests;
-   *   `retry` the first reconnection delay; `headers` sent on every connection besides `Accept` and `Last-Event-ID`.
+   * @param {{ fetch?: typeof fetch, retry?: number, headers?: Record<string, string>, backoff?: object,
+   *   timers?: { setTimeout: Function, clearTimeout: Function } }} [options] `fetch` and `timers` for tests; `retry` the
+   *   first reconnection delay; `headers` sent on every connection besides `Accept` and `Last-Event-ID`; `backoff`
+   *   the delays of repeated failures (a Backoff).
    */
   constructor(url, options = {}) {
     this.#url = String(url);
     this.#headers = options.headers ?? {};
     this.#fetch = options.fetch ?? ((...args) => globalThis.fetch(...args));
     this.retry = options.retry ?? 1000;
+    this.#backoff = options.backoff;
+    this.#timers = options.timers ?? globalThis;
     queueMicrotask(() => this.#connect());
   }
 
@@ -48,7 +56,7 @@ export class EventStreamReader {
   /** Stops reading; no listener is called after this. */
   close() {
     this.#closed = true;
-    clearTimeout(this.#timer);
+    this.#timers.clearTimeout(this.#timer);
     this.#controller?.abort();
   }
 
@@ -97,8 +105,10 @@ export class EventStreamReader {
   #lost() {
     if (this.#closed) return;
     this.#emit("lost", {});
-    clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => this.#connect(), this.retry);
+    if (this.#closed) return;
+    const delay = this.#backoff ? this.#backoff.nextAfterQuick(this.retry) : this.retry;
+    this.#timers.clearTimeout(this.#timer);
+    this.#timer = this.#timers.setTimeout(() => this.#connect(), delay);
   }
 }
 

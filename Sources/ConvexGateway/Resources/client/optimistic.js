@@ -1,7 +1,8 @@
 /**
  * Optimistic updates (convex-js' `mutation(fn, args, { optimisticUpdate })`): OptimisticUpdates, the pending updates
- * as a state machine with no network and no callbacks, the local store an update reads and writes, and the paginated
- * helpers convex-js gives for it. Part of client.js (see gateway.js).
+ * and the stream's transitions held back while one's mutation is on the wire, as a state machine with no network and
+ * no callbacks; the local store an update reads and writes; and the paginated helpers convex-js gives for it. Part of
+ * client.js (see gateway.js).
  */
 
 import { stableKey } from "./values.js";
@@ -12,17 +13,25 @@ import { stableKey } from "./values.js";
  * the server's values, as convex-js' OptimisticQueryResults does:
  *
  * - `add(update)` when the mutation is called: the update shows at once.
+ * - `sent(id)` when its mutation goes on the wire: from then until its answer, the stream's transitions are held
+ *   (`holding`, `hold`), since one of them may already hold the mutation's change and the update, applied again on
+ *   top, would show it twice. The answer and the stream come over two connections, in either order; holding them
+ *   back gives the order of convex-js' one WebSocket, where the answer always comes first.
  * - `answered(id, ts)` when its mutation succeeded, committed at Convex timestamp `ts` (a BigInt): the update stays
  *   until the values shown hold at `ts` or later, so that the page never shows the value from before the mutation in
  *   between. `ts` undefined (an answer without `Convex-Timestamp`) drops it at once.
  * - `reached(ts)` when the values shown are those of a transition at `ts`: drops every update whose mutation
  *   committed at or before it, in the same pass as the values that replace it.
  * - `remove(id)` when the mutation failed: the update is rolled back at once.
+ * - `release()` after an answer or a failure: the held transitions, in order, once no update's mutation is on the
+ *   wire any more (each is then applied in a pass of its own, with `reached`).
  */
 export class OptimisticUpdates {
-  /** { id, update, ts }: `ts` undefined until the mutation is answered. */
+  /** { id, update, ts, sent }: `ts` undefined until the mutation is answered, `sent` once it went on the wire. */
   #pending = [];
   #nextId = 0;
+  /** The stream's transitions held while `holding`, in the order they came. */
+  #held = [];
 
   /** The number of updates still applied. */
   get size() {
@@ -32,8 +41,30 @@ export class OptimisticUpdates {
   /** Adds `update(localStore)`; returns its id. */
   add(update) {
     const id = ++this.#nextId;
-    this.#pending.push({ id, update, ts: undefined });
+    this.#pending.push({ id, update, ts: undefined, sent: false });
     return id;
+  }
+
+  /** Update `id`'s mutation went on the wire (a resend of it changes nothing). */
+  sent(id) {
+    const pending = this.#pending.find((entry) => entry.id === id);
+    if (pending) pending.sent = true;
+  }
+
+  /** Whether transitions are held: an update's mutation has been sent and not answered. */
+  get holding() {
+    return this.#pending.some((entry) => entry.sent && entry.ts === undefined);
+  }
+
+  /** Keeps a transition (whatever the caller needs to apply it later) until `release()` gives it back. */
+  hold(transition) {
+    this.#held.push(transition);
+  }
+
+  /** The held transitions, in order, when nothing is held any more (they are then forgotten here); else none. */
+  release() {
+    if (this.holding || this.#held.length === 0) return [];
+    return this.#held.splice(0);
   }
 
   /**

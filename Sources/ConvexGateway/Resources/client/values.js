@@ -1,6 +1,6 @@
 /**
- * Convex values as convex-js gives them (BigInt, ArrayBuffer) to and from the gateway's `encoded` format, and the
- * key of a query's arguments. Part of client.js (see gateway.js).
+ * Convex values as convex-js gives them (BigInt, ArrayBuffer) to and from the gateway's `encoded` format, the key of a
+ * query's arguments, and Convex timestamps. Part of client.js (see gateway.js).
  */
 
 /**
@@ -66,4 +66,35 @@ function bytesBase64(bytes) {
 /** Arguments as a key: equal arguments (BigInt and bytes included) make equal keys. */
 export function stableKey(args) {
   return JSON.stringify(encodeConvexValue(args));
+}
+
+/**
+ * The later of two Convex timestamps, decimal strings compared as BigInt: `seen` when `known` is undefined or older,
+ * else `known`. A `seen` that is not a Convex timestamp (a missing header; not decimal digits; above 2^63 - 1, which
+ * the gateway would refuse in `Convex-Min-Timestamp`) is ignored.
+ */
+export function laterTimestamp(known, seen) {
+  if (typeof seen !== "string" || !/^[0-9]{1,20}$/.test(seen)) return known;
+  const value = BigInt(seen);
+  if (value >= 2n ** 63n) return known;
+  if (known !== undefined && BigInt(known) >= value) return known;
+  return value.toString(); // canonical: no leading zeros
+}
+
+/** A Convex timestamp (decimal string) as a BigInt; undefined when it is not one. */
+export function parseTimestamp(text) {
+  const known = laterTimestamp(undefined, text);
+  return known === undefined ? undefined : BigInt(known);
+}
+
+/**
+ * The highest Convex timestamp a client has seen (call answers, its stream's transitions), as a decimal string
+ * (undefined before the first): sent as `Convex-Min-Timestamp`, so that what it reads holds what it wrote and saw.
+ */
+export class SeenTimestamp {
+  value = undefined;
+
+  see(text) {
+    this.value = laterTimestamp(this.value, text);
+  }
 }
