@@ -246,3 +246,18 @@ test("close() stops resends, rejects the mutations not on the wire, and resolves
   assert.equal(gateway.connectionState().inflightMutations, 0);
   await assert.rejects(gateway.mutation("m:n", { n: 3 }), { code: "ClientClosed" });
 });
+
+test("a batch carries at most 100 mutations; the rest go in the next, in order", async () => {
+  const clock = new VirtualClock(() => 0.5);
+  const requests = scriptedFetch();
+  const gateway = new ConvexGateway("http://gateway.test", { timers: clock });
+  const all = Array.from({ length: 150 }, (_, n) => gateway.mutation("m:n", { n }));
+  await clock.advance(0);
+  assert.equal(requests.length, 1);
+  assert.equal(requests[0].body.mutations.length, 100);
+  requests[0].answer(200, { results: requests[0].body.mutations.map(({ requestId }) => committed(requestId, requestId)) });
+  await clock.advance(0);
+  assert.deepEqual(requests[1].body.mutations.map(({ args }) => args.n), Array.from({ length: 50 }, (_, i) => 100 + i));
+  requests[1].answer(200, { results: requests[1].body.mutations.map(({ requestId }) => committed(requestId, requestId)) });
+  assert.deepEqual(await Promise.all(all), [...Array(150).keys()]);
+});
