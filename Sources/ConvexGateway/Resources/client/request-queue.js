@@ -187,7 +187,7 @@ export class RequestQueue {
   }
 }
 
-const closedError = { code: "ClientClosed", message: "The client was closed before the mutation was sent" };
+const closedError = { code: "ClientClosed", message: "The client was closed before the mutation was answered" };
 const badAnswer = { code: "InvalidResponse", message: "The gateway's answer does not match the mutations sent" };
 
 /** Settles one entry with its result: `{ value, ts }` committed, or `{ status, error }` failed. */
