@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ConvexGateway } from "../../Sources/ConvexGateway/Resources/client/gateway.js";
+import { randomSessionId } from "../../Sources/ConvexGateway/Resources/client/request-queue.js";
 import { FakeEventStream } from "./fake-event-stream.mjs";
 import { SimulatedGateway, VirtualClock, seededRandom, settle } from "./simulation.mjs";
 
@@ -260,4 +261,17 @@ test("a batch carries at most 100 mutations; the rest go in the next, in order",
   assert.deepEqual(requests[1].body.mutations.map(({ args }) => args.n), Array.from({ length: 50 }, (_, i) => 100 + i));
   requests[1].answer(200, { results: requests[1].body.mutations.map(({ requestId }) => committed(requestId, requestId)) });
   assert.deepEqual(await Promise.all(all), [...Array(150).keys()]);
+});
+
+test("a page's session id is a lowercase version 4 UUID, also where crypto.randomUUID is missing (plain HTTP pages)", () => {
+  assert.match(randomSessionId(), uuid);
+  const randomUUID = crypto.randomUUID;
+  try {
+    Object.defineProperty(crypto, "randomUUID", { value: undefined, configurable: true });
+    const ids = new Set(Array.from({ length: 200 }, () => randomSessionId()));
+    assert.equal(ids.size, 200);
+    for (const id of ids) assert.match(id, uuid);
+  } finally {
+    Object.defineProperty(crypto, "randomUUID", { value: randomUUID, configurable: true, writable: true });
+  }
 });

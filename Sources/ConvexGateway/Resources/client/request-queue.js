@@ -49,7 +49,7 @@ export class RequestQueue {
    * @param {{ base: string, auth: object, seen: object, values: object }} client as callOnce takes it (calls.js).
    * @param {{ timers?: typeof defaultTimers, sessionId?: string, outage?: OutageNotice }} [options]
    */
-  constructor(client, { timers = defaultTimers, sessionId = crypto.randomUUID(), outage = new OutageNotice() } = {}) {
+  constructor(client, { timers = defaultTimers, sessionId = randomSessionId(), outage = new OutageNotice() } = {}) {
     this.#client = client;
     this.#sessionId = sessionId;
     this.#timers = timers;
@@ -207,4 +207,17 @@ function settle(entry, result, decode) {
   }
   entry.hooks.onCommit?.(result.ts);
   entry.resolve(value);
+}
+
+/**
+ * A random lowercase RFC 4122 version 4 UUID: `crypto.randomUUID()`, which browsers give only to secure contexts (HTTPS,
+ * localhost), else made from `crypto.getRandomValues`, which they give to every page.
+ */
+export function randomSessionId() {
+  if (typeof globalThis.crypto?.randomUUID === "function") return globalThis.crypto.randomUUID();
+  const bytes = globalThis.crypto.getRandomValues(new Uint8Array(16));
+  bytes[6] = (bytes[6] & 0x0f) | 0x40;
+  bytes[8] = (bytes[8] & 0x3f) | 0x80;
+  const hex = [...bytes].map((byte) => byte.toString(16).padStart(2, "0")).join("");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
