@@ -1,6 +1,15 @@
 // swift-tools-version:6.1
 import PackageDescription
 
+/// The commit `convex-gateway --version` and its `convex_gateway_build_info` metric name (docs/configuration.md): the
+/// environment variable CONVEX_GATEWAY_COMMIT when the package is built (docker/Dockerfile passes `git rev-parse HEAD`),
+/// if it is a hexadecimal commit name; else the build says "unknown". Not `Context.gitInformation`, which SwiftPM caches
+/// with the evaluated manifest, so that an incremental build would go on naming an old commit.
+let buildCommit =
+    Context.environment["CONVEX_GATEWAY_COMMIT"].flatMap { commit in
+        (7...64).contains(commit.count) && commit.allSatisfy(\.isHexDigit) ? commit.lowercased() : nil
+    } ?? "unknown"
+
 let package = Package(
     name: "ConvexGateway",
     platforms: [.macOS(.v15)],
@@ -229,9 +238,12 @@ let package = Package(
                 .embedInCode("Resources/demo/index.html"),
             ]
         ),
+        // The build's commit as a C string (Sources/CBuildInfo): a C define carries a value, a Swift one does not.
+        .target(name: "CBuildInfo", cSettings: [.define("CONVEX_GATEWAY_COMMIT", to: "\"\(buildCommit)\"")]),
         .executableTarget(
             name: "convex-gateway",
             dependencies: [
+                "CBuildInfo",
                 "ConvexGateway",
                 "Convex",
                 "ConvexLocal",

@@ -1,3 +1,4 @@
+import CBuildInfo
 import Convex
 import ConvexGateway
 import ConvexLocal
@@ -26,6 +27,9 @@ enum ConvexGatewayCommand {
             case .help:
                 print(GatewaySettings.help(command: "convex-gateway", overview: overview, discussion: discussion))
                 return
+            case .version:
+                print(build.versionLine(command: "convex-gateway"))
+                return
             case .values(let flags):
                 settings = try GatewaySettings(commandLine: flags, environment: ProcessInfo.processInfo.environment)
                 adminKeyFlag = flags["CONVEX_ADMIN_KEY"] != nil
@@ -43,6 +47,9 @@ enum ConvexGatewayCommand {
             fail("Error: \(error)", status: EXIT_FAILURE)
         }
     }
+
+    /// The package's version and the commit this binary was built from (Package.swift, `CBuildInfo`).
+    static let build = BuildInfo(commit: String(cString: convex_gateway_build_commit()))
 
     static func fail(_ message: String, status: Int32) -> Never {
         FileHandle.standardError.write(Data((message + "\n").utf8))
@@ -101,6 +108,7 @@ enum ConvexGatewayCommand {
         }
         let factory = try ClientUpstream.factory(deploymentUrl: deploymentURL, logger: logger)
         var configuration = settings.gateway
+        configuration.build = build
         // The demo page calls the demo functions, which only the embedded deployment has.
         configuration.demoPage = deployment != nil
         if let adminKey {
@@ -115,6 +123,7 @@ enum ConvexGatewayCommand {
             metadata: [
                 "http.host": "\(settings.gateway.host)", "http.port": "\(gateway.port ?? 0)",
                 "http.threads": "\(gateway.threadCount)",
+                "gateway.version": "\(build.version)", "gateway.commit": "\(build.commit)",
                 "gateway.format": "\(settings.gateway.defaultFormat.rawValue)",
                 "convex.url": "\(RedactedURL(deploymentURL))",
                 "convex.deployment": "\(deployment == nil ? "given" : "embedded")",

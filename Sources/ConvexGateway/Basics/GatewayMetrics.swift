@@ -30,8 +30,17 @@ public final class GatewayMetrics: Sendable {
         0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
     ]
 
-    package init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
+    /// - Parameter build: the version and commit of the running binary, exposed as
+    ///   `convex_gateway_build_info{version,commit} 1` (the Prometheus convention for build information).
+    package init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(), build: BuildInfo = BuildInfo())
+    {
         self.registry = registry
+        registry.makeGauge(
+            descriptor: MetricNameDescriptor(
+                namespace: "convex_gateway", metricName: "build_info",
+                helpText: "The running gateway's version and the commit it was built from; always 1"),
+            labels: [("version", build.version), ("commit", build.commit)]
+        ).set(Int64(1))
         activeStreams = registry.makeGauge(
             descriptor: MetricNameDescriptor(
                 namespace: "convex_gateway", subsystem: "sse", metricName: "active", unitName: "streams",

@@ -131,6 +131,9 @@ public struct GatewayConfiguration: Sendable {
     /// `convex-gateway` turns it on when it starts that deployment. Off, `/` is a 404 like any unknown path.
     public var demoPage = false
 
+    /// The version and commit `/metrics` reports (`convex_gateway_build_info`); `convex-gateway` sets its build's.
+    public var build = BuildInfo()
+
     /// Whether the hot path answers `GET`s of remembered targets (Pipeline/HotPath.swift); off only to compare it with
     /// full handling.
     package var hotPath = true

@@ -60,8 +60,10 @@ package final class GatewayCore: Sendable {
         self.configuration = configuration
         self.clock = clock
         self.logger = logger
+        let accessLog = AccessLog(logger: logger, mode: configuration.accessLog)
+        self.accessLog = accessLog
         self.render = render
-        let metrics = GatewayMetrics()
+        let metrics = GatewayMetrics(build: configuration.build)
         self.metrics = metrics
         let hotTargets = HotPath.Targets(metrics: metrics, authCookie: configuration.access.authCookie)
         self.openStreams = OpenStreams(metrics: metrics, perClient: configuration.effectiveMaxStreamsPerClient)

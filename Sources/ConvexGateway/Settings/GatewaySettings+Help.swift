@@ -33,7 +33,9 @@ extension GatewaySettings {
             lines.append("")
         }
         lines += [
-            "  -h, --help".padding(toLength: indent.count, withPad: " ", startingAt: 0) + "Show help information."
+            "  --version".padding(toLength: indent.count, withPad: " ", startingAt: 0)
+                + "Show the version and the commit of the build.",
+            "  -h, --help".padding(toLength: indent.count, withPad: " ", startingAt: 0) + "Show help information.",
         ]
         return lines.joined(separator: "\n") + "\n"
     }

@@ -1,5 +1,5 @@
 /// The command line of `convex-gateway`: `--flag value` or `--flag=value` for declared settings (each at most once),
-/// or `-h`/`--help`.
+/// or `-h`/`--help`, or `--version`.
 ///
 /// Why not a library parser: swift-argument-parser declares each option as a stored property, which would declare
 /// every setting a second time; swift-configuration's `CommandLineArgumentsProvider` (behind its
@@ -10,6 +10,8 @@
 package enum SettingsCommandLine: Sendable, Equatable {
     /// `-h` or `--help`: print the help and exit.
     case help
+    /// `--version`: print the version and the build's commit, and exit.
+    case version
     /// The settings given, by environment variable name (which identifies a setting).
     case values([String: String])
 
@@ -25,6 +27,7 @@ package enum SettingsCommandLine: Sendable, Equatable {
             let argument = arguments[index]
             index += 1
             if argument == "-h" || argument == "--help" { return .help }
+            if argument == "--version" { return .version }
             guard argument.hasPrefix("--") else {
                 throw SettingError("Unexpected argument '\(printable(argument))'; options are written --name value")
             }

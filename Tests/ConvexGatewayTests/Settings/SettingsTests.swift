@@ -216,6 +216,8 @@ import Testing
     @Test func helpIsAskedFor() throws {
         #expect(try SettingsCommandLine.parse(["--port", "1", "--help"]) == .help)
         #expect(try SettingsCommandLine.parse(["-h"]) == .help)
+        #expect(try SettingsCommandLine.parse(["--version"]) == .version)
+        #expect(try SettingsCommandLine.parse(["--port", "1", "--version"]) == .version)
         let list = try SettingsCommandLine.parse(["--allow-functions", "a:*,b:*"])
         #expect(list == .values(["GATEWAY_ALLOW_FUNCTIONS": "a:*,b:*"]))
     }
