@@ -92,7 +92,7 @@ final class ClientCore: Sendable {
         self.configuration = configuration
         self.logger = logger
         let sync = SyncState(
-            sessionId: UUID().uuidString.lowercased(),
+            sessionId: configuration.sessionId ?? UUID().uuidString.lowercased(),
             backoff: Backoff(initial: configuration.initialBackoff, maximum: configuration.maxBackoff))
         self.state = Mutex(Locked(sync: sync))
     }
@@ -258,13 +258,14 @@ final class ClientCore: Sendable {
 
     /// ``request(_:udfPath:args:timeout:)`` with a successful mutation's commit timestamp.
     func requestCommitted(
-        _ kind: SyncState.RequestKind, udfPath: String, args: [String: ConvexValue], timeout: Duration?
+        _ kind: SyncState.RequestKind, udfPath: String, args: [String: ConvexValue], timeout: Duration?,
+        requestId: RequestID? = nil
     ) async -> (result: QueryResult, commitTimestamp: ConvexTimestamp?) {
         let call = PendingCall()
         let what = kind == .mutation ? "mutation" : "action"
         return await withTaskCancellationHandler {
             let deferred = state.withLock { l in
-                let (id, effects) = l.sync.request(kind, udfPath: udfPath, args: args)
+                let (id, effects) = l.sync.request(kind, udfPath: udfPath, args: args, id: requestId)
                 l.waiters[id] = call
                 call.id.withLock { $0 = id }
                 if let timeout {

@@ -151,11 +151,17 @@ public final class ConvexClient: Sendable {
 
     /// ``mutation(_:with:timeout:)`` with the mutation's commit timestamp (the `ts` of the sync protocol's
     /// `MutationResponse`). The client's view includes it when this returns.
-    public func mutationStamped(_ name: String, with args: [String: ConvexValue] = [:], timeout: Duration? = nil)
-        async throws(ConvexClientError) -> (value: ConvexValue, ts: ConvexTimestamp?)
-    {
+    ///
+    /// With `requestId`, the mutation goes out under that request id of the client's session
+    /// (``ConvexClientConfiguration/sessionId``): a resend of a mutation an earlier client of the session sent, which
+    /// the deployment answers from its record if it ran. A request id this client has in flight fails with
+    /// ``ConvexClientError/Code/invalidArguments``.
+    public func mutationStamped(
+        _ name: String, with args: [String: ConvexValue] = [:], timeout: Duration? = nil, requestId: UInt32? = nil
+    ) async throws(ConvexClientError) -> (value: ConvexValue, ts: ConvexTimestamp?) {
         let (result, ts) = await core.requestCommitted(
-            .mutation, udfPath: name, args: args, timeout: timeout ?? core.configuration.callTimeout)
+            .mutation, udfPath: name, args: args, timeout: timeout ?? core.configuration.callTimeout,
+            requestId: requestId)
         return (try result.get(), ts)
     }
 

@@ -47,6 +47,11 @@ public struct ConvexClientConfiguration: Sendable {
     /// timeouts, pings) read time from; tests pass a test clock (`ElapsedClock(TestClock())`) to advance through a
     /// deadline instead of sleeping.
     public var clock: ElapsedClock = .continuous
+    /// The sync session's id (a lowercase UUID), sent in every `Connect`; `nil` (the default) makes a new random one
+    /// for the client. The deployment records a session's successful mutations by request id, so a client opened
+    /// with the session of an earlier one, resending one of its mutations with the same request id
+    /// (``ConvexClient/mutationStamped(_:with:timeout:requestId:)``), gets the recorded result instead of a second run.
+    public var sessionId: String?
 
     public init(
         clientID: String = "swift-linux-0.1.0",

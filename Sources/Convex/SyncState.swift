@@ -277,10 +277,24 @@ struct SyncState {
     // MARK: Mutations and actions
 
     /// Queues a mutation or action; it is sent now if connected, else on the next socket.
-    mutating func request(_ kind: RequestKind, udfPath: String, args: [String: ConvexValue]) -> (RequestID, Effects) {
+    /// With `id`, the request goes out under that request id (a resend of an earlier session's request), unless a
+    /// request of this client has it already: then it fails at once.
+    mutating func request(_ kind: RequestKind, udfPath: String, args: [String: ConvexValue], id given: RequestID? = nil)
+        -> (RequestID, Effects)
+    {
         var effects = Effects()
-        let id = nextRequestID
-        nextRequestID &+= 1
+        let id = given ?? nextRequestID
+        if let given {
+            guard requests[given] == nil else {
+                // The caller's request is refused; the one holding the id goes on.
+                let failure = ConvexClientError(.invalidArguments, message: "Request id \(given) is in use")
+                effects.completions.append((.max, .failure(failure)))
+                return (.max, effects)
+            }
+            nextRequestID = max(nextRequestID, given &+ 1)
+        } else {
+            nextRequestID &+= 1
+        }
         switch phase {
         case .closed:
             effects.completions.append(

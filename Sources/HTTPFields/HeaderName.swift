@@ -19,6 +19,7 @@ public enum HeaderName {
     public static let contentType = "Content-Type"
     /// The oldest snapshot a caller accepts (read-your-writes across replicas).
     public static let convexMinTimestamp = "Convex-Min-Timestamp"
+    public static let convexSessionId = "Convex-Session-Id"
     /// The snapshot an answer was read at.
     public static let convexTimestamp = "Convex-Timestamp"
     public static let cookie = "Cookie"

@@ -29,8 +29,8 @@ public struct CORSPolicy: Sendable, Hashable {
     public static let allowedMethods = "GET, HEAD, POST, OPTIONS"
     /// Request headers a page may send.
     public static let allowedHeaders =
-        "Accept, Authorization, Cache-Control, Content-Type, Convex-Min-Timestamp, If-None-Match, Last-Event-ID, Prefer, "
-        + HeaderName.xAPIKey
+        "Accept, Authorization, Cache-Control, Content-Type, Convex-Min-Timestamp, Convex-Session-Id, If-None-Match, "
+        + "Last-Event-ID, Prefer, " + HeaderName.xAPIKey
 
     public init(
         origins: [String] = [], allowCredentials: Bool = false, maxAgeSeconds: Int = 600,

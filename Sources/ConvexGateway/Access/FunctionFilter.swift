@@ -71,17 +71,34 @@ struct FilteredUpstream: ConvexUpstream {
     func call(_ kind: CallKind, _ function: String, args: ConvexValue, timeout: Duration) async throws(UpstreamFailure)
         -> UpstreamAnswer
     {
+        try await filtered(function) { name throws(UpstreamFailure) in
+            try await base.call(kind, name, args: args, timeout: timeout)
+        }
+    }
+
+    func mutation(_ function: String, args: ConvexValue, as request: SessionRequest, timeout: Duration)
+        async throws(UpstreamFailure) -> UpstreamAnswer
+    {
+        try await filtered(function) { name throws(UpstreamFailure) in
+            try await base.mutation(name, args: args, as: request, timeout: timeout)
+        }
+    }
+
+    /// `run(function)`, or for a refused function `run(standIn)` answered as the deployment answers a missing one.
+    private func filtered(
+        _ function: String, _ run: (String) async throws(UpstreamFailure) -> UpstreamAnswer
+    ) async throws(UpstreamFailure) -> UpstreamAnswer {
         guard filter.permits(function) else {
             // Asked of the deployment as a function it does not have: the same round trip, the same Request ID.
             do {
-                _ = try await base.call(kind, FunctionFilter.standIn, args: args, timeout: timeout)
+                _ = try await run(FunctionFilter.standIn)
             } catch {
                 throw FunctionFilter.asked(function, in: error)
             }
             throw .unknownFunction(message: FunctionFilter.notFoundMessage(function))
         }
         do {
-            return try await base.call(kind, function, args: args, timeout: timeout)
+            return try await run(function)
         } catch {
             throw error.inFilterWording
         }

@@ -21,6 +21,10 @@ package struct GatewayError: Error, Sendable, Hashable, CustomStringConvertible 
         case invalidSubscriptions = "InvalidSubscriptions"
         /// A batch query URL (`GET /query?q.<id>=…`) names no query, too many, or one badly.
         case invalidQueries = "InvalidQueries"
+        /// A `POST /mutations` body that is not a list of 1 to 100 mutations with increasing request ids.
+        case invalidMutations = "InvalidMutations"
+        /// A `POST /mutations` without a `Convex-Session-Id` that is a lowercase UUID.
+        case invalidSession = "InvalidSession"
         case invalidTimestamp = "InvalidTimestamp"
         case argumentValidation = "ArgumentValidationError"
         case unauthenticated = "Unauthenticated"
@@ -81,7 +85,8 @@ package struct GatewayError: Error, Sendable, Hashable, CustomStringConvertible 
         package var status: Int {
             switch self {
             case .badRequest, .malformedJSON, .invalidArguments, .invalidFunctionPath, .invalidFormat, .invalidDelta,
-                .invalidSubscriptions, .invalidQueries, .invalidTimestamp, .argumentValidation, .missingHost:
+                .invalidSubscriptions, .invalidQueries, .invalidMutations, .invalidSession, .invalidTimestamp,
+                .argumentValidation, .missingHost:
                 400
             case .unauthenticated, .invalidAPIKey: 401
             case .originNotAllowed, .crossSiteRequest, .hostNotAllowed: 403

@@ -44,6 +44,14 @@ extension Route {
         .function("/mutation/", methods: ["POST"]) { core, function, request, _ throws(GatewayError) in
             try core.call(.mutation, function, request)
         },
+        .exact("/mutations", methods: ["POST"], access: .functionCall, typed: true) {
+            core, request, _ throws(GatewayError) in
+            let batch = try MutationBatch(request, arguments: core.arguments)
+            return .later {
+                [calls = core.calls, arguments = core.arguments] () async throws(GatewayError) -> GatewayOutcome in
+                .response(try await calls.sessionMutations(batch, request, arguments: arguments))
+            }
+        },
         .function("/action/", methods: ["POST"]) { core, function, request, _ throws(GatewayError) in
             try core.call(.action, function, request)
         },

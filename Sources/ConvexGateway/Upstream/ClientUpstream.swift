@@ -12,6 +12,8 @@ public final class ClientUpstream: ConvexUpstream {
     private let subscriptions: OpenQuerySets
     /// Where failures to connect go: one object for every identity of a gateway (the factory's).
     let connectWarnings: UpstreamConnectWarnings?
+    /// The connections of pages' sync sessions (`POST /mutations`), with this identity's credentials.
+    let sessions: SessionClients
 
     /// Opens (lazily) a connection to `deploymentUrl` acting as `identity`; reconnects are counted in `metrics`, and
     /// failures to connect go to `connectWarnings` (the gateway's one rate-limited warning for all identities).
@@ -34,6 +36,17 @@ public final class ClientUpstream: ConvexUpstream {
         }
         self.client = client
         self.connectWarnings = connectWarnings
+        self.sessions = SessionClients(
+            capacity: SessionClients.defaultCapacity, idleTimeout: SessionClients.defaultIdleTimeout,
+            clock: configuration.clock
+        ) { session throws(ConvexClientError) in
+            var sessionConfiguration = configuration
+            sessionConfiguration.sessionId = session
+            let client = try ConvexClient(
+                deploymentUrl: deploymentUrl, configuration: sessionConfiguration, logger: logger)
+            if case .bearer(let token) = identity { client.setAuth(token: token) }
+            return client
+        }
         let subscriptions = OpenQuerySets()
         self.subscriptions = subscriptions
         let states = client.connectionStates
@@ -91,6 +104,19 @@ public final class ClientUpstream: ConvexUpstream {
         }
     }
 
+    public func mutation(_ function: String, args: ConvexValue, as request: SessionRequest, timeout: Duration)
+        async throws(UpstreamFailure) -> UpstreamAnswer
+    {
+        switch await sessions.mutation(function, args: Self.fields(args), as: request, timeout: timeout) {
+        case .success(let answer)?: return UpstreamAnswer(value: answer.value, ts: answer.ts)
+        case .failure(let error)?: throw Self.failure(error, timeout: timeout)
+        case nil:
+            throw .busy(
+                "The gateway holds as many page sessions' connections for this caller as it may "
+                    + "(\(sessions.capacity)); try again shortly")
+        }
+    }
+
     public func waitForView(atLeast ts: ConvexTimestamp, timeout: Duration) async -> ConvexTimestamp {
         await client.waitForView(atLeast: ts, timeout: timeout)
     }
@@ -106,6 +132,7 @@ public final class ClientUpstream: ConvexUpstream {
     }
 
     public func close() async {
+        await sessions.closeAll()
         await client.close()
         watcher.cancel()
     }

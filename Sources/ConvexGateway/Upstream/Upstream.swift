@@ -1,5 +1,6 @@
 import ConvexSyncProtocol
 import ConvexValues
+import HTTPFields
 import Logging
 
 /// What the gateway needs from a Convex deployment for one identity. `ConvexClient` provides it in production; the
@@ -26,11 +27,35 @@ public protocol ConvexUpstream: Sendable {
     /// Whether the deployment has refused the connection's credentials (its token is forged, or expired): the
     /// connection then serves nothing until it is closed.
     var credentialsRefused: Bool { get }
+    /// A page's mutation, run as request `request.requestId` of the page's sync session `request.session` (a
+    /// connection of the session's own), so the deployment records it and runs a resend of it once, whichever
+    /// gateway replica sends it. Answered within `timeout` as ``call(_:_:args:timeout:)``.
+    func mutation(_ function: String, args: ConvexValue, as request: SessionRequest, timeout: Duration)
+        async throws(UpstreamFailure) -> UpstreamAnswer
+}
+
+/// A mutation of a page's sync session: the session's id (a lowercase UUID the page chose) and the request id the page
+/// gave the mutation (a resend carries the same).
+public struct SessionRequest: Sendable, Hashable {
+    public var session: String
+    public var requestId: UInt32
+
+    public init(session: String, requestId: UInt32) {
+        self.session = session
+        self.requestId = requestId
+    }
 }
 
 extension ConvexUpstream {
     /// An upstream that cannot tell is never refused.
     public var credentialsRefused: Bool { false }
+
+    /// An upstream without sessions of its own runs a session's mutation as any other: a resend runs again.
+    public func mutation(_ function: String, args: ConvexValue, as request: SessionRequest, timeout: Duration)
+        async throws(UpstreamFailure) -> UpstreamAnswer
+    {
+        try await call(.mutation, function, args: args, timeout: timeout)
+    }
 }
 
 extension ConvexUpstream {
@@ -132,6 +157,8 @@ public enum UpstreamFailure: Error, Sendable, Hashable {
     case timeout(seconds: Double)
     /// The deployment refused the caller's credentials.
     case unauthenticated(String)
+    /// The gateway has no room for the call now (every session connection of the caller's identity is busy).
+    case busy(String)
     /// A failure of no kind the gateway knows; the client sees a generic 500, the detail goes to the log only.
     case unexpected(String)
 }
@@ -179,6 +206,8 @@ extension UpstreamFailure {
             return .upstreamTimeout(seconds: seconds)
         case .unauthenticated(let detail):
             return .unauthenticated(detail)
+        case .busy(let detail):
+            return GatewayError(code: .overloaded, message: detail, headers: [(HeaderName.retryAfter, "1")])
         case .unexpected(let detail):
             logger.error("unexpected upstream failure", metadata: ["error": "\(detail)"])
             return .internalError
