@@ -7,6 +7,8 @@ import CMicroHTTPD
 /// and requests; it is released when this object and every request using it are done.
 public final class HTTPPreparedResponse: Sendable {
     let status: Int
+    /// The body's length in bytes (for an access log).
+    public let bodyCount: Int
     private let handle: ResponseHandle
 
     private struct ResponseHandle: @unchecked Sendable {
@@ -34,6 +36,7 @@ public final class HTTPPreparedResponse: Sendable {
             throw .invalidResponse("libmicrohttpd refused the header \"\(field.name)\"")
         }
         status = response.status
+        bodyCount = response.body.count
         handle = ResponseHandle(raw: created)
     }
 

@@ -1,3 +1,4 @@
+import ConvexSyncProtocol
 import ConvexValues
 import HTTPFields
 
@@ -13,6 +14,11 @@ struct ResponseContext: Sendable {
     /// response after the access stage's headers, as the hot path adds them; a response that says its own
     /// `Cache-Control` keeps it.
     var callerHeaders: [(String, String)] = []
+    /// For the access log: the method, the function the path named, and whether the caller signed in (`nil` until the
+    /// parse stage has read the credentials).
+    var method = "GET"
+    var function: UdfPath?
+    var signedIn: Bool?
 }
 
 extension GatewayCore {
@@ -42,7 +48,9 @@ extension GatewayCore {
                     return .response(completed(response, context))
                 case .stream(var start):
                     start.headers += context.headers
-                    metrics.recordRequest(route: context.template, status: 200, duration: clock.now - context.startedAt)
+                    let duration = clock.now - context.startedAt
+                    metrics.recordRequest(route: context.template, status: 200, duration: duration)
+                    if accessLog.isOn { logStream(&start, context, duration: duration) }
                     return .stream(start)
                 }
             }
@@ -52,12 +60,13 @@ extension GatewayCore {
     /// A response given now, completed: its representation, the access stage's headers and its metrics (the access
     /// stage's and the hot path's refusals too).
     func completed(_ response: GatewayResponse, _ context: ResponseContext) -> GatewayResponse {
-        Self.completed(response, context, metrics: metrics, clock: clock)
+        Self.completed(response, context, metrics: metrics, clock: clock, accessLog: accessLog)
     }
 
     /// ``completed(_:_:)`` for a stage that holds no core: the hot path.
     static func completed(
-        _ response: GatewayResponse, _ context: ResponseContext, metrics: GatewayMetrics, clock: GatewayClock
+        _ response: GatewayResponse, _ context: ResponseContext, metrics: GatewayMetrics, clock: GatewayClock,
+        accessLog: AccessLog
     ) -> GatewayResponse {
         var response = response.negotiated(context.representation) {
             response.gzipped ?? ContentCoding.gzip(response.body)
@@ -67,9 +76,32 @@ extension GatewayCore {
         for header in context.callerHeaders where !(ownCacheControl && header.0 == HeaderName.cacheControl) {
             response.headers.append(header)
         }
-        metrics.recordRequest(
-            route: context.template, status: response.status, duration: clock.now - context.startedAt)
+        let duration = clock.now - context.startedAt
+        metrics.recordRequest(route: context.template, status: response.status, duration: duration)
+        if accessLog.isOn {
+            accessLog.answered(
+                method: context.method, route: context.template, function: context.function?.description,
+                status: response.status, bytes: response.body.count, duration: duration, signedIn: context.signedIn,
+                requestID: accessLog.requestID())
+        }
         return response
+    }
+
+    /// The access log's lines of an event stream: its start now, as a 200 with its preamble's bytes, and its end when
+    /// the server detaches it, with the same request id.
+    private func logStream(_ start: inout EventStreamStart, _ context: ResponseContext, duration: Duration) {
+        let requestID = accessLog.requestID()
+        let function = context.function?.description
+        accessLog.answered(
+            method: context.method, route: context.template, function: function, status: 200,
+            bytes: start.preamble.count, duration: duration, signedIn: context.signedIn, requestID: requestID)
+        let detach = start.detach
+        start.detach = { [accessLog, clock] output in
+            detach(output)
+            accessLog.streamEnded(
+                route: context.template, function: function, lifetime: clock.now - context.startedAt,
+                events: output.eventsWritten, signedIn: context.signedIn ?? false, requestID: requestID)
+        }
     }
 
     /// The answer to a gateway error, `data` rendered in `format`.

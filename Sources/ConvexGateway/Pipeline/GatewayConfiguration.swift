@@ -131,6 +131,9 @@ public struct GatewayConfiguration: Sendable {
     /// `convex-gateway` turns it on when it starts that deployment. Off, `/` is a 404 like any unknown path.
     public var demoPage = false
 
+    /// Whether every answered request, and every stream's end, is logged at `info` (Basics/AccessLog.swift).
+    public var accessLog = AccessLogMode.on
+
     /// The version and commit `/metrics` reports (`convex_gateway_build_info`); `convex-gateway` sets its build's.
     public var build = BuildInfo()
 

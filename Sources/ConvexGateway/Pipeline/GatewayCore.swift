@@ -26,6 +26,8 @@ package final class GatewayCore: Sendable {
     /// API key, CORS, rate limit and function allow/deny lists (Access/).
     package let access: AccessControl
     let logger: Logger
+    /// One line per answered request at `info` (Basics/AccessLog.swift).
+    let accessLog: AccessLog
     let render: @Sendable (ConvexValue, OutputFormat) -> [UInt8]
     /// Typed inputs (Typed/): the deployment's function spec, when configured.
     package let functionSpecs: FunctionSpecStore?
@@ -114,7 +116,8 @@ package final class GatewayCore: Sendable {
         self.queries = queries
         self.hotPath = HotPath(
             targets: hotTargets, access: access, hub: hub, queries: queries, readYourWrites: readYourWrites,
-            functionSpecs: functionSpecs, maxWaitSeconds: configuration.maxWaitSeconds, metrics: metrics, clock: clock)
+            functionSpecs: functionSpecs, maxWaitSeconds: configuration.maxWaitSeconds, metrics: metrics, clock: clock,
+            accessLog: accessLog)
         self.batchQueries = BatchQueries(
             hub: hub, pool: pool, access: access, readYourWrites: readYourWrites, arguments: arguments,
             configuration: configuration, render: render, logger: logger, longPolls: longPolls)
@@ -177,7 +180,8 @@ package final class GatewayCore: Sendable {
         let matched = try? route.get()
         var context = ResponseContext(
             template: matched?.template ?? "unmatched", startedAt: clock.now, headers: [],
-            representation: RepresentationPreferences(method: request.method, header: request.header))
+            representation: RepresentationPreferences(method: request.method, header: request.header),
+            method: request.method, function: matched?.function)
         let accessClass = matched?.accessClass ?? Route.accessClass(rawPath: request.rawPath[...])
         switch access.decide(request, accessClass: accessClass) {
         case .answer(let response):
@@ -189,6 +193,7 @@ package final class GatewayCore: Sendable {
             let parsed = try ParsedRequest(
                 request, route: route.get(), defaultFormat: configuration.defaultFormat, credentials: credentials)
             if parsed.route.actsForCaller { context.callerHeaders = callerCaching.headers(for: parsed.identity) }
+            context.signedIn = parsed.identity != .anonymous
             return .admitted(parsed, context)
         } catch {
             return .refused(completed(errorResponse(error, format: configuration.defaultFormat), context))

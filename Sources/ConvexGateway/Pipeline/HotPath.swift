@@ -29,6 +29,7 @@ struct HotPath: Sendable {
     let maxWaitSeconds: Int
     let metrics: GatewayMetrics
     let clock: GatewayClock
+    let accessLog: AccessLog
 
     /// The prepared answer to a `GET` of a remembered target whose subscription has a current value, or `nil` for
     /// full handling.
@@ -73,9 +74,11 @@ struct HotPath: Sendable {
         case .answer(let refusal):
             let context = ResponseContext(
                 template: Route.queryTemplate, startedAt: started, headers: [],
-                representation: RepresentationPreferences(method: "GET", header: request.header))
+                representation: RepresentationPreferences(method: "GET", header: request.header),
+                function: accessLog.isOn ? try? UdfPath(parsing: route.key.function) : nil, signedIn: false)
             return try? HTTPPreparedResponse(
-                HTTPResponse(GatewayCore.completed(refusal, context, metrics: metrics, clock: clock)))
+                HTTPResponse(
+                    GatewayCore.completed(refusal, context, metrics: metrics, clock: clock, accessLog: accessLog)))
         case .proceed(let headers):
             accessHeaders = headers
         }
@@ -117,7 +120,14 @@ struct HotPath: Sendable {
             value.keep(.init(gzip: gzip, notModified: notModified, accessHeaders: accessHeaders, prepared: made))
             prepared = made
         }
-        (notModified ? targets.notModifiedRecorder : targets.recorder).record(clock.now - started)
+        let duration = clock.now - started
+        (notModified ? targets.notModifiedRecorder : targets.recorder).record(duration)
+        if accessLog.isOn {
+            accessLog.answered(
+                method: "GET", route: Route.queryTemplate, function: route.key.function,
+                status: notModified ? 304 : 200, bytes: prepared.bodyCount, duration: duration, signedIn: false,
+                requestID: accessLog.requestID())
+        }
         return prepared
     }
 

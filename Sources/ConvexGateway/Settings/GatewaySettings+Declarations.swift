@@ -113,6 +113,11 @@ extension GatewaySettings {
                     "--admin-key-file", "CONVEX_ADMIN_KEY_FILE", \.adminKey, alternative: "CONVEX_ADMIN_KEY",
                     default: "none", help: "A file holding the deployment's admin key."),
                 .choice("--log-level", "LOG_LEVEL", \.logLevel, help: "swift-log level."),
+                .choice(
+                    "--access-log", "GATEWAY_ACCESS_LOG", \.gateway.accessLog,
+                    help: "One line at `info` per answered request, and one when an event stream ends (method, route, "
+                        + "function, status, bytes, duration, request id, whether the caller signed in; never a "
+                        + "credential, the query string or arguments). Written only when `--log-level` admits `info`."),
             ])
         + section(
             .access,
