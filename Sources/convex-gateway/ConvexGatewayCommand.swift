@@ -59,7 +59,15 @@ enum ConvexGatewayCommand {
     /// - Parameter adminKeyFlag: the admin key came as `--admin-key`, which every user of the machine can read in the
     ///   process list.
     static func run(_ settings: GatewaySettings, adminKeyFlag: Bool = false) async throws {
-        LoggingSystem.bootstrap(StreamLogHandler.standardError)
+        switch settings.logFormat {
+        case .text:
+            LoggingSystem.bootstrap(StreamLogHandler.standardError)
+        case .json:
+            let clock = GatewayClock.continuous
+            LoggingSystem.bootstrap { label in
+                JSONLogHandler(label: label, now: { clock.wallMilliseconds }, write: StandardErrorLines.write)
+            }
+        }
         var logger = Logger(label: "convex-gateway")
         logger.logLevel = settings.logLevel
         if adminKeyFlag {

@@ -114,6 +114,10 @@ extension GatewaySettings {
                     default: "none", help: "A file holding the deployment's admin key."),
                 .choice("--log-level", "LOG_LEVEL", \.logLevel, help: "swift-log level."),
                 .choice(
+                    "--log-format", "LOG_FORMAT", \.logFormat,
+                    help: "How each log line is written: swift-log's text, or one JSON object per line with `time`, "
+                        + "`level`, `message`, `label`, `source` and the metadata flattened."),
+                .choice(
                     "--access-log", "GATEWAY_ACCESS_LOG", \.gateway.accessLog,
                     help: "One line at `info` per answered request, and one when an event stream ends (method, route, "
                         + "function, status, bytes, duration, request id, whether the caller signed in; never a "

@@ -19,6 +19,8 @@ package struct GatewaySettings: Sendable {
     package var publicDemo = false
     /// The log level of the whole process.
     package var logLevel = Logger.Level.info
+    /// How log lines are written: swift-log's text, or one JSON object per line.
+    package var logFormat = LogFormat.text
     /// The deployment's admin key, to fetch its function spec for typed inputs.
     package var adminKey: Secret?
 

@@ -109,3 +109,23 @@ struct AccessLogTests {
     }
 }
 
+/// `--log-format json` on the real executable: every line of its log, access lines included, is one JSON object.
+@Suite("JSON log", .timeLimit(.minutes(5)))
+struct JSONLogEndToEndTests {
+    @Test func everyLineParses() async throws {
+        try await TestGateway.run(.process, environment: ["LOG_LEVEL": "info", "LOG_FORMAT": "json"]) { gateway in
+            #expect(try await gateway.get("/query/echo:echo?x=1").status == 200)
+            #expect(try await gateway.get("/no-such-route").status == 404)
+            let lines = gateway.log.split(separator: "\n")
+            #expect(lines.count >= 4)
+            var messages: [String] = []
+            for line in lines {
+                let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+                #expect(object?["time"] is String && object?["level"] is String, "\(line)")
+                messages.append(object?["message"] as? String ?? "")
+            }
+            #expect(messages.contains("Gateway listening"))
+            #expect(messages.filter { $0 == "Request answered" }.count >= 2)
+        }
+    }
+}

@@ -119,7 +119,8 @@ final class GatewayProcess: GatewayUnderTest {
     }
 
     static func parsePort(log: String) -> Int? {
-        guard let range = log.range(of: "http.port=") else { return nil }
+        // `http.port=8080` in text lines, `"http.port":"8080"` in JSON ones (`--log-format json`).
+        guard let range = log.range(of: "http.port=") ?? log.range(of: #""http.port":""#) else { return nil }
         let digits = log[range.upperBound...].prefix { $0.isNumber }
         return Int(digits).flatMap { $0 > 0 ? $0 : nil }
     }
