@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ConvexGateway } from "../../Sources/ConvexGateway/Resources/client/gateway.js";
 import { FakeEventStream } from "./fake-event-stream.mjs";
-import { VirtualClock } from "./simulation.mjs";
+import { VirtualClock, seededRandom } from "./simulation.mjs";
 
 /** A fetch for the stream: unreachable while `server.down`, else a stream the test writes to (`server.streams`). */
 function streamServer() {
@@ -94,6 +94,29 @@ test("refusals of the stream back off with jitter to the ceiling, as lost connec
     const bases = [100, 200, 400, 800, 1600, 3200, 6400, 10000, 10000, 10000];
     delays.forEach((delay, n) => assert.ok(Math.abs(delay - bases[n] * factor) < bases[n] * 0.002, `${delay} for ${bases[n]}`));
     assert.equal(errors.length, 10, "each refusal heard");
+    gateway.close();
+  }
+});
+
+test("over seeded random jitter, every reconnect delay lies within ±50 % of its doubling base, and the ceiling is reached", async () => {
+  const bases = [100, 200, 400, 800, 1600, 3200, 6400, 10000, 10000, 10000, 10000, 10000];
+  for (let round = 0; round < 20; round++) {
+    FakeEventStream.instances = [];
+    const clock = new VirtualClock(seededRandom(700 + round));
+    const gateway = new ConvexGateway("http://gateway.test", { timers: clock, debounceMs: 0, eventStreamReader: FakeEventStream });
+    gateway.subscribe("messages:list", {}, () => {}, () => {});
+    await clock.advance(0);
+    const delays = [];
+    for (const base of bases) {
+      const before = clock.delays.length;
+      FakeEventStream.instances.at(-1).refuse(503, { code: "UpstreamUnavailable", message: "down" });
+      const [delay] = clock.delays.slice(before);
+      assert.ok(delay >= base * 0.5 && delay < base * 1.5, `round ${round}: ${delay} for ${base}`);
+      delays.push(delay);
+      await clock.advance(20000);
+    }
+    assert.ok(Math.max(...delays.slice(7)) >= 5000, "at the ceiling");
+    assert.ok(new Set(delays.slice(7)).size > 1, "jittered, not all the same");
     gateway.close();
   }
 });
