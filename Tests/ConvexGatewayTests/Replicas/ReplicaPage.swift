@@ -62,6 +62,23 @@ struct ReplicaPage {
               window.feed = anonymous.paginatedQuery("feed:list", { channel: "\(channel)" }, { initialNumItems: 5 },
                 (results, status) => { record.feeds.push({ bodies: results.map((post) => post.body), status }); changed(); },
                 fail("feed"));
+              // A writer that never pauses: three mutations called at once, then three more once they are answered,
+              // on a client of its own, so some are always on their way when a replica goes.
+              const writes = window.writes = { sent: 0, failures: [], stop: false, done: false };
+              const writer = new ConvexGateway(location.origin);
+              (async () => {
+                while (!writes.stop) {
+                  const calls = [0, 1, 2].map(() => {
+                    const body = `p${writes.sent++}`;
+                    return writer.mutation("messages:send", { body, channel: "\(channel)-writes" })
+                      .catch((error) => { writes.failures.push(`${body}: ${error.status} ${error.code} ${error.message}`); });
+                  });
+                  await Promise.all(calls);
+                  await new Promise((resolve) => setTimeout(resolve, 20));
+                }
+                writes.done = true;
+                changed();
+              })();
               const token = () => unsignedJWT({ sub: "page-user", exp: Math.floor(Date.now() / 1000) + 3600 });
               new ConvexGateway(location.origin, { token }).subscribe("conformance:whoami", {},
                 (value) => { record.identities.push(JSON.stringify(value)); changed(); }, fail("whoami"));
@@ -71,6 +88,24 @@ struct ReplicaPage {
             })()
             """)
         return ReplicaPage(page: page, name: name, busyName: busyName, channel: channel)
+    }
+
+    /// What the page's writer sent: `p0`, `p1`, … to the channel `<channel>-writes`, and the calls that failed.
+    struct Writes: Decodable {
+        var sent: Int
+        var failures: [String]
+    }
+
+    /// Stops the page's writer and waits for every mutation it called to be answered.
+    func stopWrites() async throws -> Writes {
+        try await page.evaluate(
+            """
+            (async () => {
+              writes.stop = true;
+              await until(() => writes.done, () => `the writer's last mutations, ${writes.sent} sent`, 60000);
+              return { sent: writes.sent, failures: writes.failures };
+            })()
+            """, as: Writes.self, timeout: .seconds(90))
     }
 
     /// When the page was last given a value of the busy writer's count.

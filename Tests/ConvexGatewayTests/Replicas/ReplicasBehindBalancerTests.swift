@@ -9,7 +9,8 @@ import Testing
 /// with SIGTERM and killed with SIGKILL, and their connections to the deployment cut, while clients of every kind
 /// follow live values through the balancer (Server-Sent Events readers resuming with `Last-Event-ID`, a signed-in
 /// stream, a long-poll, a /client.js page in Chromium) and writers change them. The oracle: every write acknowledged
-/// is applied once, a lost answer is an outcome-unknown error, a read after a write sees it, no client is shown a value
+/// is applied once, a lost answer is an outcome-unknown error (client.js sends a page's writes again under its session:
+/// each is applied once, in the page's call order), a read after a write sees it, no client is shown a value
 /// the deployment never had or one older than it showed before, each ends on the deployment's values, and no signed-in
 /// client is shown as anyone else. Run by scripts/test after the parallel suites (`CONVEX_TEST_REPLICAS=1`), where
 /// HAProxy and Chromium are installed.
@@ -159,6 +160,21 @@ struct ReplicasBehindBalancerTests {
                 items.compactMap { if case .string(let body)? = $0["body"] { body } else { nil } }
             } else { [] }
         #expect(posts.count == Self.rounds, "the deployment's feed: \(feed.text)")
+        // The page's own writes (client.js, POST /mutations through the balancer): every one committed once, in the
+        // order the page called them, whatever replica went while it was on its way.
+        let writes = try await page.stopWrites()
+        #expect(writes.failures.isEmpty, "the page's mutations failed: \(writes.failures.prefix(5))")
+        let written = try await Self.call("the page's writes") {
+            try RawConnection.request("GET", "/query/messages:list?channel=\(channel)-writes", port: port)
+        }
+        let bodies: [String] =
+            if case .array(let items)? = written.json {
+                items.compactMap { if case .string(let body)? = $0["body"] { body } else { nil } }
+            } else { [] }
+        #expect(writes.sent > 3 * Self.rounds, "the page's writer sent \(writes.sent)")
+        #expect(
+            bodies == (0..<writes.sent).map { "p\($0)" },
+            "the page's \(writes.sent) writes as the deployment holds them (twice, missing or out of order): \(bodies)")
         let record = try await page.record(untilCount: Self.rounds, busy: busy, posts: posts.count)
         ReplicaPage.check(record, rounds: Self.rounds, busy: busy, feed: posts)
 
