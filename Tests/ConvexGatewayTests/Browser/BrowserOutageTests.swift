@@ -215,6 +215,61 @@ struct BrowserOutageTests {
         }
     }
 
+    struct Backoffs: Decodable {
+        /// The delays client.js asked for before each try to open its stream again, in milliseconds.
+        var delays: [Double]
+        /// The console warnings it wrote meanwhile.
+        var warnings: [String]
+    }
+
+    @Test("after a lost stream, reconnects back off to the ceiling, twenty tries, with one console warning")
+    func reconnectsBackOffToTheCeiling() async throws {
+        try await BrowserPage.withRestartableGateway { restart, browser, origin in
+            var opened: BrowserPage?
+            try await restart { _ in
+                let page = try await BrowserPage.open(browser, url: "\(origin)/healthz")
+                opened = page
+                _ = try await page.evaluate(
+                    """
+                    (async () => {
+                      // The backoff's timers, as a test gives them: each delay is recorded and waited a fiftieth of;
+                      // no jitter (the random factor is 1).
+                      window.delays = [];
+                      window.warnings = [];
+                      const warn = console.warn.bind(console);
+                      console.warn = (...args) => { warnings.push(args.join(" ")); warn(...args); };
+                      const timers = {
+                        setTimeout: (callback, ms) => { delays.push(ms); changed(); return setTimeout(callback, ms / 50); },
+                        clearTimeout: (timer) => clearTimeout(timer),
+                        random: () => 0.5,
+                      };
+                      const { ConvexGateway } = await import(`${location.origin}/client.js`);
+                      window.gateway = new ConvexGateway(location.origin, { timers });
+                      gateway.subscribe("conformance:counter", { name: "backoff" }, () => changed());
+                      await until(() => gateway.connectionState().isStreamConnected, "the stream open");
+                      delays.length = 0;
+                      return true;
+                    })()
+                    """, as: Bool.self)
+            }
+            // The gateway has stopped: nothing listens on its port.
+            let page = try #require(opened)
+            let report = try await page.evaluate(
+                """
+                (async () => {
+                  await until(() => delays.length >= 21, () => `delays so far: ${delays}`, 60000);
+                  return { delays, warnings };
+                })()
+                """, as: Backoffs.self, timeout: .seconds(90))
+            // The first try may follow the stream's own retry:; from the next, 100 ms doubling to the 10 s ceiling.
+            let backoffs = Array(report.delays.dropFirst().prefix(20))
+            let expected = (0..<20).map { Double(min(10_000, 100 << $0)) }
+            #expect(backoffs == expected, "delays: \(report.delays)")
+            #expect(
+                report.warnings.filter { $0.contains("unreachable") }.count == 1, "warnings: \(report.warnings)")
+        }
+    }
+
     struct Types: Decodable {
         var streamed: String
         var queried: String
