@@ -42,6 +42,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.1.0"),
         // gzip for response bodies, over the system zlib (Debian's zlib1g-dev).
         .package(url: "https://github.com/adam-fowler/compress-nio.git", from: "1.5.0"),
+        // YAML for `--config <file>.yaml` (ConvexGateway/Settings/SettingsFile.swift).
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
     ],
     targets: [
         // MARK: Values
@@ -223,6 +225,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Yams", package: "Yams"),
             ],
             // Embedded in the binary (ClientScript.swift): no resource bundle to install beside the executable. The
             // modules of client.js, served as one file in this order.

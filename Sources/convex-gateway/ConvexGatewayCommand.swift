@@ -14,8 +14,9 @@ enum ConvexGatewayCommand {
     static let overview =
         "Convex queries, mutations, actions and live subscriptions as plain JSON over HTTP and Server-Sent Events."
     static let discussion = """
-        Every option can also be set with the environment variable named in its help; a flag wins over the \
-        environment, which wins over the default, and an empty variable counts as unset. Without --convex-url the \
+        Every option can also be set with the environment variable named in its help, or as a key of the file \
+        --config names (the option's name without --); a flag wins over the environment, which wins over the file, \
+        which wins over the default, and an empty variable counts as unset. Without --convex-url the \
         gateway starts the embedded local deployment with its demo functions (no account, no network).
         """
 

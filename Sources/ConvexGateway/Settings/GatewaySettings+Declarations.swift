@@ -13,6 +13,11 @@ extension GatewaySettings {
         section(
             .configuration,
             [
+                .file(
+                    "--config", "GATEWAY_CONFIG", \.configFile,
+                    help: "A JSON (`.json`) or YAML (`.yaml`, `.yml`) file of settings whose keys are the options' "
+                        + "names without `--` (`port: 8080`); a flag or an environment variable wins over it. An "
+                        + "unknown key or a value of the wrong type stops the gateway, naming the key and the file."),
                 .value(
                     "--host", "GATEWAY_HOST", \.gateway.host, valueName: "<address>",
                     help: "Numeric IPv4 or IPv6 address to listen on (`0.0.0.0` in a container, `::` for IPv6); "

@@ -1,10 +1,11 @@
 import Configuration
 
 extension GatewaySettings {
-    /// Reads every declared setting as flag > environment > default through swift-configuration: the flags are an
-    /// in-memory provider in front of an environment-variables provider, and secret settings are marked secret in
-    /// both and at the read, so an access reporter (such as the one `CONFIG_ACCESS_LOG_FILE` turns on) shows them
-    /// redacted. An empty environment variable counts as unset.
+    /// Reads every declared setting as flag > environment > settings file > default through swift-configuration: the
+    /// flags are an in-memory provider in front of an environment-variables provider, in front of the file of
+    /// `--config`/`GATEWAY_CONFIG` (``SettingsFile``) as another in-memory provider, and secret settings are marked
+    /// secret in each and at the read, so an access reporter (such as the one `CONFIG_ACCESS_LOG_FILE` turns on) shows
+    /// them redacted. An empty environment variable counts as unset.
     /// - Parameters:
     ///   - commandLine: The settings given as flags, by environment variable name (``SettingsCommandLine``).
     ///   - environment: The process environment.
@@ -14,24 +15,36 @@ extension GatewaySettings {
         commandLine: [String: String], environment: [String: String],
         declarations: [Setting] = GatewaySettings.declarations
     ) throws(SettingError) {
-        let flags = InMemoryProvider(
-            name: "command line",
-            values: Dictionary(
-                uniqueKeysWithValues: declarations.compactMap { setting in
-                    commandLine[setting.environment].map {
-                        (AbsoluteConfigKey(setting.key), ConfigValue(.string($0), isSecret: setting.isSecret))
-                    }
-                }))
+        let flags = Self.provider("command line", commandLine, declarations)
         let variables = EnvironmentVariablesProvider(
             environmentVariables: environment.filter { !$0.value.isEmpty },
             secretsSpecifier: .specific(Set(declarations.filter(\.isSecret).map(\.environment))))
-        let reader = ConfigReader(providers: [flags, variables])
+        let setEnvironment = environment.filter { !$0.value.isEmpty }
+        var file: SettingsFile?
+        if let config = declarations.first(where: { $0.environment == Self.configFileVariable }),
+            let path = commandLine[config.environment] ?? setEnvironment[config.environment]
+        {
+            file = try SettingsFile.load(path: path, name: config.name, declarations: declarations)
+        }
+        let fileValues = file?.values ?? [:]
+        let fileProvider = Self.provider("settings file", fileValues, declarations)
+        let reader = ConfigReader(providers: [flags, variables, fileProvider])
+        // The settings whose value is the file's, so that an error about one names the file and its key.
+        let fromFile = Set(
+            fileValues.keys.filter { commandLine[$0] == nil && setEnvironment[$0] == nil })
 
         var texts: [String: String] = [:]
         for setting in declarations {
             texts[setting.environment] = reader.string(forKey: setting.key, isSecret: setting.isSecret)
         }
-        // Two ways to give one value (a secret, or the file holding it): a flag wins over the environment.
+        // Two ways to give one value (a secret, or the file holding it): a flag or the environment wins over the
+        // settings file, and a flag over the environment.
+        for setting in declarations {
+            guard let alternative = setting.alternative, texts[setting.environment] != nil,
+                texts[alternative] != nil, fromFile.contains(setting.environment), !fromFile.contains(alternative)
+            else { continue }
+            texts[setting.environment] = nil
+        }
         for setting in declarations {
             guard let alternative = setting.alternative, texts[setting.environment] != nil,
                 texts[alternative] != nil
@@ -47,9 +60,28 @@ extension GatewaySettings {
 
         self.init()
         for setting in declarations {
-            try setting.apply(texts[setting.environment], setting.name, &self)
+            do {
+                try setting.apply(texts[setting.environment], setting.name, &self)
+            } catch {
+                guard let file, fromFile.contains(setting.environment), let flag = setting.flag else { throw error }
+                throw SettingError("\(printable(file.path)), key '\(flag.dropFirst(2))': \(error.message)")
+            }
         }
         try checkCombinations(declarations)
+    }
+
+    /// An in-memory provider of `texts` (by environment variable name), secrets marked secret.
+    private static func provider(
+        _ name: String, _ texts: [String: String], _ declarations: [Setting]
+    ) -> InMemoryProvider {
+        InMemoryProvider(
+            name: name,
+            values: Dictionary(
+                uniqueKeysWithValues: declarations.compactMap { setting in
+                    texts[setting.environment].map {
+                        (AbsoluteConfigKey(setting.key), ConfigValue(.string($0), isSecret: setting.isSecret))
+                    }
+                }))
     }
 
     /// Refuses settings that are each valid alone but unsafe together, naming them.
@@ -71,6 +103,11 @@ extension GatewaySettings {
                     + "may send credentials instead")
         }
     }
+}
+
+extension GatewaySettings {
+    /// The setting that names the settings file (`--config`).
+    static let configFileVariable = "GATEWAY_CONFIG"
 }
 
 extension Setting {

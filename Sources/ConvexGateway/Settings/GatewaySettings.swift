@@ -23,6 +23,8 @@ package struct GatewaySettings: Sendable {
     package var logFormat = LogFormat.text
     /// The deployment's admin key, to fetch its function spec for typed inputs.
     package var adminKey: Secret?
+    /// The settings file it was given (`--config`), read before every other setting.
+    package var configFile: String?
 
     package init() {}
 }
