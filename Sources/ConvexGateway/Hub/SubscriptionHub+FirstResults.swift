@@ -100,6 +100,16 @@ extension SubscriptionHub {
         perform(actions)
     }
 
+    /// ``noFirstResult(_:timeout:)``, unless the deployment refused the connection's credentials (the token expired,
+    /// or was never valid): the connection's query set then ends, and a member added as it ended never gets a result,
+    /// so the answer is that refusal (401), not a timeout.
+    func noFirstResult(_ first: FirstResult, timeout: Duration, upstream: any ConvexUpstream) async -> GatewayError {
+        if !first.isFull, let refusal = await upstream.credentialsRefusal() {
+            return refusal.gatewayError(logging: logger)
+        }
+        return noFirstResult(first, timeout: timeout)
+    }
+
     /// Why a first result did not come: the subscription limit refused it (503 `Overloaded`), or the caller's (429
     /// `TooManySubscriptions`, naming the limit), each with `Retry-After`; else the deployment did not answer within
     /// `timeout` (504 `UpstreamTimeout`).

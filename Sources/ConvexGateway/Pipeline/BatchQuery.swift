@@ -79,7 +79,7 @@ struct BatchQueries: Sendable {
             let missing = zip(ids, firsts).filter { $0.1.read == nil }
             // A subscription limit first: its 503 or 429 says when to come back.
             if let (id, first) = missing.first(where: { $0.1.isFull }) ?? missing.first {
-                throw hub.noFirstResult(first, timeout: timeout).naming(query: id)
+                throw await hub.noFirstResult(first, timeout: timeout, upstream: upstream).naming(query: id)
             }
         }
         if let snapshot = hub.currentBodies(for: keys, format: format) { return snapshot }

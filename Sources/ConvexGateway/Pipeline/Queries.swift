@@ -62,7 +62,7 @@ struct Queries: Sendable {
                 // At the subscription limit, or the caller's: a one-shot query answers, and no subscription is made.
                 return .response(try await calls.call(.query, function, input, args, request))
             case .noResult:
-                throw .upstreamTimeout(seconds: configuration.upstreamTimeout.seconds)
+                throw await hub.noFirstResult(first, timeout: configuration.upstreamTimeout, upstream: upstream)
             }
         }
     }

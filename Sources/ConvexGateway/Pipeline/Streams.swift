@@ -117,7 +117,7 @@ struct Streams: Sendable {
                 error = failure.gatewayError(logging: logger)
             } else {
                 if full && !first.isFull { continue }
-                error = hub.noFirstResult(first, timeout: timeout)
+                error = await hub.noFirstResult(first, timeout: timeout, upstream: upstream)
             }
             if let id = subscription.id { error = error.naming(subscription: id) }
             throw error
