@@ -263,6 +263,23 @@ test("a batch carries at most 100 mutations; the rest go in the next, in order",
   assert.deepEqual(await Promise.all(all), [...Array(150).keys()]);
 });
 
+test("a batch stops growing past a mebibyte of arguments; a larger mutation goes alone, in order", async () => {
+  const clock = new VirtualClock(() => 0.5);
+  const requests = scriptedFetch();
+  const gateway = new ConvexGateway("http://gateway.test", { timers: clock });
+  const sizes = [400, 400, 300, 1500, 10, 10];
+  const all = sizes.map((kib, n) => gateway.mutation("m:n", { n, text: "x".repeat(kib * 1024) }));
+  const batches = [];
+  for (let i = 0; i < 4; i++) {
+    await clock.advance(0);
+    const request = requests[i];
+    batches.push(request.body.mutations.map(({ args }) => args.n));
+    request.answer(200, { results: request.body.mutations.map(({ requestId }) => committed(requestId, requestId)) });
+  }
+  assert.deepEqual(batches, [[0, 1], [2], [3], [4, 5]]);
+  assert.deepEqual(await Promise.all(all), [0, 1, 2, 3, 4, 5]);
+});
+
 test("a page's session id is a lowercase version 4 UUID, also where crypto.randomUUID is missing (plain HTTP pages)", () => {
   assert.match(randomSessionId(), uuid);
   const randomUUID = crypto.randomUUID;

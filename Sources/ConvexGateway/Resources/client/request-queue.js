@@ -12,6 +12,9 @@ import { ConvexGatewayError } from "./errors.js";
 /** The gateway's answers that ran nothing for sure, or only what a resend runs once: tried again later. */
 const RETRYABLE = new Set([429, 502, 503, 504]);
 const MAX_BATCH = 100;
+/** A batch stops growing past this many bytes of arguments (a mutation larger than it goes alone), well inside the
+ * gateway's body limit, so that many large mutations called at once never make one body it refuses. */
+const MAX_BATCH_BYTES = 1 << 20;
 
 /**
  * RequestQueue: `mutation(path, args, hooks)` enqueues. When no batch is on the wire, every queued mutation (at most
@@ -72,7 +75,8 @@ export class RequestQueue {
     if (this.#closed) return Promise.reject(new ConvexGatewayError(0, closedError));
     const body = this.#client.values.encode(args);
     return new Promise((resolve, reject) => {
-      this.#queued.push({ requestId: this.#nextRequestId++, path, args: body, hooks, resolve, reject, sent: false });
+      const bytes = path.length + JSON.stringify(body).length;
+      this.#queued.push({ requestId: this.#nextRequestId++, path, args: body, bytes, hooks, resolve, reject, sent: false });
       this.#schedule(0);
     });
   }
@@ -100,7 +104,12 @@ export class RequestQueue {
 
   async #send(forceRefresh) {
     if (this.#closed || this.#queued.length === 0) return;
-    const batch = (this.#onWire = this.#queued.splice(0, MAX_BATCH));
+    let count = 1;
+    for (let bytes = this.#queued[0].bytes; count < Math.min(MAX_BATCH, this.#queued.length); count++) {
+      bytes += this.#queued[count].bytes;
+      if (bytes > MAX_BATCH_BYTES) break;
+    }
+    const batch = (this.#onWire = this.#queued.splice(0, count));
     for (const entry of batch) {
       if (entry.sent) continue;
       entry.sent = true;
