@@ -3,8 +3,9 @@
  * the files of Sources/ConvexGateway/Resources/client/, served as one file (ClientScript.swift) with this one,
  * gateway.js, the public ConvexGateway, last. As convex-js splits its client: errors.js, event-stream.js (the stream's
  * transport), authentication.js (tokens and stream tickets), values.js (values, timestamps), patching.js,
- * callbacks.js, paginated.js, optimistic.js (optimistic updates), backoff.js, calls.js (queries and actions),
- * request-queue.js (the ordered mutation queue), live-queries.js (values, transitions, callback passes) and
+ * callbacks.js, paginated-pages.js, paginated-state.js and paginated-query.js (live paginated queries: the pages, their
+ * list as a state machine, its subscriptions), optimistic.js (optimistic updates), backoff.js, calls.js (queries and
+ * actions), request-queue.js (the ordered mutation queue), live-queries.js (values, transitions, callback passes) and
  * connection.js (the stream and its reconnects).
  *
  *   import { ConvexGateway } from "http://127.0.0.1:8080/client.js";
@@ -38,7 +39,7 @@ import { callOnce, checkCall, valueFormat } from "./calls.js";
 import { Connection } from "./connection.js";
 import { EventStreamReader } from "./event-stream.js";
 import { LiveQueries } from "./live-queries.js";
-import { PaginatedQuery } from "./paginated.js";
+import { PaginatedQuery } from "./paginated-query.js";
 import { RequestQueue } from "./request-queue.js";
 import { SeenTimestamp } from "./values.js";
 
