@@ -150,6 +150,11 @@ public final class Gateway: Sendable {
         try server.start()
         started.withLock { $0 = true }
         let core = self.core
+        // The anonymous connection, which stays open, starts now: a deployment that is down is then known before the
+        // first request would wait for it (Upstream/DeploymentReachability.swift).
+        if let (_, anonymous) = try? core.pool.upstream(for: .anonymous) {
+            Task { try? await anonymous.waitUntilConnected(timeout: .zero) }
+        }
         let clock = core.clock
         let heartbeat = Task {
             while (try? await clock.sleep(for: core.configuration.heartbeatInterval)) != nil {

@@ -114,6 +114,7 @@ struct FilteredUpstream: ConvexUpstream {
     }
     func close() async { await base.close() }
     var credentialsRefused: Bool { base.credentialsRefused }
+    var unreachableCause: String? { base.unreachableCause }
 }
 
 /// A query set whose refused members get one failure, as a deployment's unknown functions do, and then nothing; the

@@ -202,6 +202,16 @@ extension GatewayError {
         )
     }
 
+    /// The deployment is known unreachable: the gateway's last attempt to connect failed, and it tries again in the
+    /// background; the request is refused at once rather than after a connect attempt of its own.
+    package static var deploymentUnreachable: GatewayError {
+        GatewayError(
+            code: .upstreamUnavailable,
+            message: "Convex deployment is unreachable (the gateway's last attempt to connect failed and it keeps "
+                + "trying); try again later",
+            headers: [(HeaderName.retryAfter, "1")])
+    }
+
     package static func upstreamTimeout(seconds: Double) -> GatewayError {
         GatewayError(
             code: .upstreamTimeout,

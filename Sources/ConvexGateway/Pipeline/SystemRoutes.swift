@@ -22,9 +22,16 @@ struct SystemRoutes: Sendable {
 
     /// `GET /ready`: the gateway is not stopping, and the anonymous upstream connection is up.
     /// - Throws: 503 `ShuttingDown` once the gateway has begun to stop; 503 `UpstreamUnavailable` when the connection
-    ///   does not come up within a second.
+    ///   does not come up within a second, or at once, saying why, while the deployment is known unreachable.
     func readiness() async throws(GatewayError) -> GatewayResponse {
         if drain.started { throw .shuttingDown }
+        if let cause = pool.anonymous?.unreachableCause {
+            var error = GatewayError.deploymentUnreachable
+            error.message = "Not ready: the Convex deployment is unreachable: \(cause)"
+            // The connection retries by itself; asked here too, so that a pool without requests keeps trying.
+            _ = try? pool.upstream(for: .anonymous)
+            throw error
+        }
         let (_, upstream) = try pool.upstream(for: .anonymous)  // never refused: the anonymous one is not counted
         do {
             try await upstream.waitUntilConnected(timeout: .seconds(1))

@@ -14,6 +14,8 @@ public final class ClientUpstream: ConvexUpstream {
     let connectWarnings: UpstreamConnectWarnings?
     /// The connections of pages' sync sessions (`POST /mutations`), with this identity's credentials.
     let sessions: SessionClients
+    /// Whether the deployment is known unreachable: one object for every identity of a gateway (the factory's).
+    let reachability: DeploymentReachability?
 
     /// Opens (lazily) a connection to `deploymentUrl` acting as `identity`; reconnects are counted in `metrics`, and
     /// failures to connect go to `connectWarnings` (the gateway's one rate-limited warning for all identities).
@@ -23,12 +25,13 @@ public final class ClientUpstream: ConvexUpstream {
     ) throws(ConvexClientError) {
         try self.init(
             deploymentUrl: deploymentUrl, identity: identity, metrics: metrics, configuration: configuration,
-            connectWarnings: nil, logger: logger)
+            connectWarnings: nil, reachability: nil, logger: logger)
     }
 
     init(
         deploymentUrl: String, identity: UpstreamIdentity, metrics: GatewayMetrics,
-        configuration: ConvexClientConfiguration, connectWarnings: UpstreamConnectWarnings?, logger: Logger
+        configuration: ConvexClientConfiguration, connectWarnings: UpstreamConnectWarnings?,
+        reachability: DeploymentReachability?, logger: Logger
     ) throws(ConvexClientError) {
         let client = try ConvexClient(deploymentUrl: deploymentUrl, configuration: configuration, logger: logger)
         if case .bearer(let token) = identity {
@@ -36,6 +39,7 @@ public final class ClientUpstream: ConvexUpstream {
         }
         self.client = client
         self.connectWarnings = connectWarnings
+        self.reachability = reachability
         self.sessions = SessionClients(
             capacity: SessionClients.defaultCapacity, idleTimeout: SessionClients.defaultIdleTimeout,
             clock: configuration.clock
@@ -54,11 +58,14 @@ public final class ClientUpstream: ConvexUpstream {
             var wasConnected = false
             for await state in states {
                 switch state {
-                case .connected: wasConnected = true
+                case .connected:
+                    wasConnected = true
+                    reachability?.connected()
                 case .reconnecting(let reason):
                     if wasConnected { metrics.upstreamReconnected() }
                     wasConnected = false
                     connectWarnings?.connectionFailed(reason: reason)
+                    reachability?.connectionEnded(reason: reason)
                 case .authenticationFailed(let message):
                     // The identity's token expired or was refused: nothing more of it is served.
                     subscriptions.endAll(with: .unauthenticated(message))
@@ -70,6 +77,11 @@ public final class ClientUpstream: ConvexUpstream {
     }
 
     deinit { watcher.cancel() }
+
+    public var unreachableCause: String? {
+        guard let cause = reachability?.unreachableCause, !client.isConnected else { return nil }
+        return cause.description
+    }
 
     public var credentialsRefused: Bool {
         if case .authenticationFailed = client.connectionState { return true }
@@ -163,6 +175,11 @@ extension ClientUpstream {
     /// A factory of connections to `deploymentUrl`, one per identity, for `Gateway`. Their failures to connect are
     /// logged at `warning`, one line per `connectWarningInterval` for all of them, on the configuration's clock.
     /// - Throws: ``ConvexClientError`` when the URL is not a deployment URL (checked once, here).
+    /// The longest wait between a gateway connection's attempts to reach the deployment (the client's backoff has
+    /// full jitter below it): how soon after the deployment comes back a gateway that refused requests while it was
+    /// down serves them again.
+    public static let maxReconnectBackoff = Duration.seconds(1)
+
     public static func factory(
         deploymentUrl: String, configuration: ConvexClientConfiguration = .init(),
         connectWarningInterval: Duration = .seconds(30), logger: Logger
@@ -170,11 +187,17 @@ extension ClientUpstream {
         _ = try ConvexClient(deploymentUrl: deploymentUrl, configuration: configuration, logger: logger)
         let warnings = UpstreamConnectWarnings(
             deploymentURL: deploymentUrl, clock: configuration.clock, interval: connectWarningInterval, logger: logger)
-        return { identity, metrics in
+        let reachability = DeploymentReachability()
+        // While the deployment is down, requests are refused at once and the connections retry in the background:
+        // their backoff is kept short, so that the first request after it comes back is served.
+        var configuration = configuration
+        configuration.maxBackoff = min(configuration.maxBackoff, maxReconnectBackoff)
+        configuration.initialBackoff = min(configuration.initialBackoff, configuration.maxBackoff)
+        return { [configuration] identity, metrics in
             do throws(ConvexClientError) {
                 return try ClientUpstream(
                     deploymentUrl: deploymentUrl, identity: identity, metrics: metrics, configuration: configuration,
-                    connectWarnings: warnings, logger: logger)
+                    connectWarnings: warnings, reachability: reachability, logger: logger)
             } catch {
                 return UnavailableUpstream(reason: error.message)
             }

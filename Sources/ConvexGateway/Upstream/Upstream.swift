@@ -24,6 +24,10 @@ public protocol ConvexUpstream: Sendable {
     func waitUntilConnected(timeout: Duration) async throws(UpstreamFailure)
     /// Closes the connection and ends every subscription.
     func close() async
+    /// Why the deployment is known unreachable while this connection is not up (a connect attempt of one of the
+    /// gateway's connections failed and none has connected since), in plain words without an address; `nil`
+    /// otherwise. A request on such a connection is refused at once rather than waiting for it.
+    var unreachableCause: String? { get }
     /// Whether the deployment has refused the connection's credentials (its token is forged, or expired): the
     /// connection then serves nothing until it is closed.
     var credentialsRefused: Bool { get }
@@ -49,6 +53,9 @@ public struct SessionRequest: Sendable, Hashable {
 extension ConvexUpstream {
     /// An upstream that cannot tell is never refused.
     public var credentialsRefused: Bool { false }
+
+    /// An upstream that cannot tell waits for its connection as it always did.
+    public var unreachableCause: String? { nil }
 
     /// An upstream without sessions of its own runs a session's mutation as any other: a resend runs again.
     public func mutation(_ function: String, args: ConvexValue, as request: SessionRequest, timeout: Duration)

@@ -80,7 +80,9 @@ package final class UpstreamPool: Sendable {
     /// The connection for `identity`, opened on first use by a request from `address`; `id` is its opaque identity
     /// key.
     /// - Throws: for a signed-in identity without a connection, 503 `Overloaded` when `maxIdentities` signed-in
-    ///   identities hold one already, 429 `TooManyIdentities` when `address` opened `maxIdentitiesPerAddress` of them.
+    ///   identities hold one already, 429 `TooManyIdentities` when `address` opened `maxIdentitiesPerAddress` of them;
+    ///   503 `UpstreamUnavailable` at once when the deployment is known unreachable and the connection is not up
+    ///   (``DeploymentReachability``), after asking the connection to try again.
     package func upstream(for identity: UpstreamIdentity, from address: ClientKey? = nil) throws(GatewayError) -> (
         id: String, upstream: any ConvexUpstream
     ) {
@@ -115,7 +117,13 @@ package final class UpstreamPool: Sendable {
             state.members[identity] = member
             return .success((member.id, member.upstream))
         }
-        return try found.get()
+        let (id, upstream) = try found.get()
+        if upstream.unreachableCause != nil {
+            // A connection that is not trying (new, or idle) starts; one in its backoff goes on with it.
+            Task { try? await upstream.waitUntilConnected(timeout: .zero) }
+            throw .deploymentUnreachable
+        }
+        return (id, upstream)
     }
 
     /// Frees the places of the signed-in identities whose token the deployment refused (forged, or expired) and that
