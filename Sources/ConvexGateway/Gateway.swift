@@ -144,10 +144,16 @@ public final class Gateway: Sendable {
     var isStarted: Bool { started.withLock { $0 } }
 
     /// Starts listening, the heartbeat, the subscription hub's sweeper and the idle-connection sweeper.
-    /// - Throws: ``CORSOriginError`` for an unsafe CORS policy (``CORSPolicy/check()``), or the server's error.
+    /// - Throws: ``CORSOriginError`` for an unsafe CORS policy (``CORSPolicy/check()``), ``PortInUse`` when another
+    ///   process listens on the port, or the server's error.
     public func start() throws {
         try core.configuration.access.cors.check()
-        try server.start()
+        do {
+            try server.start()
+        } catch {
+            guard error.message.contains("Address already in use") else { throw error }
+            throw PortInUse(host: core.configuration.host, port: core.configuration.port)
+        }
         started.withLock { $0 = true }
         let core = self.core
         // The anonymous connection, which stays open, starts now: a deployment that is down is then known before the

@@ -16,12 +16,14 @@ public struct ShutdownSignals: Sendable {
     }
 
     /// Runs `group` (configured without signals of its own), shutting it down gracefully at each trapped signal,
-    /// including one that arrived before this call.
-    public func run(_ group: ServiceGroup, logger: Logger) async throws {
+    /// including one that arrived before this call. `source` is the log line's: the command's module, so that a
+    /// command without an embedded deployment logs no line that names one.
+    public func run(_ group: ServiceGroup, logger: Logger, source: String = "ConvexLocal") async throws {
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask {
                 for await signal in signals {
-                    logger.notice("Signal received: shutting down gracefully", metadata: ["signal": "\(signal)"])
+                    logger.notice(
+                        "Signal received: shutting down gracefully", metadata: ["signal": "\(signal)"], source: source)
                     await group.triggerGracefulShutdown()
                 }
             }

@@ -122,9 +122,23 @@ enum ConvexGatewayCommand {
         configuration.demoPage = deployment != nil
         if let adminKey {
             configuration.functionSpec = FunctionSpecSource(deploymentURL: deploymentURL, adminKey: adminKey)
+        } else {
+            logger.notice(
+                """
+                Typed inputs are off: without the deployment's admin key the gateway cannot fetch its function spec, \
+                so arguments go to the deployment as sent (an int64 or bytes argument must be written in Convex JSON); \
+                give the key in CONVEX_ADMIN_KEY or a file named by --admin-key-file to type them
+                """)
         }
         let gateway = Gateway(configuration: configuration, logger: logger, upstreamFactory: factory)
-        try gateway.start()
+        do {
+            try gateway.start()
+        } catch let error as PortInUse {
+            await deployment?.shutdown()
+            fail(
+                "Error: port \(error.port) is in use on \(error.host); pass --port (GATEWAY_PORT) another port, or stop "
+                    + "what listens there", status: EXIT_FAILURE)
+        }
         // The deployment it serves, so a wrong --convex-url shows at once (no secret: a URL's user, password and query
         // are left out).
         logger.notice(
@@ -145,7 +159,7 @@ enum ConvexGatewayCommand {
         // SIGTERM and SIGINT drain the gateway (Gateway is a Service); the embedded deployment stops after it.
         let group = ServiceGroup(configuration: .init(services: [gateway], logger: logger))
         do {
-            try await shutdownSignals.run(group, logger: logger)
+            try await shutdownSignals.run(group, logger: logger, source: "convex_gateway")
         } catch {
             await deployment?.shutdown()
             throw error
