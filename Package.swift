@@ -218,6 +218,8 @@ let package = Package(
                 "Convex",
                 "MicroHTTPD",
                 "HTTPFields",
+                // The OTLP span exporter's posts (ConvexGateway/Tracing/).
+                "HTTPFetch",
                 .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Crypto", package: "swift-crypto"),

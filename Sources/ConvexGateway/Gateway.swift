@@ -173,7 +173,9 @@ public final class Gateway: Sendable {
                 await core.pool.closeIdle { core.hub.holdsSubscriptions(forIdentity: $0) }
             }
         }
-        background.withLock { $0 = [heartbeat, hubSweeper, poolSweeper] }
+        // With `--otlp-endpoint`, requests' spans are sent in the background (Tracing/SpanExporter.swift).
+        let exporter = core.tracing.exporter.map { exporter in Task { await exporter.run() } }
+        background.withLock { $0 = [heartbeat, hubSweeper, poolSweeper] + (exporter.map { [$0] } ?? []) }
     }
 
     /// Graceful shutdown: `/readyz` fails for the drain delay while everything else is served; then the port stops
@@ -202,6 +204,8 @@ public final class Gateway: Sendable {
         await server.shutdown()
         core.hub.shutdown()
         await core.pool.closeAll()
+        // The last requests' spans.
+        await core.tracing.exporter?.flush()
     }
 
 }

@@ -30,6 +30,9 @@ public enum HeaderName {
     public static let origin = "Origin"
     public static let prefer = "Prefer"
     public static let preferenceApplied = "Preference-Applied"
+    /// W3C Trace Context: the caller's trace and span, and its vendors' trace state.
+    public static let traceparent = "traceparent"
+    public static let tracestate = "tracestate"
     public static let referrerPolicy = "Referrer-Policy"
     public static let retryAfter = "Retry-After"
     public static let secFetchSite = "Sec-Fetch-Site"

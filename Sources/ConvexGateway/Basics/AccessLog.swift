@@ -9,8 +9,8 @@ public enum AccessLogMode: String, Sendable, CaseIterable {
 /// The access log: one line at `info` per answered request, and one more when an event stream ends.
 ///
 /// A line holds the method, the route's template, the function, the status, the body's bytes, the duration, a request
-/// id, and whether the caller was signed in; never a header's value, a token, a cookie, a ticket, an API key, the
-/// query string or the arguments. Whether lines are written is decided once (``isOn``), so that a gateway whose log
+/// id, the W3C trace and span ids (`trace_id`, `span_id`: Basics/TraceContext.swift), and whether the caller was
+/// signed in; never a header's value, a token, a cookie, a ticket, an API key, the query string or the arguments. Whether lines are written is decided once (``isOn``), so that a gateway whose log
 /// level leaves `info` out (or with `--access-log off`) builds nothing of a line on any request, the hot `GET`
 /// included.
 package struct AccessLog: Sendable {
@@ -41,7 +41,7 @@ package struct AccessLog: Sendable {
     ///     read.
     package func answered(
         method: String, route: String, function: String?, status: Int, bytes: Int, duration: Duration,
-        signedIn: Bool?, requestID: String
+        signedIn: Bool?, requestID: String, trace: RequestTrace? = nil
     ) {
         guard isOn else { return }
         var metadata: Logger.Metadata = [
@@ -51,12 +51,14 @@ package struct AccessLog: Sendable {
         ]
         if let function { metadata["convex.function"] = "\(function)" }
         if let signedIn { metadata["caller"] = Self.caller(signedIn: signedIn) }
+        if let trace { Self.add(trace, to: &metadata) }
         logger.info("Request answered", metadata: metadata)
     }
 
     /// Logs the end of an event stream, with how long it was open and how many events (heartbeats left out) it sent.
     package func streamEnded(
-        route: String, function: String?, lifetime: Duration, events: Int, signedIn: Bool, requestID: String
+        route: String, function: String?, lifetime: Duration, events: Int, signedIn: Bool, requestID: String,
+        trace: RequestTrace? = nil
     ) {
         guard isOn else { return }
         var metadata: Logger.Metadata = [
@@ -64,7 +66,15 @@ package struct AccessLog: Sendable {
             "stream.events": "\(events)", "request.id": "\(requestID)", "caller": Self.caller(signedIn: signedIn),
         ]
         if let function { metadata["convex.function"] = "\(function)" }
+        if let trace { Self.add(trace, to: &metadata) }
         logger.info("Stream ended", metadata: metadata)
+    }
+
+    /// The request's W3C trace (the caller's `traceparent`'s trace, else a new one) and the gateway's span in it, as
+    /// OpenTelemetry's log data model names them.
+    package static func add(_ trace: RequestTrace, to metadata: inout Logger.Metadata) {
+        metadata["trace_id"] = "\(trace.traceID)"
+        metadata["span_id"] = "\(trace.spanID)"
     }
 
     /// Whether the caller was signed in (by a token in `Authorization`, a stream ticket or the auth cookie).

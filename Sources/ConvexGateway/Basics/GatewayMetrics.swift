@@ -17,6 +17,7 @@ public final class GatewayMetrics: Sendable {
     /// Requests refused for their API key: missing, or wrong.
     private let apiKeysMissing: Counter
     private let apiKeysWrong: Counter
+    private let traceSpansDropped: Counter
     private let requestCounters = Mutex<[RequestKey: Counter]>([:])
     private let durations = Mutex<[String: ValueHistogram]>([:])
 
@@ -62,6 +63,10 @@ public final class GatewayMetrics: Sendable {
             helpText: "Requests refused for their X-API-Key, by reason (missing or wrong)")
         apiKeysMissing = registry.makeCounter(descriptor: keyRefusals, labels: [("reason", "missing")])
         apiKeysWrong = registry.makeCounter(descriptor: keyRefusals, labels: [("reason", "wrong")])
+        traceSpansDropped = registry.makeCounter(
+            descriptor: MetricNameDescriptor(
+                namespace: "convex_gateway", subsystem: "trace", metricName: "spans_dropped", unitName: "total",
+                helpText: "Request spans not exported: the export queue was full, or the collector did not take them"))
     }
 
     /// Counts one answered request and records how long it took. `route` is the route's template
@@ -118,6 +123,8 @@ public final class GatewayMetrics: Sendable {
     package func upstreamReconnected() { upstreamReconnects.increment() }
     /// A request was refused for its API key.
     package func apiKeyRefused(missing: Bool) { (missing ? apiKeysMissing : apiKeysWrong).increment() }
+    /// Request spans were dropped instead of exported (Tracing/SpanExporter.swift).
+    package func traceSpansDropped(_ count: Int) { traceSpansDropped.increment(by: Int64(count)) }
 
     /// Where the open-connection gauge reads its figure, at each render.
     package func countConnections(with counter: @escaping @Sendable () -> Int) {

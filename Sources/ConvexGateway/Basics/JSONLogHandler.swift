@@ -93,8 +93,8 @@ package struct JSONLogHandler: LogHandler {
         }
     }
 
-    /// `text` as a JSON string.
-    private static func appendString(_ text: String, to out: inout String) {
+    /// `text` as a JSON string (the OTLP exporter's strings too: Tracing/OTLPTraceJSON.swift).
+    static func appendString(_ text: String, to out: inout String) {
         out += "\""
         for scalar in text.unicodeScalars {
             switch scalar {

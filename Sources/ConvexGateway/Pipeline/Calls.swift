@@ -56,6 +56,10 @@ struct Calls: Sendable {
                         if let refusal = await upstream.credentialsRefusal() { throw refusal }
                         return .success(nil)
                     }
+                    // The deployment's time, for the request's span (Tracing/RequestTracing.swift).
+                    let upstreamTime = UpstreamTime.current
+                    let started = upstreamTime?.clock.now
+                    defer { if let started { upstreamTime?.add(since: started) } }
                     return .success(try await upstream.call(kind, function.canonical, args: args, timeout: timeout))
                 } catch {
                     return .failure(error)

@@ -19,6 +19,10 @@ struct ResponseContext: Sendable {
     var method = "GET"
     var function: UdfPath?
     var signedIn: Bool?
+    /// The request's trace, when tracing is on (Tracing/RequestTracing.swift), and where its calls' upstream time is
+    /// summed when its span is exported.
+    var trace: RequestTrace?
+    var upstreamTime: UpstreamTime?
 }
 
 extension GatewayCore {
@@ -38,10 +42,9 @@ extension GatewayCore {
         case .success(.later(let answer)):
             return .later { [self] () async throws(GatewayError) -> GatewayOutcome in
                 let outcome: GatewayOutcome
-                do throws(GatewayError) {
-                    outcome = try await answer()
-                } catch {
-                    return .response(completed(errorResponse(error, format: format), context))
+                switch await Self.timingUpstream(context.upstreamTime, answer) {
+                case .success(let answered): outcome = answered
+                case .failure(let error): return .response(completed(errorResponse(error, format: format), context))
                 }
                 switch outcome {
                 case .response(let response):
@@ -51,6 +54,9 @@ extension GatewayCore {
                     let duration = clock.now - context.startedAt
                     metrics.recordRequest(route: context.template, status: 200, duration: duration)
                     if accessLog.isOn { logStream(&start, context, duration: duration) }
+                    tracing.answered(
+                        context.trace, method: context.method, route: context.template, status: 200,
+                        function: context.function?.description, duration: duration, upstream: context.upstreamTime)
                     return .stream(start)
                 }
             }
@@ -60,13 +66,24 @@ extension GatewayCore {
     /// A response given now, completed: its representation, the access stage's headers and its metrics (the access
     /// stage's and the hot path's refusals too).
     func completed(_ response: GatewayResponse, _ context: ResponseContext) -> GatewayResponse {
-        Self.completed(response, context, metrics: metrics, clock: clock, accessLog: accessLog)
+        Self.completed(response, context, metrics: metrics, clock: clock, accessLog: accessLog, tracing: tracing)
+    }
+
+    /// Runs a later answer with ``UpstreamTime/current`` bound to the request's, when its span is exported.
+    private static func timingUpstream(
+        _ upstreamTime: UpstreamTime?, _ answer: @escaping @Sendable () async throws(GatewayError) -> GatewayOutcome
+    ) async -> Result<GatewayOutcome, GatewayError> {
+        let run = { () async -> Result<GatewayOutcome, GatewayError> in
+            do throws(GatewayError) { return .success(try await answer()) } catch { return .failure(error) }
+        }
+        guard let upstreamTime else { return await run() }
+        return await UpstreamTime.$current.withValue(upstreamTime) { await run() }
     }
 
     /// ``completed(_:_:)`` for a stage that holds no core: the hot path.
     static func completed(
         _ response: GatewayResponse, _ context: ResponseContext, metrics: GatewayMetrics, clock: GatewayClock,
-        accessLog: AccessLog
+        accessLog: AccessLog, tracing: RequestTracing
     ) -> GatewayResponse {
         var response = response.negotiated(context.representation) {
             response.gzipped ?? ContentCoding.gzip(response.body)
@@ -82,8 +99,11 @@ extension GatewayCore {
             accessLog.answered(
                 method: context.method, route: context.template, function: context.function?.description,
                 status: response.status, bytes: response.body.count, duration: duration, signedIn: context.signedIn,
-                requestID: accessLog.requestID())
+                requestID: accessLog.requestID(), trace: context.trace)
         }
+        tracing.answered(
+            context.trace, method: context.method, route: context.template, status: response.status,
+            function: context.function?.description, duration: duration, upstream: context.upstreamTime)
         return response
     }
 
@@ -94,13 +114,15 @@ extension GatewayCore {
         let function = context.function?.description
         accessLog.answered(
             method: context.method, route: context.template, function: function, status: 200,
-            bytes: start.preamble.count, duration: duration, signedIn: context.signedIn, requestID: requestID)
+            bytes: start.preamble.count, duration: duration, signedIn: context.signedIn, requestID: requestID,
+            trace: context.trace)
         let detach = start.detach
         start.detach = { [accessLog, clock] output in
             detach(output)
             accessLog.streamEnded(
                 route: context.template, function: function, lifetime: clock.now - context.startedAt,
-                events: output.eventsWritten, signedIn: context.signedIn ?? false, requestID: requestID)
+                events: output.eventsWritten, signedIn: context.signedIn ?? false, requestID: requestID,
+                trace: context.trace)
         }
     }
 

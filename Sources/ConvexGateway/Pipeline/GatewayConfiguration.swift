@@ -134,6 +134,10 @@ public struct GatewayConfiguration: Sendable {
     /// Whether every answered request, and every stream's end, is logged at `info` (Basics/AccessLog.swift).
     public var accessLog = AccessLogMode.on
 
+    /// The OTLP/HTTP endpoint (`http://collector:4318`) each request's span is exported to, as JSON to
+    /// `<endpoint>/v1/traces` (Tracing/SpanExporter.swift); `nil` exports nothing.
+    public var otlpEndpoint: String?
+
     /// The version and commit `/metrics` reports (`convex_gateway_build_info`); `convex-gateway` sets its build's.
     public var build = BuildInfo()
 

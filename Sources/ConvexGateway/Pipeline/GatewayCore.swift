@@ -28,6 +28,8 @@ package final class GatewayCore: Sendable {
     let logger: Logger
     /// One line per answered request at `info` (Basics/AccessLog.swift).
     let accessLog: AccessLog
+    /// Each request's W3C trace, for its log lines and, with `--otlp-endpoint`, its exported span (Tracing/).
+    package let tracing: RequestTracing
     let render: @Sendable (ConvexValue, OutputFormat) -> [UInt8]
     /// Typed inputs (Typed/): the deployment's function spec, when configured.
     package let functionSpecs: FunctionSpecStore?
@@ -67,6 +69,14 @@ package final class GatewayCore: Sendable {
         self.render = render
         let metrics = GatewayMetrics(build: configuration.build)
         self.metrics = metrics
+        let tracing = RequestTracing(
+            logsTraces: accessLog.isOn,
+            exporter: configuration.otlpEndpoint.map {
+                SpanExporter(
+                    endpoint: $0, serviceVersion: configuration.build.version, logger: logger, metrics: metrics,
+                    clock: clock)
+            }, clock: clock)
+        self.tracing = tracing
         let hotTargets = HotPath.Targets(metrics: metrics, authCookie: configuration.access.authCookie)
         self.openStreams = OpenStreams(metrics: metrics, perClient: configuration.effectiveMaxStreamsPerClient)
         self.hub = SubscriptionHub(
@@ -117,7 +127,7 @@ package final class GatewayCore: Sendable {
         self.hotPath = HotPath(
             targets: hotTargets, access: access, hub: hub, queries: queries, readYourWrites: readYourWrites,
             functionSpecs: functionSpecs, maxWaitSeconds: configuration.maxWaitSeconds, metrics: metrics, clock: clock,
-            accessLog: accessLog)
+            accessLog: accessLog, tracing: tracing)
         self.batchQueries = BatchQueries(
             hub: hub, pool: pool, access: access, readYourWrites: readYourWrites, arguments: arguments,
             configuration: configuration, render: render, logger: logger, longPolls: longPolls)
@@ -181,7 +191,8 @@ package final class GatewayCore: Sendable {
         var context = ResponseContext(
             template: matched?.template ?? "unmatched", startedAt: clock.now, headers: [],
             representation: RepresentationPreferences(method: request.method, header: request.header),
-            method: request.method, function: matched?.function)
+            method: request.method, function: matched?.function, trace: tracing.start(request.header))
+        context.upstreamTime = tracing.upstreamTime(for: context.trace)
         let accessClass = matched?.accessClass ?? Route.accessClass(rawPath: request.rawPath[...])
         switch access.decide(request, accessClass: accessClass) {
         case .answer(let response):

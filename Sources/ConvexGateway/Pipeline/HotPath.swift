@@ -30,6 +30,7 @@ struct HotPath: Sendable {
     let metrics: GatewayMetrics
     let clock: GatewayClock
     let accessLog: AccessLog
+    let tracing: RequestTracing
 
     /// The prepared answer to a `GET` of a remembered target whose subscription has a current value, or `nil` for
     /// full handling.
@@ -75,10 +76,12 @@ struct HotPath: Sendable {
             let context = ResponseContext(
                 template: Route.queryTemplate, startedAt: started, headers: [],
                 representation: RepresentationPreferences(method: "GET", header: request.header),
-                function: accessLog.isOn ? try? UdfPath(parsing: route.key.function) : nil, signedIn: false)
+                function: tracing.isOn ? try? UdfPath(parsing: route.key.function) : nil, signedIn: false,
+                trace: tracing.start(request.header))
             return try? HTTPPreparedResponse(
                 HTTPResponse(
-                    GatewayCore.completed(refusal, context, metrics: metrics, clock: clock, accessLog: accessLog)))
+                    GatewayCore.completed(
+                        refusal, context, metrics: metrics, clock: clock, accessLog: accessLog, tracing: tracing)))
         case .proceed(let headers):
             accessHeaders = headers
         }
@@ -122,11 +125,18 @@ struct HotPath: Sendable {
         }
         let duration = clock.now - started
         (notModified ? targets.notModifiedRecorder : targets.recorder).record(duration)
-        if accessLog.isOn {
-            accessLog.answered(
-                method: "GET", route: Route.queryTemplate, function: route.key.function,
-                status: notModified ? 304 : 200, bytes: prepared.bodyCount, duration: duration, signedIn: false,
-                requestID: accessLog.requestID())
+        if tracing.isOn {
+            let trace = tracing.start(request.header)
+            let status = notModified ? 304 : 200
+            if accessLog.isOn {
+                accessLog.answered(
+                    method: "GET", route: Route.queryTemplate, function: route.key.function, status: status,
+                    bytes: prepared.bodyCount, duration: duration, signedIn: false, requestID: accessLog.requestID(),
+                    trace: trace)
+            }
+            tracing.answered(
+                trace, method: "GET", route: Route.queryTemplate, status: status, function: route.key.function,
+                duration: duration, upstream: nil)
         }
         return prepared
     }

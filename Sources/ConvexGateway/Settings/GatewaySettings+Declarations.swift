@@ -125,8 +125,16 @@ extension GatewaySettings {
                 .choice(
                     "--access-log", "GATEWAY_ACCESS_LOG", \.gateway.accessLog,
                     help: "One line at `info` per answered request, and one when an event stream ends (method, route, "
-                        + "function, status, bytes, duration, request id, whether the caller signed in; never a "
-                        + "credential, the query string or arguments). Written only when `--log-level` admits `info`."),
+                        + "function, status, bytes, duration, request id, trace and span ids, whether the caller "
+                        + "signed in; never a credential, the query string or arguments). Written only when "
+                        + "`--log-level` admits `info`."),
+                .value(
+                    "--otlp-endpoint", "OTEL_EXPORTER_OTLP_ENDPOINT", \.gateway.otlpEndpoint, valueName: "<url>",
+                    default: "none; no export",
+                    help: "OpenTelemetry: each request's span (method, route, function, status, upstream time; in "
+                        + "the caller's trace when it sent a `traceparent`) is posted as OTLP/HTTP JSON to "
+                        + "`<url>/v1/traces` (`http://collector:4318`), batched every second.",
+                    parse: otlpEndpoint),
             ])
         + section(
             .access,
@@ -305,6 +313,19 @@ extension GatewaySettings {
         } catch {
             let message = error.message
             throw SettingError(name + ": " + message)
+        }
+        return text
+    }
+
+    /// The OTLP/HTTP endpoint: an http(s) URL without a query or fragment, since `/v1/traces` is added to its path.
+    static func otlpEndpoint(_ text: String, _ name: String) throws(SettingError) -> String? {
+        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
+            scheme == "http" || scheme == "https", components.host?.isEmpty == false, components.query == nil,
+            components.fragment == nil
+        else {
+            throw SettingError(
+                "\(name) must be an http or https URL without a query (http://collector:4318), not '\(RedactedURL(text))'"
+            )
         }
         return text
     }
