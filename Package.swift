@@ -243,6 +243,9 @@ let package = Package(
                 .embedInCode("Resources/client/connection.js"), .embedInCode("Resources/client/gateway.js"),
                 // The demo page served at `/` on the embedded deployment.
                 .embedInCode("Resources/demo/index.html"),
+                // The gateway's OpenAPI document (a link to openapi/openapi.yaml), served at /openapi.yaml by
+                // convex-gateway when no --openapi-file is given.
+                .embedInCode("Resources/openapi/openapi.yaml"),
             ]
         ),
         // The build's commit as a C string (Sources/CBuildInfo): a C define carries a value, a Swift one does not.

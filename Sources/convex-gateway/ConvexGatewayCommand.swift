@@ -118,6 +118,7 @@ enum ConvexGatewayCommand {
         let factory = try ClientUpstream.factory(deploymentUrl: deploymentURL, logger: logger)
         var configuration = settings.gateway
         configuration.build = build
+        configuration.servesBuiltInOpenAPI = true
         // The demo page calls the demo functions, which only the embedded deployment has.
         configuration.demoPage = deployment != nil
         if let adminKey {

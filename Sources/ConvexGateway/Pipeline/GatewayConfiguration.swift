@@ -122,6 +122,9 @@ public struct GatewayConfiguration: Sendable {
     public var shutdownGracePeriod = Duration.seconds(10)
     /// Path of the OpenAPI document served at `/openapi.yaml`.
     public var openAPIFile: String?
+    /// Without ``openAPIFile``, serve the document built into the binary (`convex-gateway` does); otherwise
+    /// `/openapi.yaml` is a 404.
+    public var servesBuiltInOpenAPI = false
     /// API key, function allow/deny lists, CORS, rate limit and connection limits (Access/AccessConfiguration.swift).
     public var access = AccessConfiguration()
     /// Typed inputs (Typed/): where to fetch the deployment's function spec; `nil` leaves arguments as sent.

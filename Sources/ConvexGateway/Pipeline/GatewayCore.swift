@@ -139,7 +139,7 @@ package final class GatewayCore: Sendable {
             functionFilter: configuration.access.functions,
             openAPIDocument: configuration.openAPIFile.flatMap { FileManager.default.contents(atPath: $0) }.map {
                 Array($0)
-            })
+            } ?? (configuration.servesBuiltInOpenAPI ? BuiltInOpenAPI.document : nil))
         functionSpecs?.start()
     }
 

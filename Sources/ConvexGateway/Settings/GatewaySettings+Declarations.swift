@@ -93,6 +93,7 @@ extension GatewaySettings {
                         + "`OutcomeUnknown`."),
                 .file(
                     "--openapi-file", "GATEWAY_OPENAPI_FILE", \.gateway.openAPIFile, fallback: "openapi/openapi.yaml",
+                    fallbackNote: "else the document built into the binary",
                     help: "OpenAPI document served at `/openapi.yaml`."),
                 .integer(
                     "--local-port", "CONVEX_LOCAL_PORT", \.localPort, in: 0...65535, note: "picks a free one",

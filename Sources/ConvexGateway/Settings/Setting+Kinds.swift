@@ -131,13 +131,16 @@ extension Setting {
         }
     }
 
-    /// A readable file; unset, `fallback` when there is one and it is readable (relative to the working directory).
+    /// A readable file; unset, `fallback` when there is one and it is readable (relative to the working directory),
+    /// and what happens otherwise (`fallbackNote`) when the documentation should say it.
     static func file(
-        _ flag: String, _ environment: String, _ path: Path<String?>, fallback: String? = nil, help: String
+        _ flag: String, _ environment: String, _ path: Path<String?>, fallback: String? = nil,
+        fallbackNote: String? = nil, help: String
     ) -> Setting {
         Setting(
             flag: flag, environment: environment, help: help,
-            defaultText: fallback.map { "`\($0)` if present" } ?? "none", valueName: "<path>"
+            defaultText: fallback.map { "`\($0)` if present" + (fallbackNote.map { ", \($0)" } ?? "") } ?? "none",
+            valueName: "<path>"
         ) { text, name, settings throws(SettingError) in
             guard let text else {
                 if let fallback, FileManager.default.isReadableFile(atPath: fallback) {

@@ -6,22 +6,31 @@ import Testing
 /// key, a port in use, and no line of the embedded deployment when it serves another.
 @Suite("Start-up messages", .timeLimit(.minutes(3)))
 struct StartupMessagesTests {
-    @Test("with --convex-url: typed inputs off is said with its fix, and no line names the embedded deployment")
+    @Test(
+        """
+        with --convex-url, outside the repository: typed inputs off is said with its fix, no line names the embedded \
+        deployment, and /openapi.yaml is the document built into the binary
+        """)
     func givenDeployment() async throws {
-        let logPath = FileManager.default.temporaryDirectory
-            .appendingPathComponent("convex-gateway-\(UUID().uuidString).log").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let logPath = directory.appendingPathComponent("convex-gateway.log").path
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        defer { try? FileManager.default.removeItem(atPath: logPath) }
         let process = try ChildProcess(
             try GatewayProcess.binaryPath(),
             arguments: ["--convex-url", "http://127.0.0.1:9", "--port", "0", "--threads", "2"]
         ) { options in
             options.environment = GatewayProcess.inheritedEnvironment
+            options.directory = directory
             options.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         }
         func log() -> String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
-        let port = await eventually(timeout: .seconds(30)) { GatewayProcess.parsePort(log: log()) != nil }
-        #expect(port, "no port in \(log())")
+        _ = await eventually(timeout: .seconds(30)) { GatewayProcess.parsePort(log: log()) != nil }
+        let port = try #require(GatewayProcess.parsePort(log: log()), "no port in \(log())")
+        let document = try await blocking { try RawConnection.request("GET", "/openapi.yaml", port: port) }
+        #expect(document.status == 200)
+        #expect(document.text.hasPrefix("openapi: 3.1.0"))
         let status = await process.stop(grace: .seconds(15))
         #expect(status == 0)
         let text = log()
