@@ -22,7 +22,8 @@ enum ArgumentStage {
     /// What the client sent, before any validator is consulted (the spec may be refreshed and the stage run again).
     enum Input: Sendable {
         case query(QueryString)
-        case body(ConvexValue)
+        /// The arguments, and the JSON they were read from when the client sent them as a body.
+        case body(ConvexValue, sent: [UInt8]? = nil)
     }
 
     /// The arguments of a call of `function`, typed by `spec` when it knows the function.
@@ -32,13 +33,20 @@ enum ArgumentStage {
         let known = spec?.publicFunction(function)
         let untyped: ConvexValue
         switch input {
-        case .body(let value): untyped = value
+        case .body(let value, _): untyped = value
         case .query(let query): untyped = try fromQuery(query, validator: known?.args)
         }
         guard let known else { return untyped }
         do {
             return try ArgumentCoercion.coerce(arguments: untyped, validator: known.args)
         } catch {
+            // A number beyond 2^53 was read as the nearest float64: the refusal quotes what the client wrote.
+            if let number = error.number, case .body(_, let sent?) = input,
+                let text = SentNumber.text(readAs: number, in: sent)
+            {
+                throw ArgumentCoercionError(path: error.path, message: ArgumentCoercion.beyondSafeIntegers(text))
+                    .gatewayError
+            }
             throw error.gatewayError
         }
     }
@@ -74,7 +82,7 @@ enum ArgumentStage {
         } catch {
             throw GatewayError.malformedJSON(error, in: what)
         }
-        return .body(try requireObject(value, what: what))
+        return .body(try requireObject(value, what: what), sent: body)
     }
 
     /// The arguments object of a query string; `validator` is the function's arguments validator, if known.

@@ -33,7 +33,7 @@ struct MutationBatch: Sendable {
                 code: .invalidSession)
         }
         session = header
-        guard case .body(let body) = try arguments.bodyInput(request), case .object(let fields) = body,
+        guard case .body(let body, _) = try arguments.bodyInput(request), case .object(let fields) = body,
             case .array(let list)? = fields["mutations"], fields.count == 1
         else {
             throw Self.invalid("The body must be {\"mutations\": [{\"requestId\", \"path\", \"args\"}, …]}")

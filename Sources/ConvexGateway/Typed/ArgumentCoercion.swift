@@ -37,11 +37,7 @@ package enum ArgumentCoercion {
                 throw ArgumentCoercionError(path: path, message: "expected an int64, got the non-integral number \(d)")
             }
             guard abs(d) <= largestSafeInteger else {
-                throw ArgumentCoercionError(
-                    path: path,
-                    message: "the JSON number \(wholeNumberText(d)) is beyond ±9007199254740991 (2^53 − 1), where a "
-                        + "JSON number loses digits (9007199254740993 reads as 9007199254740992); send it as a decimal "
-                        + "string")
+                throw ArgumentCoercionError(path: path, message: beyondSafeIntegers(wholeNumberText(d)), number: d)
             }
             return .int64(Int64(d))
         case (.int64, .string(let text)):
@@ -117,6 +113,12 @@ package enum ArgumentCoercion {
     }
 
     /// A whole float64 as the integer it is (`9007199254740992`, not `9.007199254740992e+15`).
+    /// The refusal of a JSON number beyond the safe integers, quoting `sent`.
+    static func beyondSafeIntegers(_ sent: String) -> String {
+        "the JSON number \(sent) is beyond ±9007199254740991 (2^53 − 1), where a JSON number loses digits "
+            + "(9007199254740993 reads as 9007199254740992); send it as a decimal string"
+    }
+
     private static func wholeNumberText(_ d: Double) -> String {
         abs(d) < 9.2e18 ? String(Int64(d)) : String(format: "%.0f", d)
     }
@@ -128,6 +130,8 @@ package struct ArgumentCoercionError: Error, Sendable, Equatable, CustomStringCo
     /// Where in the arguments, e.g. `.team.wins` or `.tags[2]`.
     package let path: String
     package let message: String
+    /// The JSON number refused for being beyond the safe integers, as read (its text is found in the body again).
+    package var number: Double? = nil
 
     package var description: String { "Argument \(path.isEmpty ? "object" : "'\(path.dropFirst())'"): \(message)" }
 

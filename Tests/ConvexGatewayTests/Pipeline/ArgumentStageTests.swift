@@ -89,9 +89,32 @@ import Testing
         }
     }
 
+    /// 9007199254740993 reads as the float64 9007199254740992: the refusal quotes what the client wrote.
+    @Test(arguments: [
+        (#"{"n": 9007199254740993, "label": "9007199254740992"}"#, "9007199254740993"),
+        (#"{"n": -9007199254740993}"#, "-9007199254740993"),
+        (#"{"n": 9007199254740992}"#, "9007199254740992"),
+        // Two different texts read as the same number: which one is refused cannot be told, so the number as read.
+        (#"{"n": 9007199254740993, "m": 9007199254740992}"#, "9007199254740992"),
+    ])
+    func aNumberBeyondTheSafeIntegersIsQuotedAsSent(body: String, quoted: String) throws {
+        let spec = FunctionSpec(functions: [
+            .init(
+                path: "m:f", kind: .mutation, isPublic: true, args: .object(["n": .int64, "m": .any, "label": .any]),
+                returns: .any)
+        ])
+        let input = try ArgumentStage.input(fromBody: Array(body.utf8))
+        #expect {
+            try ArgumentStage.arguments(input, for: UdfPath(parsing: "m:f"), spec: spec)
+        } throws: { error in
+            guard let e = error as? GatewayError else { return false }
+            return e.message == "Argument 'n': " + ArgumentCoercion.beyondSafeIntegers(quoted)
+        }
+    }
+
     @Test func bodyMustBeAnObjectAndEmptyMeansNoArguments() throws {
         func body(_ text: String) throws -> ConvexValue {
-            guard case .body(let value) = try ArgumentStage.input(fromBody: Array(text.utf8)) else { return .null }
+            guard case .body(let value, _) = try ArgumentStage.input(fromBody: Array(text.utf8)) else { return .null }
             return value
         }
         #expect(try body("") == .object([:]))

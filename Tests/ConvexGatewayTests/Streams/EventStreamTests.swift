@@ -286,7 +286,7 @@ final class RecordingOutput: EventStreamOutput {
         )
         #expect(subscriptions.map(\.id) == ["team", "all-2"])
         #expect(subscriptions.map(\.function.canonical) == ["mlb:first_place_team", "messages:list"])
-        guard case .body(let args) = subscriptions[0].input, case .body(let none) = subscriptions[1].input else {
+        guard case .body(let args, _) = subscriptions[0].input, case .body(let none, _) = subscriptions[1].input else {
             Issue.record("arguments not read")
             return
         }
