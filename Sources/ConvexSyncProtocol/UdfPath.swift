@@ -48,8 +48,14 @@ public struct UdfPath: Sendable, Hashable, CustomStringConvertible {
             }
         }
         if let file = module.split(separator: "/").last, let dot = file.lastIndex(of: ".") {
-            throw UdfPathError(
-                path: text, message: "the module path has an extension '\(file[dot...])' that isn't '.js'")
+            var message = "the module path has an extension '\(file[dot...])' that isn't '.js'"
+            // `mlb.first_place_team`, written as in JavaScript (`api.mlb.first_place_team`): the function after a dot.
+            let name = file[file.index(after: dot)...]
+            if parts.count == 1, Self.isIdentifier(name) {
+                let module = module.dropLast(name.count + 1)
+                message += "; a function path is written module:function, such as '\(module):\(name)'"
+            }
+            throw UdfPathError(path: text, message: message)
         }
         guard Self.isIdentifier(function) else {
             throw UdfPathError(

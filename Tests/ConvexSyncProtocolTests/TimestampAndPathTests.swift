@@ -30,6 +30,22 @@ import Testing
         #expect(throws: UdfPathError.self) { try UdfPath(parsing: input) }
     }
 
+    /// A path written with a dot where the colon goes, as JavaScript names a function (`api.mlb.first_place_team`),
+    /// is refused with the path as it should be written.
+    @Test(arguments: [
+        ("mlb.first_place_team", "; a function path is written module:function, such as 'mlb:first_place_team'"),
+        ("dir/mlb.list", "; a function path is written module:function, such as 'dir/mlb:list'"),
+        ("m.ts:f", ""),
+    ])
+    func aDotWhereTheColonGoesIsToldTheColon(input: String, hint: String) {
+        #expect {
+            try UdfPath(parsing: input)
+        } throws: { error in
+            guard let error = error as? UdfPathError else { return false }
+            return error.message.hasSuffix("that isn't '.js'" + hint)
+        }
+    }
+
     @Test func rustCanonicalForm() throws {
         #expect(try UdfPath(parsing: "messages:list").rustCanonical == "messages.js:list")
     }
