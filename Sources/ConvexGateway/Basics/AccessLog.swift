@@ -51,7 +51,7 @@ package struct AccessLog: Sendable {
         ]
         if let function { metadata["convex.function"] = "\(function)" }
         if let signedIn { metadata["caller"] = Self.caller(signedIn: signedIn) }
-        if let trace { Self.add(trace, to: &metadata) }
+        trace?.addMetadata(to: &metadata)
         logger.info("Request answered", metadata: metadata)
     }
 
@@ -66,15 +66,8 @@ package struct AccessLog: Sendable {
             "stream.events": "\(events)", "request.id": "\(requestID)", "caller": Self.caller(signedIn: signedIn),
         ]
         if let function { metadata["convex.function"] = "\(function)" }
-        if let trace { Self.add(trace, to: &metadata) }
+        trace?.addMetadata(to: &metadata)
         logger.info("Stream ended", metadata: metadata)
-    }
-
-    /// The request's W3C trace (the caller's `traceparent`'s trace, else a new one) and the gateway's span in it, as
-    /// OpenTelemetry's log data model names them.
-    package static func add(_ trace: RequestTrace, to metadata: inout Logger.Metadata) {
-        metadata["trace_id"] = "\(trace.traceID)"
-        metadata["span_id"] = "\(trace.spanID)"
     }
 
     /// Whether the caller was signed in (by a token in `Authorization`, a stream ticket or the auth cookie).

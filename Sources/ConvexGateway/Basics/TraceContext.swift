@@ -1,3 +1,5 @@
+import Logging
+
 /// A W3C Trace Context trace id: 16 bytes, never all zero, written as 32 lower-case hex digits.
 package struct TraceID: Sendable, Hashable, CustomStringConvertible {
     package var high: UInt64
@@ -79,6 +81,10 @@ package struct TraceParent: Sendable, Hashable {
 /// The trace of one request: the caller's trace when it sent a valid `traceparent`, else a new one, and the gateway's
 /// own span in it.
 package struct RequestTrace: Sendable {
+    /// The trace of the request whose answer the current task is making, bound by the pipeline's completion while a
+    /// later answer runs, so that a warning logged on the request's behalf names it (``addMetadata(to:)``).
+    @TaskLocal package static var current: RequestTrace?
+
     package var traceID: TraceID
     /// The gateway's span for this request.
     package var spanID: SpanID
@@ -106,6 +112,12 @@ package struct RequestTrace: Sendable {
             flags = 0x01
             traceState = nil
         }
+    }
+
+    /// Adds `trace_id` and `span_id`, as OpenTelemetry's log data model names them.
+    package func addMetadata(to metadata: inout Logger.Metadata) {
+        metadata["trace_id"] = "\(traceID)"
+        metadata["span_id"] = "\(spanID)"
     }
 
     /// The `traceparent` naming the gateway's span, as a request the gateway makes for this one would send.

@@ -42,7 +42,7 @@ extension GatewayCore {
         case .success(.later(let answer)):
             return .later { [self] () async throws(GatewayError) -> GatewayOutcome in
                 let outcome: GatewayOutcome
-                switch await Self.timingUpstream(context.upstreamTime, answer) {
+                switch await Self.traced(context, answer) {
                 case .success(let answered): outcome = answered
                 case .failure(let error): return .response(completed(errorResponse(error, format: format), context))
                 }
@@ -69,15 +69,19 @@ extension GatewayCore {
         Self.completed(response, context, metrics: metrics, clock: clock, accessLog: accessLog, tracing: tracing)
     }
 
-    /// Runs a later answer with ``UpstreamTime/current`` bound to the request's, when its span is exported.
-    private static func timingUpstream(
-        _ upstreamTime: UpstreamTime?, _ answer: @escaping @Sendable () async throws(GatewayError) -> GatewayOutcome
+    /// Runs a later answer with the request's trace bound (``RequestTrace/current``, for the warnings logged on its
+    /// behalf) and, when its span is exported, where its upstream time is summed (``UpstreamTime/current``).
+    private static func traced(
+        _ context: ResponseContext, _ answer: @escaping @Sendable () async throws(GatewayError) -> GatewayOutcome
     ) async -> Result<GatewayOutcome, GatewayError> {
         let run = { () async -> Result<GatewayOutcome, GatewayError> in
             do throws(GatewayError) { return .success(try await answer()) } catch { return .failure(error) }
         }
-        guard let upstreamTime else { return await run() }
-        return await UpstreamTime.$current.withValue(upstreamTime) { await run() }
+        guard let trace = context.trace else { return await run() }
+        return await RequestTrace.$current.withValue(trace) {
+            guard let upstreamTime = context.upstreamTime else { return await run() }
+            return await UpstreamTime.$current.withValue(upstreamTime) { await run() }
+        }
     }
 
     /// ``completed(_:_:)`` for a stage that holds no core: the hot path.

@@ -193,7 +193,8 @@ extension UpstreamFailure {
     /// The one mapping from upstream failures to HTTP statuses (docs/routes-and-errors.md). A failure of no known
     /// kind is logged here with its detail (the client sees a generic 500), and so is an unreachable deployment (the
     /// client sees a 503 without the detail, which names the deployment's address, port and the socket's error),
-    /// wherever it is answered: a call, a `GET`, a batch or a stream.
+    /// wherever it is answered: a call, a `GET`, a batch or a stream; with the request's trace when one is bound
+    /// (``RequestTrace/current``).
     package func gatewayError(logging logger: Logger) -> GatewayError {
         switch self {
         case .convexError(let message, let data):
@@ -205,7 +206,9 @@ extension UpstreamFailure {
         case .functionFailed(let message):
             return GatewayError(code: .functionFailed, message: message)
         case .unavailable(let detail):
-            logger.warning("Convex deployment is unreachable", metadata: ["error": "\(detail)"])
+            var metadata: Logger.Metadata = ["error": "\(detail)"]
+            RequestTrace.current?.addMetadata(to: &metadata)
+            logger.warning("Convex deployment is unreachable", metadata: metadata)
             return .upstreamUnavailable()
         case .connectionLost(let detail):
             return GatewayError(code: .upstreamConnectionLost, message: detail)
@@ -216,7 +219,9 @@ extension UpstreamFailure {
         case .busy(let detail):
             return GatewayError(code: .overloaded, message: detail, headers: [(HeaderName.retryAfter, "1")])
         case .unexpected(let detail):
-            logger.error("unexpected upstream failure", metadata: ["error": "\(detail)"])
+            var metadata: Logger.Metadata = ["error": "\(detail)"]
+            RequestTrace.current?.addMetadata(to: &metadata)
+            logger.error("unexpected upstream failure", metadata: metadata)
             return .internalError
         }
     }

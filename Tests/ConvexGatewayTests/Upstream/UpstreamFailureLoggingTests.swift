@@ -51,4 +51,20 @@ import Testing
         }
         #expect(recorder.messages.withLock { $0 } == ["warning Convex deployment is unreachable error=\(detail)"])
     }
+
+    @Test func aFailureLoggedForATracedRequestNamesItsTraceAndSpan() {
+        let recorder = Recorder()
+        let trace = RequestTrace(
+            traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", tracestate: nil)
+        RequestTrace.$current.withValue(trace) {
+            _ = UpstreamFailure.unavailable("refused").gatewayError(logging: recorder.logger)
+            _ = UpstreamFailure.unexpected("state 7").gatewayError(logging: recorder.logger)
+        }
+        let ids = "span_id=\(trace.spanID) trace_id=4bf92f3577b34da6a3ce929d0e0e4736"
+        #expect(
+            recorder.messages.withLock { $0 } == [
+                "warning Convex deployment is unreachable error=refused \(ids)",
+                "error unexpected upstream failure error=state 7 \(ids)",
+            ])
+    }
 }
