@@ -36,7 +36,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/pointfreeco/swift-clocks.git", from: "1.1.1"),
-        // No traits: the gateway's settings come from flags and environment variables only (ConvexGateway/Settings/).
+        // No traits: swift-configuration reads the flags, the environment and the settings file's values; the file
+        // itself is read by ConvexGateway/Settings/SettingsFile.swift (Foundation's JSON, Yams), which refuses unknown
+        // keys, where the file providers would ignore them.
         .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0", traits: []),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.1"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.1.0"),
