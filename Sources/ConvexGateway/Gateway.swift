@@ -204,8 +204,8 @@ public final class Gateway: Sendable {
         await server.shutdown()
         core.hub.shutdown()
         await core.pool.closeAll()
-        // The last requests' spans.
-        await core.tracing.exporter?.flush()
+        // The last requests' spans, briefly: a collector that does not answer must not hold up the exit.
+        await core.tracing.exporter?.flush(timeout: .seconds(2))
     }
 
 }

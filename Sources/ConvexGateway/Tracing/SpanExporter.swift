@@ -73,8 +73,10 @@ package final class SpanExporter: Sendable {
         }
     }
 
-    /// Sends every span that waits now, in batches of at most ``batchSize``.
-    package func flush() async {
+    /// Sends every span that waits now, in batches of at most ``batchSize``, each post given `timeout`; after a post
+    /// that fails, the rest wait for the next flush, so that a collector that is down is asked once a second, not once
+    /// per batch.
+    package func flush(timeout: Duration = .seconds(10)) async {
         while true {
             let batch: [FinishedSpan] = state.withLock { state in
                 let count = min(state.spans.count, Self.batchSize)
@@ -86,12 +88,14 @@ package final class SpanExporter: Sendable {
             do {
                 let response = try await httpFetch(
                     .POST, tracesURL, headers: [("Content-Type", "application/json")], body: body,
-                    timeout: .seconds(10), maxBodyBytes: 1 << 20)
+                    timeout: timeout, maxBodyBytes: 1 << 20)
                 if !(200..<300).contains(response.status) {
                     failed(lost: batch.count, cause: "HTTP \(response.status)")
+                    return
                 }
             } catch {
                 failed(lost: batch.count, cause: "\(error)")
+                return
             }
         }
     }
