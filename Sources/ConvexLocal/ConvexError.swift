@@ -41,13 +41,15 @@ struct FunctionCallError: Error, Sendable {
     }
 
     /// No function at `path` that the caller may call. Convex's sentence, `Could not find public function for
-    /// '<path>'.`, which clients recognise, with advice for this deployment in place of Convex's (`npx convex dev`
+    /// '<path>'.`, which clients recognise, with `advice` for this deployment in place of Convex's (`npx convex dev`
     /// deploys a Convex project's functions; this deployment's are the ones registered with it).
-    static func notFound(_ path: UdfPath, publicOnly: Bool) -> FunctionCallError {
+    static func notFound(
+        _ path: UdfPath, publicOnly: Bool, advice: String = LocalDeployment.registerAdvice
+    ) -> FunctionCallError {
         FunctionCallError(
             kind: .notFound,
             message: "Could not find \(publicOnly ? "public function" : "function") for '\(path.canonical)'. "
-                + "Did you forget to register it with the local deployment?",
+                + advice,
             errorData: nil)
     }
 

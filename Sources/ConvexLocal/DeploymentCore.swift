@@ -30,7 +30,7 @@ final class DeploymentCore: Sendable {
     init(
         registry: FunctionRegistry, adminKey: String?, verifier: TokenVerifier = TokenVerifier(), logger: Logger,
         heartbeatInterval: Duration = .seconds(5), jsonPingAfter: Duration = .seconds(15),
-        clock: ElapsedClock = .continuous
+        clock: ElapsedClock = .continuous, unknownFunctionAdvice: String = LocalDeployment.registerAdvice
     ) {
         self.clock = clock
         self.dedupe = MutationResultCache(clock: clock)
@@ -45,7 +45,9 @@ final class DeploymentCore: Sendable {
         self.registry = registry
         self.adminKey = adminKey
         self.logger = logger
-        self.engine = FunctionEngine(registry: registry, store: store, logger: logger) { tables, ts in
+        self.engine = FunctionEngine(
+            registry: registry, store: store, logger: logger, unknownFunctionAdvice: unknownFunctionAdvice
+        ) { tables, ts in
             for connection in connections.all { connection.notifyCommit(tables: tables) }
         }
     }

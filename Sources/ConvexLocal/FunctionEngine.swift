@@ -44,10 +44,15 @@ final class FunctionEngine: Sendable {
     static let maxArgsSize = 16 << 20
     static let maxResultSize = 16 << 20
 
+    /// What an unknown function's message advises (``LocalDeployment/Configuration/unknownFunctionAdvice``).
+    let unknownFunctionAdvice: String
+
     init(
         registry: FunctionRegistry, store: DocumentStore, logger: Logger,
+        unknownFunctionAdvice: String = LocalDeployment.registerAdvice,
         onCommit: @escaping @Sendable (Set<String>, ConvexTimestamp) -> Void
     ) {
+        self.unknownFunctionAdvice = unknownFunctionAdvice
         self.registry = registry
         self.store = store
         self.logger = logger
@@ -66,7 +71,7 @@ final class FunctionEngine: Sendable {
         }
         let allowInternal = caller.isAdmin || fromFunction
         guard let function = registry.function(at: udfPath), function.visibility == .public || allowInternal else {
-            return .failure(.notFound(udfPath, publicOnly: !allowInternal))
+            return .failure(.notFound(udfPath, publicOnly: !allowInternal, advice: unknownFunctionAdvice))
         }
         if let kind, function.kind != kind {
             return .failure(

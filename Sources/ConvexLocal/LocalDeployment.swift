@@ -44,6 +44,10 @@ public final class LocalDeployment: Sendable {
         /// The clock of heartbeats, pings and the wall clock tokens' `exp` and `nbf` are checked against. Default: the
         /// real clocks; a test passes `ElapsedClock(TestClock())` and advances it past a token's expiry.
         public var clock: ElapsedClock
+        /// What an unknown function's message advises after Convex's sentence (`Could not find public function for
+        /// '<path>'.`). Default: to register it, for an app that serves its own ``FunctionRegistry``; `convex-gateway`
+        /// says what its embedded deployment serves instead.
+        public var unknownFunctionAdvice = LocalDeployment.registerAdvice
 
         public init(
             host: String = "127.0.0.1", port: Int = 3210, adminKey: String? = nil, demoFunctions: Bool = true,
@@ -67,6 +71,9 @@ public final class LocalDeployment: Sendable {
         var port: Int
     }
 
+    /// The default advice of an unknown function's message.
+    public static let registerAdvice = "Did you forget to register it with the local deployment?"
+
     public let configuration: Configuration
     /// The functions this deployment serves; register more at any time.
     public let functions: FunctionRegistry
@@ -83,7 +90,7 @@ public final class LocalDeployment: Sendable {
         self.core = DeploymentCore(
             registry: functions, adminKey: configuration.adminKey, verifier: verifier, logger: logger,
             heartbeatInterval: configuration.heartbeatInterval, jsonPingAfter: configuration.jsonPingAfter,
-            clock: configuration.clock)
+            clock: configuration.clock, unknownFunctionAdvice: configuration.unknownFunctionAdvice)
         if configuration.demoFunctions {
             DemoFunctions.register(in: functions)
             DemoFunctions.seed(core)

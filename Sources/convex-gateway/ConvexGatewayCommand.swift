@@ -49,6 +49,11 @@ enum ConvexGatewayCommand {
         }
     }
 
+    /// What the embedded deployment says of a function it does not have: it serves its demo functions only.
+    static let embeddedDeploymentAdvice =
+        "The gateway's embedded deployment serves only its demo functions (mlb:*, messages:*, logs:*, echo:*, "
+        + "conformance:*); give --convex-url to serve your own deployment's."
+
     /// The package's version and the commit this binary was built from (Package.swift, `CBuildInfo`).
     static let build = BuildInfo(commit: String(cString: convex_gateway_build_commit()))
 
@@ -97,11 +102,11 @@ enum ConvexGatewayCommand {
                     throw UnusableFile(message: "--local-auth-config/CONVEX_LOCAL_AUTH_CONFIG: \(error.message)")
                 }
             }
-            let local = try await LocalDeployment.start(
-                .init(
-                    host: "127.0.0.1", port: settings.localPort, adminKey: adminKey?.revealed, demoFunctions: true,
-                    authConfig: authConfig),
-                logger: logger)
+            var localConfiguration = LocalDeployment.Configuration(
+                host: "127.0.0.1", port: settings.localPort, adminKey: adminKey?.revealed, demoFunctions: true,
+                authConfig: authConfig)
+            localConfiguration.unknownFunctionAdvice = Self.embeddedDeploymentAdvice
+            let local = try await LocalDeployment.start(localConfiguration, logger: logger)
             deployment = local
             deploymentURL = local.url
             logger.notice(

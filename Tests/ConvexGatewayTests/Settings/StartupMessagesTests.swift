@@ -2,8 +2,9 @@ import Foundation
 import TestSupport
 import Testing
 
-/// What `convex-gateway` says at start and at stop instead of degrading silently: typed inputs off without an admin
-/// key, a port in use, and no line of the embedded deployment when it serves another.
+/// What `convex-gateway` says instead of degrading silently: typed inputs off without an admin key, a port in use, no
+/// line of the embedded deployment when it serves another, and what the embedded deployment serves when a function is
+/// not one of them.
 @Suite("Start-up messages", .timeLimit(.minutes(3)))
 struct StartupMessagesTests {
     @Test(
@@ -39,6 +40,18 @@ struct StartupMessagesTests {
         #expect(text.contains("Signal received"), "\(text)")
         #expect(!text.contains("ConvexLocal"), "\(text)")
         #expect(!text.contains("embedded deployment"), "\(text)")
+    }
+
+    @Test("a misspelled function on the embedded deployment is told what that deployment serves")
+    func misspelledFunctionOnTheEmbeddedDeployment() async throws {
+        try await TestGateway.run(.process) { gateway in
+            let answer = try await gateway.get("/query/mlb:first_place_tem")
+            #expect(answer.status == 404)
+            #expect(answer.errorCode == "FunctionNotFound")
+            #expect(answer.text.contains("Could not find public function for 'mlb:first_place_tem'."), "\(answer.text)")
+            #expect(answer.text.contains("embedded deployment serves only its demo functions"), "\(answer.text)")
+            #expect(!answer.text.contains("register it"), "\(answer.text)")
+        }
     }
 
     @Test("a port in use is named, with the option that changes it")
