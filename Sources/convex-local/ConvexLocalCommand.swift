@@ -65,9 +65,14 @@ struct ConvexLocalCommand: AsyncParsableCommand {
         var logger = Logger(label: "convex-local")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         let key = adminKey ?? ProcessEnvironment.value("CONVEX_LOCAL_ADMIN_KEY")
-        let deployment = try await LocalDeployment.start(
-            .init(host: host, port: port, adminKey: key, demoFunctions: !noDemo, authConfig: authConfig), logger: logger
-        )
+        var configuration = LocalDeployment.Configuration(
+            host: host, port: port, adminKey: key, demoFunctions: !noDemo, authConfig: authConfig)
+        // Nothing can be registered with this command's deployment: an unknown function is told what it serves.
+        configuration.unknownFunctionAdvice =
+            noDemo
+            ? "convex-local --no-demo serves no functions."
+            : "convex-local serves only its demo functions (mlb:*, messages:*, logs:*, echo:*, conformance:*)."
+        let deployment = try await LocalDeployment.start(configuration, logger: logger)
         logger.notice(
             "Convex local deployment running",
             metadata: [
