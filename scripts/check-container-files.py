@@ -3,8 +3,9 @@
 scripts/container-test builds docker/Dockerfile and runs the image, docker/compose.yaml and the sidecar for real, so
 what they copy, build, run, publish and report is tested there. What a run cannot show is a setting the gateway does
 not know: an unknown environment variable is silently ignored. So this checks that every setting in the Dockerfile's
-ENV, in compose `environment:`, and in the Kubernetes example of docs/container.md (env names and args, which nothing
-here runs) is one `convex-gateway --help` documents (the help names each option's environment variable).
+ENV, in compose `environment:`, and in the Kubernetes examples of docs/container.md (which nothing here runs) and
+deploy/kubernetes.yaml (env names and args) is one `convex-gateway --help` documents (the help names each option's
+environment variable).
 
 Usage: check-container-files.py <convex-gateway binary>
 """
@@ -52,7 +53,10 @@ def main() -> int:
     k8s_blocks = [block for block in re.findall(r"```yaml\n(.*?)```", page, re.S) if "kind: " in block]
     if not k8s_blocks:
         fail("docs/container.md has no Kubernetes example")
-    for block in k8s_blocks:
+    sources = [("docs/container.md", block) for block in k8s_blocks]
+    # deploy/kubernetes.yaml: scripts/container-test runs it, but with CONVEX_URL replaced, so check its names here too.
+    sources.append(("deploy/kubernetes.yaml", (ROOT / "deploy" / "kubernetes.yaml").read_text()))
+    for source, block in sources:
         for document in yaml.safe_load_all(block):
             if not document:
                 continue
@@ -64,7 +68,7 @@ def main() -> int:
                     env_names.add(item["name"])
                 for word in container.get("args", []):
                     if word.startswith("--") and word.split("=")[0] not in known_flags:
-                        fail(f"docs/container.md: Kubernetes args use {word}, which convex-gateway --help does not list")
+                        fail(f"{source}: Kubernetes args use {word}, which convex-gateway --help does not list")
 
     for name in sorted(env_names):
         if name not in known_env:
