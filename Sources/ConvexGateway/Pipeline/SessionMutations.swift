@@ -163,8 +163,8 @@ extension Calls {
     ) -> GatewayResponse {
         var body = Array(#"{"results":["#.utf8)
         var last: ConvexTimestamp?
-        for (entry, outcome) in zip(batch.entries, outcomes) {
-            if body.count > 12 { body.append(UInt8(ascii: ",")) }
+        for (index, (entry, outcome)) in zip(batch.entries, outcomes).enumerated() {
+            if index > 0 { body.append(UInt8(ascii: ",")) }
             body += #"{"requestId":"#.utf8
             body += String(entry.requestId).utf8
             switch outcome {

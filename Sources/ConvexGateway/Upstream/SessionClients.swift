@@ -52,9 +52,14 @@ final class SessionClients: Sendable {
     func mutation(_ function: String, args: [String: ConvexValue], as request: SessionRequest, timeout: Duration)
         async -> Outcome?
     {
-        let (run, closing) = start(function, args: args, as: request, timeout: timeout)
+        let (started, closing) = start(function, args: args, as: request, timeout: timeout)
         for client in closing { await client.close() }
-        guard let run else { return nil }
+        let run: Task<Outcome, Never>
+        switch started {
+        case .busy: return nil
+        case .failed(let error): return .failure(error)
+        case .running(let task): run = task
+        }
         let outcome = await run.value
         entries.withLock { entries in
             guard entries[request.session] != nil else { return }
@@ -65,29 +70,36 @@ final class SessionClients: Sendable {
         return outcome
     }
 
+    /// How a mutation's run began: under way (new, or the one a resend joins), refused for room, or failed to open.
+    private enum Start {
+        case running(Task<Outcome, Never>)
+        case busy
+        case failed(ConvexClientError)
+    }
+
     /// The run of `request` (a new one, or the one under way), and the idle connections to close first.
     private func start(_ function: String, args: [String: ConvexValue], as request: SessionRequest, timeout: Duration)
-        -> (Task<Outcome, Never>?, [ConvexClient])
+        -> (Start, [ConvexClient])
     {
         let now = clock.now
-        return entries.withLock { entries -> (Task<Outcome, Never>?, [ConvexClient]) in
+        return entries.withLock { entries -> (Start, [ConvexClient]) in
             var closing = Self.takeIdle(&entries, olderThan: now - idleTimeout)
             if entries[request.session] == nil {
                 if entries.count >= capacity {
-                    guard let oldest = Self.leastRecentlyUsedIdle(entries) else { return (nil, closing) }
+                    guard let oldest = Self.leastRecentlyUsedIdle(entries) else { return (.busy, closing) }
                     closing.append(entries.removeValue(forKey: oldest)!.client)
                 }
                 do throws(ConvexClientError) {
                     entries[request.session] = Entry(client: try open(request.session), lastUsed: now)
                 } catch {
-                    return (Task { .failure(error) }, closing)
+                    return (.failed(error), closing)
                 }
             }
-            guard var entry = entries[request.session] else { return (nil, closing) }
+            guard var entry = entries[request.session] else { return (.busy, closing) }
             entry.lastUsed = now
             if let running = entry.running[request.requestId] {
                 entries[request.session] = entry
-                return (running, closing)
+                return (.running(running), closing)
             }
             let client = entry.client
             // The run belongs to the session, not to the request that started it: a page that hangs up and resends
@@ -103,7 +115,7 @@ final class SessionClients: Sendable {
             }
             entry.running[request.requestId] = run
             entries[request.session] = entry
-            return (run, closing)
+            return (.running(run), closing)
         }
     }
 
