@@ -28,26 +28,38 @@ export function checkCall(fn, args) {
 }
 
 /**
- * Runs query or action `fn` once and resolves to its value, or rejects with a ConvexGatewayError (status 0: the
- * gateway could not be reached). `client` is `{ base, auth, seen, values }`: the base URL, the Authentication, the
- * SeenTimestamp (sent as `Convex-Min-Timestamp`, raised by the answer's `Convex-Timestamp`) and the valueFormat.
- * A refused token ran nothing: the call is sent once more with a fresh one.
+ * POSTs `payload` as JSON to `path` in the client's value format, with its token and the highest timestamp it has seen
+ * (raised by the answer's `Convex-Timestamp`) and `headers` besides. `client` is `{ base, auth, seen, values }`: the
+ * base URL, the Authentication, the SeenTimestamp and the valueFormat. Resolves to `{ token, response, body }` (`body`
+ * the answer's JSON, or null), or to null when the gateway could not be reached.
  */
-export async function callOnce(client, kind, fn, args, forceRefresh = false) {
-  checkCall(fn, args);
+export async function postJSON(client, path, payload, forceRefresh, headers = {}) {
   const token = await client.auth.token(forceRefresh);
   let response;
   try {
-    response = await fetch(`${client.base}/${kind}/${encodeURI(fn)}?format=${client.values.format}`, {
+    response = await fetch(`${client.base}${path}?format=${client.values.format}`, {
       method: "POST",
-      headers: callHeaders(token, client.seen.value),
-      body: JSON.stringify(client.values.encode(args)),
+      headers: { ...callHeaders(token, client.seen.value), ...headers },
+      body: JSON.stringify(payload),
     });
   } catch {
-    throw new ConvexGatewayError(0);
+    return null;
   }
   client.seen.see(response.headers?.get("Convex-Timestamp"));
   const body = await response.json().catch(() => null);
+  return { token, response, body };
+}
+
+/**
+ * Runs query or action `fn` once (through postJSON) and resolves to its value, or rejects with a ConvexGatewayError
+ * (status 0: the gateway could not be reached). A refused token ran nothing: the call is sent once more with a fresh
+ * one.
+ */
+export async function callOnce(client, kind, fn, args, forceRefresh = false) {
+  checkCall(fn, args);
+  const answer = await postJSON(client, `/${kind}/${encodeURI(fn)}`, client.values.encode(args), forceRefresh);
+  if (answer === null) throw new ConvexGatewayError(0);
+  const { token, response, body } = answer;
   if (response.ok) return client.values.decode(body);
   if (response.status === 401 && token && !forceRefresh) return callOnce(client, kind, fn, args, true);
   throw new ConvexGatewayError(response.status, body?.error);

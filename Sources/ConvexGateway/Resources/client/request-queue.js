@@ -4,9 +4,8 @@
  * mutation whose answer was lost is sent again until it is answered. Part of client.js (see gateway.js).
  */
 
-import { callHeaders } from "./authentication.js";
 import { Backoff, OutageNotice, defaultTimers, retryAfterMs } from "./backoff.js";
-import { checkCall } from "./calls.js";
+import { checkCall, postJSON } from "./calls.js";
 import { ConvexGatewayError } from "./errors.js";
 
 /** The gateway's answers that ran nothing for sure, or only what a resend runs once: tried again later. */
@@ -153,22 +152,12 @@ export class RequestQueue {
    * every entry), or `{}`.
    */
   async #post(batch, forceRefresh) {
-    const { base, auth, seen, values } = this.#client;
-    const token = await auth.token(forceRefresh);
-    const headers = { ...callHeaders(token, seen.value), "Convex-Session-Id": this.#sessionId };
     const mutations = batch.map(({ requestId, path, args }) => ({ requestId, path, args }));
-    let response;
-    try {
-      response = await fetch(`${base}/mutations?format=${values.format}`, {
-        method: "POST",
-        headers,
-        body: JSON.stringify({ mutations }),
-      });
-    } catch {
-      return { resend: batch, unreachable: true };
-    }
-    seen.see(response.headers?.get("Convex-Timestamp"));
-    const body = await response.json().catch(() => null);
+    const answer = await postJSON(this.#client, "/mutations", { mutations }, forceRefresh, {
+      "Convex-Session-Id": this.#sessionId,
+    });
+    if (answer === null) return { resend: batch, unreachable: true };
+    const { token, response, body } = answer;
     if (!response.ok) {
       if (RETRYABLE.has(response.status)) return { resend: batch, retryAfterMs: retryAfterMs(response) };
       if (response.status === 401 && token && !forceRefresh) return { refresh: true };
@@ -183,7 +172,7 @@ export class RequestQueue {
         break;
       }
       if (RETRYABLE.has(result.status)) return { resend: batch.slice(index), retryAfterMs: retryAfterMs(response) };
-      settle(entry, result, values.decode);
+      settle(entry, result, this.#client.values.decode);
     }
     return {};
   }
