@@ -152,25 +152,14 @@ struct ReplicasBehindBalancerTests {
         writer.stop()
         await writing.value
         let busy = try await writer.check()
-        let feed = try await Self.call("the final feed read") {
-            try RawConnection.request("GET", "/query/feed:all?channel=\(channel)", port: port)
-        }
-        let posts: [String] =
-            if case .array(let items)? = feed.json {
-                items.compactMap { if case .string(let body)? = $0["body"] { body } else { nil } }
-            } else { [] }
-        #expect(posts.count == Self.rounds, "the deployment's feed: \(feed.text)")
+        let posts = try await Self.bodies("the final feed read", "/query/feed:all?channel=\(channel)", port: port)
+        #expect(posts.count == Self.rounds, "the deployment's feed: \(posts)")
         // The page's own writes (client.js, POST /mutations through the balancer): every one committed once, in the
         // order the page called them, whatever replica went while it was on its way.
         let writes = try await page.stopWrites()
         #expect(writes.failures.isEmpty, "the page's mutations failed: \(writes.failures.prefix(5))")
-        let written = try await Self.call("the page's writes") {
-            try RawConnection.request("GET", "/query/messages:list?channel=\(channel)-writes", port: port)
-        }
-        let bodies: [String] =
-            if case .array(let items)? = written.json {
-                items.compactMap { if case .string(let body)? = $0["body"] { body } else { nil } }
-            } else { [] }
+        let bodies = try await Self.bodies(
+            "the page's writes", "/query/messages:list?channel=\(channel)-writes", port: port)
         #expect(writes.sent > 3 * Self.rounds, "the page's writer sent \(writes.sent)")
         #expect(
             bodies == (0..<writes.sent).map { "p\($0)" },
@@ -249,6 +238,13 @@ struct ReplicasBehindBalancerTests {
                 "replicas: the page's next event came \(next) ms after a \(disruption.rawValue); its stream: \(stream);"
                     + " the SSE reader's next events: \(sse)")
         }
+    }
+
+    /// The `body` fields of the documents a list query (`GET target`) answers, read through the balancer.
+    static func bodies(_ what: String, _ target: String, port: Int) async throws -> [String] {
+        let list = try await call(what) { try RawConnection.request("GET", target, port: port) }
+        guard case .array(let items)? = list.json else { return [] }
+        return items.compactMap { if case .string(let body)? = $0["body"] { body } else { nil } }
     }
 
     /// Waits until the busy count's SSE reader, long-poll and page have each had a value since `time`.
