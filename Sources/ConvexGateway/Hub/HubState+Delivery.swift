@@ -18,9 +18,6 @@ extension HubState {
                 self.result = result
             }
 
-            init(member: Int, key: Key, current: CurrentResult, previous: CurrentResult?) {
-                self.init(member: member, result: NewResult(key: key, current: current, previous: previous))
-            }
         }
 
         /// The Convex timestamp of the snapshot the results come from.
@@ -32,16 +29,19 @@ extension HubState {
     }
 
     /// An entry's new result as one transition (or a stream's start) brings it: one object however many streams it
-    /// reaches, so a stream's share of it is one reference.
+    /// reaches, so a stream's share of it is one reference. It carries what is made of it for its readers
+    /// (``ResultRenderings``), shared with every other delivery of the same result.
     final class NewResult: Sendable {
         let key: Key
         let current: CurrentResult
         let previous: CurrentResult?
+        let renderings: ResultRenderings
 
-        init(key: Key, current: CurrentResult, previous: CurrentResult?) {
+        init(key: Key, current: CurrentResult, previous: CurrentResult?, renderings: ResultRenderings) {
             self.key = key
             self.current = current
             self.previous = previous
+            self.renderings = renderings
         }
     }
 

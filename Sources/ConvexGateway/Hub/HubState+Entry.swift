@@ -21,7 +21,7 @@ extension HubState {
     }
 
     /// One live subscription (a function, its arguments and an identity), shared by every reader: its current result,
-    /// the streams attached to it, the `GET`s waiting for its first result, and what is kept of its rendering.
+    /// the streams attached to it and the `GET`s waiting for its first result.
     struct Entry {
         /// Names the entry to the upstream (its member in the identity's query set); a new entry of the same key
         /// has a new id.
@@ -41,8 +41,8 @@ extension HubState {
         var idleSince: Duration?
         /// The current result's version and the last `GET` read, readable without the hub's lock.
         let live: LiveResult
-        /// What is kept of `current`'s rendering.
-        var rendered = RenderCache()
+        /// What is made of `current` for its readers (the render stage's; the hub only hands it out).
+        private(set) var renderings = ResultRenderings()
 
         init(id: UInt64, args: ConvexValue, owner: SubscriptionCaller, live: LiveResult) {
             self.id = id
@@ -105,9 +105,9 @@ extension HubState {
                 id: ResumeID(version: version, held: [change.hash]).text, version: version, hash: change.hash,
                 result: change.result)
             current = new
-            rendered.reset()
+            renderings = ResultRenderings()
             live.advance(to: version)
-            return NewResult(key: change.key, current: new, previous: previous)
+            return NewResult(key: change.key, current: new, previous: previous, renderings: renderings)
         }
 
         /// Sends `result`, just updated, to every stream attached: one fan-out for the single-subscription streams,

@@ -84,7 +84,9 @@ extension HubState.ResumingStreams.Stream {
             changes[change.member] = change
             return
         }
-        changes[change.member] = HubState.Delivery.MemberResult(
-            member: change.member, key: change.key, current: change.current, previous: earlier.previous)
+        // Its own renderings: its patch is made against another result than the one the entry's is.
+        let result = HubState.NewResult(
+            key: change.key, current: change.current, previous: earlier.previous, renderings: ResultRenderings())
+        changes[change.member] = HubState.Delivery.MemberResult(member: change.member, result: result)
     }
 }

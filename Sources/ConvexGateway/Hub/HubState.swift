@@ -9,7 +9,7 @@ import ConvexValues
 /// as `now`, the hub clock's reading (``GatewayClock/now``).
 ///
 /// It is composed of plain parts, each in a file of its own with its own tests: the entries (``EntryTable``, of
-/// ``Entry``, each with its streams and waiting `GET`s and its ``RenderCache``), the upstream connections' snapshots
+/// ``Entry``, each with its streams and waiting `GET`s), the upstream connections' snapshots
 /// and timestamp waits (``Sessions``), every wait's deadline (``Waits``), the streams held back while they resume
 /// (``ResumingStreams``), and what one transition makes (``TransitionBatch``). This file holds the events of streams;
 /// HubState+WaitEvents.swift those of waits; HubState+Upstream.swift those of the upstream and of time.
@@ -88,7 +88,9 @@ struct HubState {
             if let current = table.byKey[member.key]!.attach(
                 sink, member: index, of: members.count, held: member.held)
             {
-                initial.append(Delivery.MemberResult(member: index, key: member.key, current: current, previous: nil))
+                let renderings = table.byKey[member.key]!.renderings
+                let result = NewResult(key: member.key, current: current, previous: nil, renderings: renderings)
+                initial.append(Delivery.MemberResult(member: index, result: result))
             }
         }
         let waits = ResumingStreams.waits(of: members, in: table)
@@ -118,37 +120,19 @@ struct HubState {
 
     // MARK: Reads for the owner
 
-    /// The current result of `key` with what is cached of its rendering in `format`, and the timestamp it holds at.
+    /// The current result of `key`, with what is made of it for its readers (``ResultRenderings``, which the hub
+    /// hands out and never reads), and the timestamp it holds at.
     func current(
-        _ key: Key, format: OutputFormat
-    ) -> (current: CurrentResult, body: [UInt8]?, live: LiveResult, ts: ConvexTimestamp)? {
+        _ key: Key
+    ) -> (current: CurrentResult, renderings: ResultRenderings, live: LiveResult, ts: ConvexTimestamp)? {
         guard let entry = table.byKey[key], let current = entry.current else { return nil }
-        return (current, entry.rendered.body(format), entry.live, sessions.timestamp(of: key.identity))
+        return (current, entry.renderings, entry.live, sessions.timestamp(of: key.identity))
     }
 
     /// The timestamp the results of `identity`'s connection hold at: that of the last transition applied for it
     /// (``ConvexTimestamp/zero`` before the first).
     func timestamp(of identity: String) -> ConvexTimestamp {
         sessions.timestamp(of: identity)
-    }
-
-    /// The cached body (a value's JSON) of `current` in `format`, while it is still current.
-    func cachedBody(_ key: Key, current: CurrentResult, format: OutputFormat) -> [UInt8]? {
-        guard let entry = table.byKey[key], entry.current?.id == current.id else { return nil }
-        return entry.rendered.body(format)
-    }
-
-    /// Keeps the rendered value of `current` in `format`, while it is still current.
-    mutating func cache(_ body: [UInt8], key: Key, current: CurrentResult, format: OutputFormat) {
-        guard table.byKey[key]?.current?.id == current.id else { return }
-        table.byKey[key]!.rendered.keep(body, format)
-    }
-
-    /// The one place the event bytes of `current`'s updates in `format` are kept while it is current (a new one if
-    /// it is not current any more).
-    mutating func frame(_ key: Key, current: CurrentResult, format: OutputFormat) -> FramedEventCache {
-        guard table.byKey[key]?.current?.id == current.id else { return FramedEventCache() }
-        return table.byKey[key]!.rendered.frame(format)
     }
 
     /// Makes the entry of `key` unless there is one, charged to `owner`; the upstream subscription to open for it.

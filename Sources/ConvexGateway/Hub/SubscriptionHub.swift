@@ -128,34 +128,6 @@ package final class SubscriptionHub: Sendable {
     /// The hub clock's time (reads are stamped with it).
     package var now: Duration { clock.now }
 
-    // MARK: GET
-
-    /// The current result of a live subscription, rendered, with the subscription's ``LiveResult``.
-    package struct CurrentBody: Sendable {
-        package var current: CurrentResult
-        /// The rendered value (empty for a failure).
-        package var body: [UInt8]
-        package var live: LiveResult
-        /// The Convex timestamp of the snapshot the result holds at (its connection's last transition).
-        package var ts: ConvexTimestamp
-    }
-
-    /// The hot path: the rendered body of a live subscription's current result, without waiting. A read extends
-    /// the subscription's keep-warm period.
-    package func currentBody(for key: Key, format: OutputFormat) -> CurrentBody? {
-        guard let (current, cached, live, ts) = state.withLock({ $0.hub.current(key, format: format) }) else {
-            return nil
-        }
-        live.touch(at: clock.now)
-        if let cached { return CurrentBody(current: current, body: cached, live: live, ts: ts) }
-        guard case .value(let value) = current.result else {
-            return CurrentBody(current: current, body: [], live: live, ts: ts)
-        }
-        let body = render(value, format)
-        state.withLock { $0.hub.cache(body, key: key, current: current, format: format) }
-        return CurrentBody(current: current, body: body, live: live, ts: ts)
-    }
-
     // MARK: SSE
 
     /// Attaches a stream's subscriptions (all of one identity, on `upstream`): the stream gets the current result of
@@ -182,32 +154,6 @@ package final class SubscriptionHub: Sendable {
         state.withLock { locked in
             locked.hub.entries.values.reduce(0) { $0 + $1.attachments.count + $1.fanOut.count }
         }
-    }
-
-    /// The current results of `keys` (all of one identity), rendered in `format`, all read at once: one snapshot, at
-    /// the returned timestamp. `nil` unless every key has a current result. A read extends each keep-warm period.
-    package func currentBodies(for keys: [Key], format: OutputFormat) -> (ts: ConvexTimestamp, bodies: [CurrentBody])? {
-        let read = state.withLock { locked -> (ConvexTimestamp, [(CurrentResult, [UInt8]?, LiveResult)])? in
-            var results: [(CurrentResult, [UInt8]?, LiveResult)] = []
-            for key in keys {
-                guard let (current, body, live, _) = locked.hub.current(key, format: format) else { return nil }
-                results.append((current, body, live))
-            }
-            return (locked.hub.timestamp(of: keys.first?.identity ?? ""), results)
-        }
-        guard let (ts, results) = read else { return nil }
-        let now = clock.now
-        var bodies: [CurrentBody] = []
-        for (key, (current, cached, live)) in zip(keys, results) {
-            live.touch(at: now)
-            var body = cached ?? []
-            if cached == nil, case .value(let value) = current.result {
-                body = render(value, format)
-                state.withLock { $0.hub.cache(body, key: key, current: current, format: format) }
-            }
-            bodies.append(CurrentBody(current: current, body: body, live: live, ts: ts))
-        }
-        return (ts, bodies)
     }
 
     /// Ends every stream and upstream subscription; later attaches fail with `.shuttingDown`.

@@ -10,7 +10,7 @@ import Testing
             identity: "", function: try! UdfPath(parsing: "messages:list"), args: ["n": .float64(Double(n))])
         let current = CurrentResult(
             id: "\(version.value)-\(n)", version: version, hash: ContentHash(value: UInt64(n)), result: .value(.null))
-        return HubState.NewResult(key: key, current: current, previous: nil)
+        return HubState.NewResult(key: key, current: current, previous: nil, renderings: ResultRenderings())
     }
 
     @Test func getsWakeFirstThenFanOutsThenOneDeliveryPerStream() {

@@ -66,11 +66,11 @@ struct ReadYourWritesTests {
         _ = try hub.attach(RecordingSink(), to: key, args: [:], held: nil, now: .zero)
         _ = hub.receive(
             ts: 5, identity: "", changes: [entryResult(key, 1, .value(1.0), 11)], wallMilliseconds: 1, now: .zero)
-        #expect(hub.current(key, format: .plain)?.ts == 5)
+        #expect(hub.current(key)?.ts == 5)
         let actions = hub.receive(ts: 9, identity: "", changes: [], wallMilliseconds: 2, now: .zero)
         #expect(actions.isEmpty, "nothing to deliver")
         #expect(hub.timestamp(of: "") == 9)
-        #expect(hub.current(key, format: .plain)?.ts == 9, "the result holds at the new snapshot")
+        #expect(hub.current(key)?.ts == 9, "the result holds at the new snapshot")
         #expect(hub.timestamp(of: "u1") == 0, "another connection is not moved")
     }
 
