@@ -148,8 +148,7 @@ struct StreamWire {
                 return Writes()
             }
             awaitsStart = false
-            if let early = beforeStart {
-                beforeStart = nil
+            if let early = beforeStart.take() {
                 return deliver(Self.merging(early, into: transition), pendingBytes: pendingBytes)
             }
         }
@@ -166,11 +165,7 @@ struct StreamWire {
         }
         let changes = transition.changes
         guard !changes.isEmpty else { return Writes() }
-        let keepsResults = readsPendingBytes
-        for index in changes.indices {
-            sentVersions[changes[index].member] = changes[index].update.current.version
-            if keepsResults { sent[changes[index].member] = changes[index].update }
-        }
+        recordSent(changes)
         if case .function = framing, !wantsPatches, let update = changes.last?.update, !update.endsStream {
             // Full values of one subscription: the event every stream of the subscription shares.
             return Writes(.writeCoalescing(.function(update), limit: limit))
@@ -180,7 +175,31 @@ struct StreamWire {
             ended = true
             return [.write(.bytes(StreamEventEncoding.fatal(refused.update.body))), .end]
         }
-        // Per change, the patch to send instead of its value (none when the stream reads values).
+        let patches = advanceResume(changes)
+        guard case .transitions(let ids) = framing else {
+            if pendingBytes >= limit, let latest = sent[0] {
+                // What is queued is dropped, a patch's base among it: the latest value, in full, replaces it.
+                return Writes(.replacePending(.function(latest)))
+            }
+            return Self.functionWrites(changes, patches: patches)
+        }
+        return transitionWrites(
+            ids: ids, ts: transition.ts, changes, patches: patches, shared: transition.shared,
+            pendingBytes: pendingBytes)
+    }
+
+    /// Notes `changes` as sent: their versions, and the updates themselves where a reader that falls behind needs them.
+    private mutating func recordSent(_ changes: [StreamTransition.MemberUpdate]) {
+        let keepsResults = readsPendingBytes
+        for index in changes.indices {
+            sentVersions[changes[index].member] = changes[index].update.current.version
+            if keepsResults { sent[changes[index].member] = changes[index].update }
+        }
+    }
+
+    /// Moves what the client holds on to `changes`. Returns, for a stream that reads patches, per change the patch to
+    /// send instead of its value (one made against what the client held); empty otherwise.
+    private mutating func advanceResume(_ changes: [StreamTransition.MemberUpdate]) -> [ValuePatch?] {
         var patches: [ValuePatch?] = []
         if wantsPatches { patches.reserveCapacity(changes.count) }
         for change in changes {
@@ -190,36 +209,36 @@ struct StreamWire {
             resume.version = max(resume.version, update.current.version)
             if wantsPatches { patches.append(update.patch.flatMap { $0.base == base ? $0 : nil }) }
         }
-        guard case .transitions(let ids) = framing else {
-            if pendingBytes >= limit, let latest = sent[0] {
-                // What is queued is dropped, a patch's base among it: the latest value, in full, replaces it.
-                return Writes(.replacePending(.function(latest)))
-            }
-            return Self.functionWrites(changes, patches: patches)
-        }
+        return patches
+    }
+
+    /// A multi-subscription stream's write for `changes`: every subscription's latest in full when its client fell
+    /// behind, else the event streams with the same ids holding the same share (`shared`), else its own.
+    private func transitionWrites(
+        ids: [String], ts: ConvexTimestamp, _ changes: [StreamTransition.MemberUpdate], patches: [ValuePatch?],
+        shared: TransitionEventCache?, pendingBytes: Int
+    ) -> Writes {
         if pendingBytes >= limit {
             // What is queued is dropped, patch bases among it: every subscription's latest, in full, replaces it.
             let everything = sent.enumerated().compactMap { member, sent in
                 sent.map { StreamTransition.MemberUpdate(member: member, update: $0) }
             }
-            let latest = StreamEventEncoding.transition(
-                ids: ids, ts: transition.ts, resume: resume, changes: everything)
+            let latest = StreamEventEncoding.transition(ids: ids, ts: ts, resume: resume, changes: everything)
             return Writes(.replacePending(.bytes(latest)))
         }
-        if let cache = transition.shared, !wantsPatches {
+        if let shared, !wantsPatches {
             // Every stream with these ids that holds what this one now holds sends these bytes: made once.
             return Writes(
                 .write(
                     .sharedTransition(
                         SharedTransition(
-                            cache: cache, ids: ids, idsHash: idsHash, resume: resume, ts: transition.ts,
-                            changes: changes))))
+                            cache: shared, ids: ids, idsHash: idsHash, resume: resume, ts: ts, changes: changes))))
         }
         return Writes(
             .write(
                 .bytes(
                     StreamEventEncoding.transition(
-                        ids: ids, ts: transition.ts, resume: resume, changes: changes, patches: patches))))
+                        ids: ids, ts: ts, resume: resume, changes: changes, patches: patches))))
     }
 
     /// One transition of `earlier`'s and `later`'s changes: each member's newest (by version), at the later snapshot,
