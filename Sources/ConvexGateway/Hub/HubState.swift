@@ -68,17 +68,14 @@ struct HubState {
 
     /// A stream attaches its subscriptions (all of one identity). It gets `initial` at once: the current result of
     /// every member that has one (unless its `held` hash shows the client has it), all from one snapshot; a member
-    /// without a result yet joins in the first transition that carries it. The subscriptions it makes are charged to
-    /// `caller`.
+    /// without a result yet joins in the first transition that carries it. The subscriptions it makes (a member's that
+    /// expired since its first result) are charged to `caller`. The subscription limits are not asked here: a stream
+    /// attaches after it was admitted and answered (its first results' wait, ``wait(_:for:args:caller:deadline:now:)``,
+    /// is where a limit refuses), so only shutdown refuses it.
     mutating func attach(
         _ sink: any EventSink, members: [Member], caller: SubscriptionCaller = .unknown, now: Duration
     ) throws(SubscriptionHub.AttachError) -> (initial: Delivery?, actions: [Action]) {
         if isShutDown { throw .shuttingDown }
-        switch table.refusal(adding: Set(members.map(\.key)).filter { table.byKey[$0] == nil }.count, for: caller) {
-        case .gateway: throw .tooManySubscriptions
-        case .caller: throw .tooManySubscriptionsForCaller
-        case nil: break
-        }
         var actions: [Action] = []
         var initial: [Delivery.MemberResult] = []
         for (index, member) in members.enumerated() {

@@ -42,9 +42,9 @@ package final class SubscriptionHub: Sendable {
         }
     }
 
+    /// Why a stream could not attach: the hub shut down. (A subscription limit refuses a stream before it is
+    /// answered, in its first results' wait, never at its attach: ``SubscriptionLimit``.)
     package enum AttachError: Error, Sendable {
-        /// `--max-subscriptions` live, or the caller made `--max-subscriptions-per-caller` of them.
-        case tooManySubscriptions, tooManySubscriptionsForCaller
         case shuttingDown
     }
 

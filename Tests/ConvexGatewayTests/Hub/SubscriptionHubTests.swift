@@ -346,17 +346,21 @@ func held(fromEventID id: String) -> ContentHash? {
         }
     }
 
-    @Test func subscriptionLimit() throws {
+    @Test func subscriptionLimit() async throws {
         let hub = makeHub(max: 1)
         let upstream = ScriptedUpstream()
-        try hub.attach(
-            RecordingSink(), to: .init(identity: "", function: function, args: ["a": 1.0]), args: ["a": 1.0],
-            upstream: upstream, held: nil)
-        #expect(throws: SubscriptionHub.AttachError.self) {
-            try hub.attach(
-                RecordingSink(), to: .init(identity: "", function: function, args: ["a": 2.0]), args: ["a": 2.0],
-                upstream: upstream, held: nil)
-        }
+        let (a, b) = (
+            SubscriptionHub.Key(identity: "", function: function, args: ["a": 1.0]),
+            SubscriptionHub.Key(identity: "", function: function, args: ["a": 2.0])
+        )
+        try hub.attach(RecordingSink(), to: a, args: ["a": 1.0], upstream: upstream, held: nil)
+        // The limit refuses a stream in its first results' wait, before it is answered...
+        let first = await hub.firstResult(for: b, args: ["a": 2.0], upstream: upstream, timeout: .seconds(5))
+        #expect(first.limit == .gateway)
+        #expect(hub.subscriptionCount == 1, "a refused wait makes no subscription")
+        // ...never as it attaches: a stream answered 200 is not refused afterwards.
+        try hub.attach(RecordingSink(), to: b, args: ["a": 2.0], upstream: upstream, held: nil)
+        #expect(hub.subscriptionCount == 2)
     }
 }
 
