@@ -63,3 +63,26 @@ extension HubState {
         var hash: ContentHash
     }
 }
+
+extension HubState {
+    /// What the hot path reads of the hub without its lock (``LiveResult``, ``SessionView``), as the state machine
+    /// changed it: the state machine only says so, and the owner writes it after leaving the lock, in this order.
+    struct Publication {
+        /// Subscriptions with a new result, and its version.
+        var versions: [(live: LiveResult, version: ResultVersion)] = []
+        /// A connection's new snapshot timestamp, published after the versions: a reader that sees the timestamp
+        /// finds the results.
+        var session: (view: SessionView, ts: ConvexTimestamp)?
+        /// Subscriptions that are gone.
+        var retired: [LiveResult] = []
+
+        var isEmpty: Bool { versions.isEmpty && session == nil && retired.isEmpty }
+
+        /// Writes it (the owner, outside the hub's lock).
+        func carryOut() {
+            for (live, version) in versions { live.advance(to: version) }
+            if let (view, ts) = session { view.advance(to: ts) }
+            for live in retired { live.retire() }
+        }
+    }
+}

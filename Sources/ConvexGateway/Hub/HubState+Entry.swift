@@ -39,7 +39,8 @@ extension HubState {
         var waiters: Set<UInt64> = []
         /// When the last reader left; `nil` while streams or waiting `GET`s read it.
         var idleSince: Duration?
-        /// The current result's version and the last `GET` read, readable without the hub's lock.
+        /// What the hot path reads without the hub's lock (the current result's version, once the owner publishes it:
+        /// ``Action/publish(_:)``), and the last `GET` read.
         let live: LiveResult
         /// What is made of `current` for its readers (the render stage's; the hub only hands it out).
         private(set) var renderings = ResultRenderings()
@@ -90,7 +91,10 @@ extension HubState {
             guard change.entryID == id else { return }
             let woken = waiters
             waiters = []
-            if let result = update(to: change, wallMilliseconds: wallMilliseconds) { route(result, into: &batch) }
+            if let result = update(to: change, wallMilliseconds: wallMilliseconds) {
+                batch.publish(version, of: live)
+                route(result, into: &batch)
+            }
             markIdleIfUnread(now: now)
             batch.resume(woken, with: current!)
         }
@@ -106,7 +110,6 @@ extension HubState {
                 result: change.result)
             current = new
             renderings = ResultRenderings()
-            live.advance(to: version)
             return NewResult(key: change.key, current: new, previous: previous, renderings: renderings)
         }
 

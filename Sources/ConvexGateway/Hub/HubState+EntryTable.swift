@@ -41,12 +41,13 @@ extension HubState {
             return .subscribe(key, entryID: id, args: args)
         }
 
-        /// Removes `entry`, the entry of `key`, and its charge to its owner; what the hot path reads of it retires.
-        mutating func remove(_ key: Key, _ entry: Entry) {
+        /// Removes `entry`, the entry of `key`, and its charge to its owner. Returns what retires what the hot path
+        /// reads of it (``Action/publish(_:)``), for the owner to carry out.
+        mutating func remove(_ key: Key, _ entry: Entry) -> Action {
             byKey[key] = nil
             let left = charged[entry.owner, default: 1] - 1
             charged[entry.owner] = left > 0 ? left : nil
-            entry.live.retire()
+            return .publish(Publication(retired: [entry.live]))
         }
 
         /// Marks the entry of `key` idle from `now` if nobody reads it.
@@ -62,18 +63,17 @@ extension HubState {
                 guard let idleSince = entry.idleSince, now - max(idleSince, entry.live.lastRead) >= keepWarm else {
                     continue
                 }
-                remove(key, entry)
+                actions.append(remove(key, entry))
                 actions.append(.unsubscribe(key, entryID: entry.id))
             }
             return actions
         }
 
-        /// Removes every entry, and returns them.
+        /// Removes every entry, and returns them (what the hot path reads of them is for the caller to retire).
         mutating func removeAll() -> [Key: Entry] {
             let all = byKey
             byKey = [:]
             charged = [:]
-            for entry in all.values { entry.live.retire() }
             return all
         }
     }

@@ -5,6 +5,9 @@ extension HubState {
     /// (``SessionView``), and the callers waiting for an identity's results to reach a timestamp (read-your-writes).
     struct Sessions {
         /// Per identity, the timestamp of the last transition applied for it.
+        private(set) var timestamps: [String: ConvexTimestamp] = [:]
+        /// Per identity, what the hot path reads of it without the hub's lock, published by the owner
+        /// (``Action/publish(_:)``): never read here.
         private(set) var views: [String: SessionView] = [:]
         /// The timestamp waits, by wait.
         private(set) var timestampWaits: [UInt64: (identity: String, target: ConvexTimestamp)] = [:]
@@ -12,7 +15,7 @@ extension HubState {
         /// The timestamp the results of `identity` hold at: that of the last transition applied for it
         /// (``ConvexTimestamp/zero`` before the first).
         func timestamp(of identity: String) -> ConvexTimestamp {
-            views[identity]?.ts ?? .zero
+            timestamps[identity] ?? .zero
         }
 
         /// The view of `identity`, made the first time.
@@ -23,13 +26,12 @@ extension HubState {
             return view
         }
 
-        /// A transition of `identity`'s connection at `ts` was applied: its view moves on, and the waits it reached
-        /// end (returned).
-        mutating func advance(_ identity: String, to ts: ConvexTimestamp) -> [UInt64] {
-            let view = view(of: identity)
-            view.advance(to: ts)
-            let reached = view.ts
-            return endWaits { $0.identity == identity && $0.target <= reached }
+        /// A transition of `identity`'s connection at `ts` was applied: its timestamp moves on (never back), and the
+        /// waits it reached end. Returns them, with the view to publish the timestamp to.
+        mutating func advance(_ identity: String, to ts: ConvexTimestamp) -> (view: SessionView, reached: [UInt64]) {
+            let reached = max(ts, timestamp(of: identity))
+            timestamps[identity] = reached
+            return (view(of: identity), endWaits { $0.identity == identity && $0.target <= reached })
         }
 
         /// Waits for `identity`'s results to reach `target`.
@@ -56,6 +58,7 @@ extension HubState {
         /// Forgets the views of identities the hub no longer reads.
         mutating func keep(only identities: Set<String>) {
             views = views.filter { identities.contains($0.key) }
+            timestamps = timestamps.filter { identities.contains($0.key) }
         }
 
         private mutating func endWaits(where done: ((identity: String, target: ConvexTimestamp)) -> Bool) -> [UInt64] {

@@ -7,6 +7,8 @@ extension HubState {
     struct TransitionBatch {
         /// The Convex timestamp of the transition's snapshot.
         let ts: ConvexTimestamp
+        /// What the hot path reads, to publish before anything is delivered or woken.
+        private var publication = Publication()
         private var resumes: [Action] = []
         private var fanOuts: [Action] = []
         /// Each stream's delivery, in the order the streams first come, and where each stream's is.
@@ -17,6 +19,16 @@ extension HubState {
 
         init(ts: ConvexTimestamp) {
             self.ts = ts
+        }
+
+        /// An entry's new result is of `version`: `live`, what the hot path reads of it, is to show it.
+        mutating func publish(_ version: ResultVersion, of live: LiveResult) {
+            publication.versions.append((live, version))
+        }
+
+        /// The transition's timestamp is to be published to `view` (after the results' versions).
+        mutating func publish(_ ts: ConvexTimestamp, of view: SessionView) {
+            publication.session = (view, ts)
         }
 
         /// Wakes `waiters` (waiting `GET`s) with `current`.
@@ -53,11 +65,12 @@ extension HubState {
             alreadyHeld.append((stream, member))
         }
 
-        /// The actions, in order: wake the `GET`s, then the fan-outs, then one delivery to each stream of several
+        /// The actions, in order: publish what the hot path reads, wake the `GET`s, then the fan-outs, then one delivery to each stream of several
         /// subscriptions, its changes in the order of its members. The changes of streams `resuming` holds back are
         /// kept there, and the streams it releases get their delivery here.
         consuming func actions(holding resuming: inout ResumingStreams) -> [Action] {
-            var actions = resumes
+            var actions: [Action] = publication.isEmpty ? [] : [.publish(publication)]
+            actions += resumes
             actions += fanOuts
             if !resuming.isEmpty {
                 deliveries.removeAll { resuming.keep($0.delivery.changes, for: ObjectIdentifier($0.sink)) }

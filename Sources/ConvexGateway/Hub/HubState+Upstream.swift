@@ -15,9 +15,10 @@ extension HubState {
             // In place: a copy of the entry would copy its fan-out slots when a stream joins them.
             table.byKey[change.key]?.receive(change, wallMilliseconds: wallMilliseconds, now: now, into: &batch)
         }
-        var actions = batch.actions(holding: &resuming)
         // After the results: a reader that sees the new timestamp finds them.
-        let reached = sessions.advance(identity, to: ts)
+        let (view, reached) = sessions.advance(identity, to: ts)
+        batch.publish(ts, of: view)
+        var actions = batch.actions(holding: &resuming)
         if !reached.isEmpty { actions.append(.reached(waiters: reached, true)) }
         waits.ending(&actions)
         return actions
@@ -59,7 +60,7 @@ extension HubState {
         var actions: [Action] = []
         for key in Set(keys) {
             guard let entry = table.byKey[key], entry.owner == caller, !entry.hasReaders else { continue }
-            table.remove(key, entry)
+            actions.append(table.remove(key, entry))
             actions.append(.unsubscribe(key, entryID: entry.id))
         }
         if !actions.isEmpty { sessions.keep(only: Set(table.byKey.keys.map(\.identity))) }
@@ -69,8 +70,9 @@ extension HubState {
     /// Ends everything; later attaches fail with `.shuttingDown`.
     mutating func shutdown() -> [Action] {
         isShutDown = true
-        var actions: [Action] = []
-        for (key, entry) in table.removeAll() {
+        let removed = table.removeAll()
+        var actions: [Action] = [.publish(Publication(retired: removed.values.map(\.live)))]
+        for (key, entry) in removed {
             actions.append(.unsubscribe(key, entryID: entry.id))
             actions += ending(entry)
         }
@@ -84,8 +86,7 @@ extension HubState {
     /// deadlines are left to the caller, which cancels them once for all the actions).
     private mutating func removeEnded(_ key: Key, entryID: UInt64) -> [Action] {
         guard let entry = table.byKey[key], entry.id == entryID else { return [] }
-        table.remove(key, entry)
-        return ending(entry)
+        return [table.remove(key, entry)] + ending(entry)
     }
 
     /// `entry` ends: what its ending does, and its streams are not held back any more.

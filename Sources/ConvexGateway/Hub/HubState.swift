@@ -22,6 +22,9 @@ struct HubState {
     typealias Member = SubscriptionHub.Member
 
     enum Action {
+        /// Show the hot path, which reads without the hub's lock, what changed: carried out first, before anything
+        /// is delivered or woken, so that a reader that got a result finds it there too.
+        case publish(Publication)
         /// Open the upstream subscription of a new entry.
         case subscribe(Key, entryID: UInt64, args: ConvexValue)
         /// Close an entry's upstream subscription.

@@ -43,13 +43,20 @@ package final class LiveResult: Sendable {
     /// When a `GET` last read the subscription.
     var lastRead: Duration { .nanoseconds(lastReadNanoseconds.load(ordering: .relaxed)) }
 
-    /// A new current result, of `version` (called under the hub's lock; versions grow, and are never 0 or
-    /// `retired`: ``ResultVersion/next(wallMilliseconds:)``).
+    /// A new current result, of `version` (versions grow, and are never 0 or `retired`:
+    /// ``ResultVersion/next(wallMilliseconds:)``). Published by the hub's owner outside its lock
+    /// (``HubState/Publication``), so it may race a retirement or an older version: neither is ever undone.
     func advance(to version: ResultVersion) {
-        if state.load(ordering: .relaxed) != Self.retired { state.store(version.value, ordering: .releasing) }
+        var seen = state.load(ordering: .relaxed)
+        while seen < version.value {  // `retired` is the largest value: never replaced
+            let (exchanged, original) = state.compareExchange(
+                expected: seen, desired: version.value, ordering: .acquiringAndReleasing)
+            if exchanged { return }
+            seen = original
+        }
     }
 
-    /// The subscription is gone for good (called under the hub's lock).
+    /// The subscription is gone for good.
     func retire() {
         state.store(Self.retired, ordering: .releasing)
     }

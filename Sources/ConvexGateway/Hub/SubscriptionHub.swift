@@ -200,6 +200,8 @@ package final class SubscriptionHub: Sendable {
         var rendering = DeliveryRenderCache()
         for action in actions {
             switch action {
+            case .publish(let publication):
+                publication.carryOut()
             case .subscribe, .unsubscribe:
                 break  // carried out under the lock
             case .deliver(let deliveries):

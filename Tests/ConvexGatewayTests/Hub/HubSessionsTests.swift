@@ -8,10 +8,11 @@ import Testing
         var sessions = HubState.Sessions()
         #expect(sessions.timestamp(of: "u1") == 0)
         let view = sessions.view(of: "u1")
-        _ = sessions.advance("u1", to: 10)
+        let first = sessions.advance("u1", to: 10)
         _ = sessions.advance("u1", to: 5)
         #expect(sessions.timestamp(of: "u1") == 10)
-        #expect(view.ts == 10, "the hot path reads the same view")
+        #expect(first.view === view, "the view the hot path reads is the one to publish to")
+        #expect(view.ts == 0, "the state machine writes nothing the hot path reads: its owner publishes it")
         #expect(sessions.timestamp(of: "u2") == 0)
     }
 
@@ -20,8 +21,8 @@ import Testing
         sessions.wait(1, identity: "u1", target: 10)
         sessions.wait(2, identity: "u1", target: 20)
         sessions.wait(3, identity: "u2", target: 10)
-        let reached = sessions.advance("u1", to: 15)
-        let reachedAgain = sessions.advance("u1", to: 15)
+        let reached = sessions.advance("u1", to: 15).reached
+        let reachedAgain = sessions.advance("u1", to: 15).reached
         let ended = sessions.connectionEnded("u1")
         let stoppedEnded = sessions.stopWaiting(2)
         let stoppedWaiting = sessions.stopWaiting(3)

@@ -9,6 +9,17 @@ import Testing
     let key = SubscriptionHub.Key(identity: "", function: try! UdfPath(parsing: "messages:list"), args: [:])
     let other = SubscriptionHub.Key(identity: "u1", function: try! UdfPath(parsing: "messages:list"), args: [:])
 
+    /// What `actions` publish for the hot path, merged.
+    func published(_ actions: [HubState.Action]) -> HubState.Publication {
+        var all = HubState.Publication()
+        for case .publish(let publication) in actions {
+            all.versions += publication.versions
+            all.retired += publication.retired
+            all.session = publication.session ?? all.session
+        }
+        return all
+    }
+
     func subscribed(_ actions: [HubState.Action]) -> [UInt64] {
         actions.compactMap { if case .subscribe(_, let entryID, _) = $0 { entryID } else { nil } }
     }
@@ -70,12 +81,24 @@ import Testing
         #expect(delivered(actions2).map(\.1) == [2])
         #expect(delivered(actions2).first?.0.id == "1000-b")
         #expect(actions2.contains { if case .resume([7], _) = $0 { true } else { false } })
-        // The same result again changes nothing; a result for an entry id that is not the current one is ignored.
-        #expect(hub.receive(.value(1.0), hash: 11, key: key, entryID: 1, wallMilliseconds: 2000, now: .zero).isEmpty)
-        #expect(hub.receive(.value(2.0), hash: 12, key: key, entryID: 0, wallMilliseconds: 2000, now: .zero).isEmpty)
+        // The same result again changes nothing; a result for an entry id that is not the current one is ignored
+        // (only the connection's timestamp is published).
+        let same = hub.receive(.value(1.0), hash: 11, key: key, entryID: 1, wallMilliseconds: 2000, now: .zero)
+        let stale = hub.receive(.value(2.0), hash: 12, key: key, entryID: 0, wallMilliseconds: 2000, now: .zero)
+        #expect(published(same).versions.isEmpty && delivered(same).isEmpty && same.count == 1)
+        #expect(published(stale).versions.isEmpty && delivered(stale).isEmpty && stale.count == 1)
         // Event ids keep growing even if the wall clock steps back.
         let next = hub.receive(.value(2.0), hash: 12, key: key, entryID: 1, wallMilliseconds: 10, now: .zero)
         #expect(delivered(next).first?.0.id == "1001-c")
+        // What the hot path reads is published by the owner, first of the actions: the state machine writes none of it.
+        #expect(hub.entries[key]?.live.version == nil)
+        guard case .publish(let publication) = next.first, publication.versions.map(\.version) == [1001],
+            publication.versions.first?.live === hub.entries[key]?.live
+        else {
+            Issue.record("the new version is published before anything is delivered: \(next)")
+            return
+        }
+        publication.carryOut()
         #expect(hub.entries[key]?.live.version == 1001, "what the hot path reads is the result's version")
     }
 
