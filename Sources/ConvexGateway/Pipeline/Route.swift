@@ -3,49 +3,95 @@ import ConvexSyncProtocol
 /// What a request path names: a row of the route table (``Route/table``, Pipeline/Dispatch.swift), with the function
 /// path of a function route. Parsed once per request, from the raw path.
 struct Route: Sendable, Equatable {
-    /// One route of the gateway: its path, the methods it answers, what the access stage asks of it, whether it reads
-    /// the function spec, and the stage that answers it.
+    /// One route of the gateway: its path, what it serves, the methods it answers, what the access stage asks of it,
+    /// whether it reads the function spec, and the stage that answers it.
     struct Row: Sendable {
         /// A fixed path (`/healthz`), or a prefix followed by a function path (`/query/` + `messages:list`).
         let path: String
-        let takesFunction: Bool
+        let kind: Kind
         let methods: [String]
         let access: AccessClass
         /// Whether the stage types its inputs by the function spec (Typed/), so the request waits for its first fetch.
         let typed: Bool
         let stage: Stage
 
-        /// Answers a parsed request of the route, or throws the error to answer with.
-        typealias Stage = @Sendable (GatewayCore, ParsedRequest, ResponseContext) throws(GatewayError) -> GatewayAnswer
+        /// What a route serves: the later stages and the server ask this of a route, never its path.
+        enum Kind: Sendable, Equatable {
+            /// The gateway's own routes: probes, metrics, the contract, the browser client, stream tickets.
+            case system
+            /// Reads query values, also when posted: at shutdown such a request is refused at once, never left to
+            /// end as an unknown outcome.
+            case read
+            /// Calls a function that may write: mutations and actions.
+            case call
+            /// An event stream, which may authenticate with a `?ticket=` and ask for patches (`delta=`).
+            case stream
+        }
+
+        /// How the row's stage is called: with the request alone, or also with the function its path names.
+        enum Stage: Sendable {
+            case fixed(FixedStage)
+            case function(FunctionStage)
+        }
+
+        /// Answers a parsed request of a fixed route, or throws the error to answer with.
+        typealias FixedStage =
+            @Sendable (GatewayCore, ParsedRequest, ResponseContext) throws(GatewayError) -> GatewayAnswer
+        /// Answers a parsed request of a function route, given the function its path names.
+        typealias FunctionStage =
+            @Sendable (GatewayCore, UdfPath, ParsedRequest, ResponseContext) throws(GatewayError) -> GatewayAnswer
+
+        /// Whether the path is followed by a function path.
+        var takesFunction: Bool {
+            if case .function = stage { return true }
+            return false
+        }
 
         /// The route's template, used as the metrics label: the path, with `{function}` for the function path.
         var template: String { takesFunction ? path + "{function}" : path }
 
         /// A route with a fixed path.
         static func exact(
-            _ path: String, methods: [String], access: AccessClass, typed: Bool = false, stage: @escaping Stage
+            _ path: String, _ kind: Kind, methods: [String], access: AccessClass, typed: Bool = false,
+            stage: @escaping FixedStage
         ) -> Row {
-            Row(path: path, takesFunction: false, methods: methods, access: access, typed: typed, stage: stage)
+            Row(path: path, kind: kind, methods: methods, access: access, typed: typed, stage: .fixed(stage))
         }
 
         /// A route whose path is `prefix` followed by a function path; its stage gets the function.
         static func function(
-            _ prefix: String, methods: [String], access: AccessClass = .functionCall, typed: Bool = true,
-            stage:
-                @escaping @Sendable (GatewayCore, UdfPath, ParsedRequest, ResponseContext) throws(GatewayError) ->
-                GatewayAnswer
+            _ prefix: String, _ kind: Kind, methods: [String], access: AccessClass = .functionCall,
+            typed: Bool = true, stage: @escaping FunctionStage
         ) -> Row {
-            Row(path: prefix, takesFunction: true, methods: methods, access: access, typed: typed) {
-                core, request, context throws(GatewayError) in
-                // A function route is parsed with its function (``Route/init(rawPath:)``).
-                try stage(core, request.route.function!, request, context)
-            }
+            Row(path: prefix, kind: kind, methods: methods, access: access, typed: typed, stage: .function(stage))
         }
     }
 
     let row: Row
+    /// The row's stage, with the function that the path names for a function route.
+    private let stage: Answering
+
+    /// A row's stage as a request calls it: a function route's stage holds the function its path names.
+    private enum Answering: Sendable {
+        case fixed(Row.FixedStage)
+        case function(Row.FunctionStage, UdfPath)
+    }
+
     /// The function the route calls, for a function route.
-    let function: UdfPath?
+    var function: UdfPath? {
+        if case .function(_, let function) = stage { return function }
+        return nil
+    }
+
+    /// The row's stage answers the request (or throws the error to answer with).
+    func answer(
+        _ core: GatewayCore, _ request: ParsedRequest, _ context: ResponseContext
+    ) throws(GatewayError) -> GatewayAnswer {
+        switch stage {
+        case .fixed(let stage): try stage(core, request, context)
+        case .function(let stage, let function): try stage(core, function, request, context)
+        }
+    }
 
     static func == (lhs: Route, rhs: Route) -> Bool {
         lhs.row.path == rhs.row.path && lhs.function == rhs.function
@@ -64,8 +110,11 @@ struct Route: Sendable, Equatable {
     /// Whether the route acts as the caller (so it reads credentials): every route the rate limit counts.
     var actsForCaller: Bool { row.access.isRateLimited }
 
-    /// The event-stream routes, whose paths start with `/subscribe`.
-    var isStream: Bool { row.path.hasPrefix("/subscribe") }
+    /// What the route serves.
+    var kind: Row.Kind { row.kind }
+
+    /// The event-stream routes.
+    var isStream: Bool { row.kind == .stream }
 
     /// Whether a `?ticket=` authenticates the request: the stream routes (an `EventSource` cannot send an
     /// `Authorization` header).
@@ -74,8 +123,18 @@ struct Route: Sendable, Equatable {
     /// The access class of a raw path, read before the request is parsed (a function route with a bad function path
     /// is still a function call).
     static func accessClass(rawPath: Substring) -> AccessClass {
-        if let row = exactPaths[rawPath] { return row.access }
-        return functionPrefixes.first { rawPath.hasPrefix($0.path) }?.access ?? .keyed
+        row(path: rawPath)?.access ?? .keyed
+    }
+
+    /// What a path's route serves, if it names one; `path` may be raw or decoded (the table's paths have nothing to
+    /// decode).
+    static func kind(path: Substring) -> Row.Kind? {
+        row(path: path)?.kind
+    }
+
+    /// The row a path names, its function path (if any) not yet read.
+    private static func row(path: Substring) -> Row? {
+        exactPaths[path] ?? functionPrefixes.first { path.hasPrefix($0.path) }
     }
 
     /// The rows whose path is fixed, by path.
@@ -88,25 +147,28 @@ struct Route: Sendable, Equatable {
     /// Routes a raw (not yet decoded) path.
     /// - Throws: 404 when it matches no route, 400 when it names a function route with a bad function path.
     init(rawPath: Substring) throws(GatewayError) {
-        if let row = Self.exactPaths[rawPath] {
-            self.init(row: row, function: nil)
-            return
-        }
-        guard let row = Self.functionPrefixes.first(where: { rawPath.hasPrefix($0.path) }) else {
+        guard let row = Self.row(path: rawPath) else {
             throw GatewayError.routeNotFound(printable(String(rawPath)))
+        }
+        let functionStage: Row.FunctionStage
+        switch row.stage {
+        case .fixed(let stage):
+            self.init(row: row, stage: .fixed(stage))
+            return
+        case .function(let stage): functionStage = stage
         }
         let text = try Self.percentDecodeFunctionPath(rawPath.dropFirst(row.path.count))
         do {
-            self.init(row: row, function: try UdfPath(parsing: text))
+            self.init(row: row, stage: .function(functionStage, try UdfPath(parsing: text)))
         } catch {
             throw GatewayError.badRequest(
                 "Invalid function path '\(printable(error.path))': \(error.message)", code: .invalidFunctionPath)
         }
     }
 
-    private init(row: Row, function: UdfPath?) {
+    private init(row: Row, stage: Answering) {
         self.row = row
-        self.function = function
+        self.stage = stage
     }
 
     /// Percent-decodes a function path taken from the URL. An encoded `/` (`%2F`) is refused rather than silently

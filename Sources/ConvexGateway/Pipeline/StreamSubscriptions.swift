@@ -11,6 +11,7 @@ struct StreamSubscriptions: Sendable {
     enum Kind: Sendable {
         case stream, batch
 
+        /// The route's path, as the error messages name it.
         var route: String { self == .stream ? "/subscribe" : "/query" }
         var functionPrefix: String { self == .stream ? "sub" : "q" }
         var noun: String { self == .stream ? "subscription" : "query" }
@@ -18,13 +19,14 @@ struct StreamSubscriptions: Sendable {
         var capitalNoun: String { self == .stream ? "Subscription" : "Query" }
         var code: GatewayError.Code { self == .stream ? .invalidSubscriptions : .invalidQueries }
 
-        /// The kind of a multi-subscription stream or batch route (`/subscribe`, `/query` without a function).
+        /// The kind of a multi-subscription stream or batch route: the fixed routes (no function in the path) that
+        /// stream or read, which name their functions in the query string.
         init?(_ route: Route) {
-            guard route.function == nil else { return nil }
-            switch route.row.path {
-            case Kind.stream.route: self = .stream
-            case Kind.batch.route: self = .batch
-            default: return nil
+            guard !route.row.takesFunction else { return nil }
+            switch route.kind {
+            case .stream: self = .stream
+            case .read: self = .batch
+            case .system, .call: return nil
             }
         }
 
