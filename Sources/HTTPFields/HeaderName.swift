@@ -4,6 +4,7 @@
 public enum HeaderName {
     public static let accept = "Accept"
     public static let acceptEncoding = "Accept-Encoding"
+    public static let allow = "Allow"
     public static let accessControlAllowCredentials = "Access-Control-Allow-Credentials"
     public static let accessControlAllowHeaders = "Access-Control-Allow-Headers"
     public static let accessControlAllowMethods = "Access-Control-Allow-Methods"
@@ -41,4 +42,5 @@ public enum HeaderName {
     public static let xAPIKey = "X-API-Key"
     public static let xAccelBuffering = "X-Accel-Buffering"
     public static let xContentTypeOptions = "X-Content-Type-Options"
+    public static let xForwardedFor = "X-Forwarded-For"
 }

@@ -128,7 +128,7 @@ public struct CORSPolicy: Sendable, Hashable {
         GatewayResponse(
             status: 204,
             headers: [
-                ("Allow", Self.allowedMethods),
+                (HeaderName.allow, Self.allowedMethods),
                 (HeaderName.accessControlAllowMethods, Self.allowedMethods),
                 (HeaderName.accessControlAllowHeaders, Self.allowedHeaders),
                 (HeaderName.accessControlMaxAge, String(maxAgeSeconds)),

@@ -44,7 +44,7 @@ package struct ClientIdentification: Sendable {
     /// The client's address: the peer's, or behind trusted proxies the one they forward.
     func address(of request: GatewayRequest) -> String? {
         guard let peer = request.remoteAddress, isTrusted(peer) else { return request.remoteAddress }
-        guard let forwarded = request.header("X-Forwarded-For") else { return peer }
+        guard let forwarded = request.header(HeaderName.xForwardedFor) else { return peer }
         let hops = forwarded.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         for hop in hops.reversed() where !isTrusted(hop) {
             return AddressNetwork.isAddress(hop) ? hop : peer

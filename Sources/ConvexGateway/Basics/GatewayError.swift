@@ -177,7 +177,7 @@ extension GatewayError {
         GatewayError(
             code: .methodNotAllowed,
             message: "Method \(method) is not allowed here; use \(allowed.joined(separator: " or "))",
-            headers: [("Allow", allowed.joined(separator: ", "))]
+            headers: [(HeaderName.allow, allowed.joined(separator: ", "))]
         )
     }
 

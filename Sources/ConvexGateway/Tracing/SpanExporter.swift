@@ -1,4 +1,5 @@
 import HTTPFetch
+import HTTPFields
 import Logging
 import Synchronization
 
@@ -87,7 +88,7 @@ package final class SpanExporter: Sendable {
             let body = OTLPTraceJSON.encode(batch, serviceName: "convex-gateway", version: serviceVersion)
             do {
                 let response = try await httpFetch(
-                    .POST, tracesURL, headers: [("Content-Type", "application/json")], body: body,
+                    .POST, tracesURL, headers: [(HeaderName.contentType, "application/json")], body: body,
                     timeout: timeout, maxBodyBytes: 1 << 20)
                 if !(200..<300).contains(response.status) {
                     failed(lost: batch.count, cause: "HTTP \(response.status)")
