@@ -37,6 +37,43 @@ struct HotPath: Sendable {
     func answer(_ request: HTTPRequestHead) -> HTTPPreparedResponse? {
         // One clock for the answer's duration and the subscription's last read: two readings per answer.
         let started = clock.now
+        guard let found = lookUp(request) else { return nil }
+        // Asked last, after every check that can decline, so the rate limit counts the request once.
+        let accessHeaders: [(String, String)]
+        switch access.decide(
+            method: request.method, accessClass: .functionCall,  // a remembered target is a `GET /query/<function>`
+            remoteAddress: request.remoteAddress, fields: request)
+        {
+        case .answer(let refusal):
+            return refused(refusal, request, found.route, started: started)
+        case .proceed(let headers):
+            accessHeaders = headers
+        }
+        found.route.live.touch(at: started)
+        guard let value = currentValue(found) else { return nil }
+        let notModified =
+            found.sentIfNoneMatch
+            && request.withField(HeaderName.ifNoneMatch) { field in
+                field.map { EntityTag.ifNoneMatch($0, matches: value.etag, gzip: value.gzipETag) } ?? false
+            }
+        guard let prepared = variant(of: value, request, notModified: notModified, accessHeaders: accessHeaders)
+        else { return nil }
+        recordAnswer(request, found.route, notModified: notModified, bytes: prepared.bodyCount, started: started)
+        return prepared
+    }
+
+    /// A remembered target the hot path may answer, with what its checks read.
+    struct Found {
+        let route: Targets.Remembered
+        let version: ResultVersion
+        /// The oldest snapshot the answer may come from (read-your-writes).
+        let floor: ConvexTimestamp
+        let sentIfNoneMatch: Bool
+    }
+
+    /// The remembered target of a `GET` whose answer depends on its target alone, with a current value at the
+    /// read-your-writes floor, or `nil` for full handling (which also answers a long-poll and a malformed header).
+    private func lookUp(_ request: HTTPRequestHead) -> Found? {
         guard request.method == "GET", let target = request.target,
             let route = targets.route(for: target, on: request)
         else { return nil }
@@ -47,9 +84,9 @@ struct HotPath: Sendable {
             targets.forget(route, for: target)
             return nil
         }
-        // Read-your-writes (ReadYourWrites/SnapshotFloor.swift): the answer's snapshot must be at the newest commit answered
-        // here and the caller's `Convex-Min-Timestamp` or later; while the subscription's connection is behind,
-        // full handling moves it there. (A malformed header gets full handling's 400.)
+        // Read-your-writes (ReadYourWrites/SnapshotFloor.swift): the answer's snapshot must be at the newest commit
+        // answered here and the caller's `Convex-Min-Timestamp` or later; while the subscription's connection is
+        // behind, full handling moves it there. (A malformed header gets full handling's 400.)
         let minTimestamp: ConvexTimestamp?
         do {
             minTimestamp = try SnapshotFloor.minTimestamp(request.header(HeaderName.convexMinTimestamp))
@@ -60,85 +97,87 @@ struct HotPath: Sendable {
         guard route.live.session.ts >= floor else { return nil }
         // The representation fields are read in place (HTTPRequestHead): nothing is copied for the usual answer.
         let sentIfNoneMatch = request.hasHeader(HeaderName.ifNoneMatch)
-        // A long-poll waits in full handling.
         if sentIfNoneMatch,
             Prefer.longPollWait(request.header(HeaderName.prefer), maxSeconds: maxWaitSeconds) != nil
         {
             return nil
         }
-        // Asked last, after every check that can decline, so the rate limit counts the request once.
-        let accessHeaders: [(String, String)]
-        switch access.decide(
-            method: request.method, accessClass: .functionCall,  // a remembered target is a `GET /query/<function>`
-            remoteAddress: request.remoteAddress, fields: request)
-        {
-        case .answer(let refusal):
-            let context = ResponseContext(
-                template: Route.queryTemplate, startedAt: started, headers: [],
-                representation: RepresentationPreferences(method: "GET", header: request.header),
-                function: tracing.isOn ? try? UdfPath(parsing: route.key.function) : nil, signedIn: false,
-                trace: tracing.start(request.header))
-            return try? HTTPPreparedResponse(
-                HTTPResponse(
-                    GatewayCore.completed(
-                        refusal, context, metrics: metrics, clock: clock, accessLog: accessLog, tracing: tracing)))
-        case .proceed(let headers):
-            accessHeaders = headers
-        }
-        route.live.touch(at: started)
-        let value: Targets.CachedResponse
-        if let held = route.prepared.withLock({ $0 }), held.version == version, held.ts >= floor {
-            value = held
-        } else {
-            // Rendered after the version was read, so it is at least as new as that version.
-            guard let rendered = hub.currentBody(for: route.key, format: route.format),
-                case .value = rendered.current.result, rendered.ts >= floor
-            else { return nil }
-            value = Targets.CachedResponse(
-                version: version, ts: rendered.ts,
-                response: queries.answer(
-                    for: rendered.current, body: rendered.body, format: route.format, ts: rendered.ts))
-            route.prepared.withLock { held in
-                if held == nil || held!.version < version || (held!.version == version && held!.ts < rendered.ts) {
-                    held = value
-                }
+        return Found(route: route, version: version, floor: floor, sentIfNoneMatch: sentIfNoneMatch)
+    }
+
+    /// The access stage's refusal, completed (metrics, access log, trace) as full handling completes it.
+    private func refused(
+        _ refusal: GatewayResponse, _ request: HTTPRequestHead, _ route: Targets.Remembered, started: Duration
+    ) -> HTTPPreparedResponse? {
+        let context = ResponseContext(
+            template: Route.queryTemplate, startedAt: started, headers: [],
+            representation: RepresentationPreferences(method: "GET", header: request.header),
+            function: tracing.isOn ? try? UdfPath(parsing: route.key.function) : nil, signedIn: false,
+            trace: tracing.start(request.header))
+        return try? HTTPPreparedResponse(
+            HTTPResponse(
+                GatewayCore.completed(
+                    refusal, context, metrics: metrics, clock: clock, accessLog: accessLog, tracing: tracing)))
+    }
+
+    /// The target's value as an answer: the one prepared for its version, else rendered now and kept, or `nil` when
+    /// the subscription has no value at the floor.
+    private func currentValue(_ found: Found) -> Targets.CachedResponse? {
+        let (route, version, floor) = (found.route, found.version, found.floor)
+        if let held = route.prepared.withLock({ $0 }), held.version == version, held.ts >= floor { return held }
+        // Rendered after the version was read, so it is at least as new as that version.
+        guard let rendered = hub.currentBody(for: route.key, format: route.format),
+            case .value = rendered.current.result, rendered.ts >= floor
+        else { return nil }
+        let value = Targets.CachedResponse(
+            version: version, ts: rendered.ts,
+            response: queries.answer(for: rendered.current, body: rendered.body, format: route.format, ts: rendered.ts))
+        route.prepared.withLock { held in
+            if held == nil || held!.version < version || (held!.version == version && held!.ts < rendered.ts) {
+                held = value
             }
         }
-        let notModified =
-            sentIfNoneMatch
-            && request.withField(HeaderName.ifNoneMatch) { field in
-                field.map { EntityTag.ifNoneMatch($0, matches: value.etag, gzip: value.gzipETag) } ?? false
-            }
+        return value
+    }
+
+    /// The libmicrohttpd response for the request's variant of a value (coding, 304 or 200, access headers): prepared
+    /// once per variant, then reused.
+    private func variant(
+        of value: Targets.CachedResponse, _ request: HTTPRequestHead, notModified: Bool,
+        accessHeaders: [(String, String)]
+    ) -> HTTPPreparedResponse? {
         let gzip = request.withField(HeaderName.acceptEncoding, AcceptEncoding.acceptsGzip)
-        let prepared: HTTPPreparedResponse
         if let made = value.variant(gzip: gzip, notModified: notModified, accessHeaders: accessHeaders) {
-            prepared = made
-        } else {
-            let representation = RepresentationPreferences(method: "GET", header: request.header)
-            var response = value.response.negotiated(representation) { value.gzipped }
-            response.headers += accessHeaders
-            // Last, as full handling adds an anonymous caller's (Finish.swift); kept with the prepared variant.
-            response.headers += targets.anonymousCallerHeaders
-            guard let made = try? HTTPPreparedResponse(HTTPResponse(response)) else { return nil }
-            value.keep(.init(gzip: gzip, notModified: notModified, accessHeaders: accessHeaders, prepared: made))
-            prepared = made
+            return made
         }
+        let representation = RepresentationPreferences(method: "GET", header: request.header)
+        var response = value.response.negotiated(representation) { value.gzipped }
+        response.headers += accessHeaders
+        // Last, as full handling adds an anonymous caller's (Finish.swift); kept with the prepared variant.
+        response.headers += targets.anonymousCallerHeaders
+        guard let made = try? HTTPPreparedResponse(HTTPResponse(response)) else { return nil }
+        value.keep(.init(gzip: gzip, notModified: notModified, accessHeaders: accessHeaders, prepared: made))
+        return made
+    }
+
+    /// Counts the answer as any `GET /query` answer, and logs and traces it when tracing is on.
+    private func recordAnswer(
+        _ request: HTTPRequestHead, _ route: Targets.Remembered, notModified: Bool, bytes: Int,
+        started: Duration
+    ) {
         let duration = clock.now - started
         (notModified ? targets.notModifiedRecorder : targets.recorder).record(duration)
-        if tracing.isOn {
-            let trace = tracing.start(request.header)
-            let status = notModified ? 304 : 200
-            if accessLog.isOn {
-                accessLog.answered(
-                    method: "GET", route: Route.queryTemplate, function: route.key.function, status: status,
-                    bytes: prepared.bodyCount, duration: duration, signedIn: false, requestID: accessLog.requestID(),
-                    trace: trace)
-            }
-            tracing.answered(
-                trace, method: "GET", route: Route.queryTemplate, status: status, function: route.key.function,
-                duration: duration, upstream: nil)
+        guard tracing.isOn else { return }
+        let trace = tracing.start(request.header)
+        let status = notModified ? 304 : 200
+        if accessLog.isOn {
+            accessLog.answered(
+                method: "GET", route: Route.queryTemplate, function: route.key.function, status: status,
+                bytes: bytes, duration: duration, signedIn: false, requestID: accessLog.requestID(), trace: trace)
         }
-        return prepared
+        tracing.answered(
+            trace, method: "GET", route: Route.queryTemplate, status: status, function: route.key.function,
+            duration: duration, upstream: nil)
     }
 
     /// Whether the answer to a request depends on its target (path and query) alone, asked by both paths: the hot path
