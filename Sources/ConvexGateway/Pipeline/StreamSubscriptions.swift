@@ -63,46 +63,12 @@ struct StreamSubscriptions: Sendable {
     ///   error about one subscription (its function path, its arguments, a part given twice or without a value) names
     ///   it in its message and in its `sub` field (`query` for a batch), so a client can drop it and keep the others.
     init(_ query: QueryString, limit: Int, kind: Kind = .stream) throws(GatewayError) {
-        let prefix = kind.functionPrefix + "."
+        let (functions, arguments) = try Self.parts(of: query, kind: kind)
         let invalid = { (message: String) in GatewayError.badRequest(message, code: kind.code) }
-        let noun = kind.noun
-        var functions: [(id: String, text: String)] = []
-        var arguments: [String: String] = [:]
-        for parameter in query.parameters where !Self.otherParameters.contains(parameter.name) {
-            let name = parameter.name
-            let part: Substring
-            let id: Substring
-            if name.hasPrefix(prefix) {
-                (part, id) = ("function", name.dropFirst(prefix.count))
-            } else if name.hasPrefix("args.") {
-                (part, id) = ("args", name.dropFirst(5))
-            } else {
-                throw invalid(
-                    "Unknown query parameter '\(printable(name))' on \(kind.route); name \(kind.pluralNoun) "
-                        + "with \(prefix)<id>=<module:function> and their arguments with args.<id>=<JSON object>")
-            }
-            guard Self.isValidID(id) else {
-                throw invalid(
-                    "\(kind.capitalNoun) id '\(printable(String(id)))' is not valid: use 1 to 64 of A-Z a-z 0-9 _ -")
-            }
-            let idText = String(id)
-            guard let value = parameter.value else {
-                throw kind.naming(invalid("Query parameter '\(name)' has no value"), id: idText)
-            }
-            if part == "function" {
-                guard !functions.contains(where: { $0.id == idText }) else {
-                    throw kind.naming(invalid("\(name) is given more than once"), id: idText)
-                }
-                functions.append((idText, value))
-            } else {
-                guard arguments.updateValue(value, forKey: idText) == nil else {
-                    throw kind.naming(invalid("\(name) is given more than once"), id: idText)
-                }
-            }
-        }
+        let prefix = kind.functionPrefix + "."
         guard !functions.isEmpty else {
             throw invalid(
-                "Name at least one \(noun): \(kind.route)?\(prefix)<id>=<module:function>&args.<id>=<JSON object>")
+                "Name at least one \(kind.noun): \(kind.route)?\(prefix)<id>=<module:function>&args.<id>=<JSON object>")
         }
         guard functions.count <= limit else {
             throw invalid(
@@ -115,28 +81,74 @@ struct StreamSubscriptions: Sendable {
         }
         var subscriptions: [Subscription] = []
         for (id, text) in functions {
-            let function: UdfPath
-            do {
-                function = try UdfPath(parsing: text)
-            } catch {
-                throw kind.naming(
-                    GatewayError.badRequest(
-                        "invalid function path '\(printable(error.path))': \(error.message)", code: .invalidFunctionPath
-                    ),
-                    id: id)
-            }
-            var input = ArgumentStage.Input.body(.object([:]))
-            if let text = arguments[id] {
-                do {
-                    input = try ArgumentStage.input(fromBody: Array(text.utf8), what: "args.\(id)")
-                } catch {
-                    throw kind.naming(error, id: id)
-                }
-            }
-            subscriptions.append(Subscription(id: id, function: function, input: input))
+            subscriptions.append(try Self.subscription(id: id, function: text, args: arguments[id], kind: kind))
         }
         self.subscriptions = subscriptions
         self.kind = kind
+    }
+
+    /// The query string's `sub.<id>` (`q.<id>`) functions, in URL order, and `args.<id>` texts by id.
+    /// - Throws: for an unknown parameter, a bad id, a part without a value or given twice.
+    private static func parts(
+        of query: QueryString, kind: Kind
+    ) throws(GatewayError) -> (functions: [(id: String, text: String)], arguments: [String: String]) {
+        let prefix = kind.functionPrefix + "."
+        let invalid = { (message: String) in GatewayError.badRequest(message, code: kind.code) }
+        var functions: [(id: String, text: String)] = []
+        var arguments: [String: String] = [:]
+        for parameter in query.parameters where !Self.otherParameters.contains(parameter.name) {
+            let name = parameter.name
+            let isFunction = name.hasPrefix(prefix)
+            guard isFunction || name.hasPrefix("args.") else {
+                throw invalid(
+                    "Unknown query parameter '\(printable(name))' on \(kind.route); name \(kind.pluralNoun) "
+                        + "with \(prefix)<id>=<module:function> and their arguments with args.<id>=<JSON object>")
+            }
+            let id = name.dropFirst(isFunction ? prefix.count : 5)
+            guard Self.isValidID(id) else {
+                throw invalid(
+                    "\(kind.capitalNoun) id '\(printable(String(id)))' is not valid: use 1 to 64 of A-Z a-z 0-9 _ -")
+            }
+            let idText = String(id)
+            guard let value = parameter.value else {
+                throw kind.naming(invalid("Query parameter '\(name)' has no value"), id: idText)
+            }
+            let isNew =
+                isFunction
+                ? !functions.contains(where: { $0.id == idText }) : arguments[idText] == nil
+            guard isNew else { throw kind.naming(invalid("\(name) is given more than once"), id: idText) }
+            if isFunction {
+                functions.append((idText, value))
+            } else {
+                arguments[idText] = value
+            }
+        }
+        return (functions, arguments)
+    }
+
+    /// One subscription (or query) from its function path and its arguments' JSON text (`{}` when not given).
+    /// - Throws: a bad function path or JSON, naming the subscription.
+    private static func subscription(
+        id: String, function text: String, args: String?, kind: Kind
+    ) throws(GatewayError) -> Subscription {
+        let function: UdfPath
+        do {
+            function = try UdfPath(parsing: text)
+        } catch {
+            throw kind.naming(
+                GatewayError.badRequest(
+                    "invalid function path '\(printable(error.path))': \(error.message)", code: .invalidFunctionPath),
+                id: id)
+        }
+        var input = ArgumentStage.Input.body(.object([:]))
+        if let args {
+            do {
+                input = try ArgumentStage.input(fromBody: Array(args.utf8), what: "args.\(id)")
+            } catch {
+                throw kind.naming(error, id: id)
+            }
+        }
+        return Subscription(id: id, function: function, input: input)
     }
 
     /// Every subscription (or query) with its arguments typed by `arguments` (with the function spec), in URL order.
