@@ -33,23 +33,9 @@ package enum ArgumentCoercion {
         case (.int64, .int64), (.bytes, .bytes):
             return value
         case (.int64, .float64(let d)):
-            guard d.isFinite, d.rounded(.towardZero) == d else {
-                throw ArgumentCoercionError(path: path, message: "expected an int64, got the non-integral number \(d)")
-            }
-            guard abs(d) <= largestSafeInteger else {
-                throw ArgumentCoercionError(path: path, message: beyondSafeIntegers(wholeNumberText(d)), number: d)
-            }
-            return .int64(Int64(d))
+            return .int64(try int64(d, path: path))
         case (.int64, .string(let text)):
-            guard let parsed = parseDecimal(text) else {
-                throw ArgumentCoercionError(
-                    path: path,
-                    message: isDecimalInteger(text)
-                        ? "the integer \(printable(text, limit: 40)) is out of int64's range "
-                            + "(-9223372036854775808 to 9223372036854775807)"
-                        : "expected an int64, got a string that is not a decimal integer")
-            }
-            return .int64(parsed)
+            return .int64(try int64(text, path: path))
         case (.bytes, .string(let text)):
             guard let decoded = Base64.decode(text) else {
                 throw ArgumentCoercionError(
@@ -64,18 +50,9 @@ package enum ArgumentCoercion {
             }
             return .array(out)
         case (.object(let fields), .object(let object)):
-            var out = object
-            for (name, item) in object {
-                guard let field = fields[name] else { continue }
-                out[name] = try coerce(item, field.unwrappingOptional, path: path + "." + name)
-            }
-            return .object(out)
+            return .object(try coerceFields(object, path: path) { fields[$0]?.unwrappingOptional })
         case (.record(_, let values), .object(let object)):
-            var out = object
-            for (name, item) in object {
-                out[name] = try coerce(item, values, path: path + "." + name)
-            }
-            return .object(out)
+            return .object(try coerceFields(object, path: path) { _ in values })
         case (.literal(.int64(let expected)), .float64(let d)):
             // v.literal(5n) given as 5.
             return d.isFinite && abs(d) <= largestSafeInteger && d.rounded(.towardZero) == d && Int64(d) == expected
@@ -85,17 +62,59 @@ package enum ArgumentCoercion {
         case (.optional(let inner), _):
             return try coerce(value, inner, path: path)
         case (.union(let members), _):
-            if members.contains(where: { $0.accepts(value) }) { return value }
-            var candidates: [ConvexValue] = []
-            for member in members {
-                guard let coerced = try? coerce(value, member, path: path), coerced != value, member.accepts(coerced)
-                else { continue }
-                if !candidates.contains(coerced) { candidates.append(coerced) }
-            }
-            return candidates.count == 1 ? candidates[0] : value
+            return coerce(value, toOneOf: members, path: path)
         default:
             return value
         }
+    }
+
+    /// A JSON number meant for an int64: a whole number within the safe integers.
+    private static func int64(_ d: Double, path: String) throws(ArgumentCoercionError) -> Int64 {
+        guard d.isFinite, d.rounded(.towardZero) == d else {
+            throw ArgumentCoercionError(path: path, message: "expected an int64, got the non-integral number \(d)")
+        }
+        guard abs(d) <= largestSafeInteger else {
+            throw ArgumentCoercionError(path: path, message: beyondSafeIntegers(wholeNumberText(d)), number: d)
+        }
+        return Int64(d)
+    }
+
+    /// A string meant for an int64: a decimal integer within int64's range.
+    private static func int64(_ text: String, path: String) throws(ArgumentCoercionError) -> Int64 {
+        guard let parsed = parseDecimal(text) else {
+            throw ArgumentCoercionError(
+                path: path,
+                message: isDecimalInteger(text)
+                    ? "the integer \(printable(text, limit: 40)) is out of int64's range "
+                        + "(-9223372036854775808 to 9223372036854775807)"
+                    : "expected an int64, got a string that is not a decimal integer")
+        }
+        return parsed
+    }
+
+    /// An object's fields, each coerced by the validator `validator(name)` gives it (none: left as it is).
+    private static func coerceFields(
+        _ object: [String: ConvexValue], path: String, _ validator: (String) -> Validator?
+    ) throws(ArgumentCoercionError) -> [String: ConvexValue] {
+        var out = object
+        for (name, item) in object {
+            guard let field = validator(name) else { continue }
+            out[name] = try coerce(item, field, path: path + "." + name)
+        }
+        return out
+    }
+
+    /// A value for a union: as it is when a member accepts it, else coerced when exactly one member accepts the
+    /// coerced value, else left alone for the deployment to refuse.
+    private static func coerce(_ value: ConvexValue, toOneOf members: [Validator], path: String) -> ConvexValue {
+        if members.contains(where: { $0.accepts(value) }) { return value }
+        var candidates: [ConvexValue] = []
+        for member in members {
+            guard let coerced = try? coerce(value, member, path: path), coerced != value, member.accepts(coerced)
+            else { continue }
+            if !candidates.contains(coerced) { candidates.append(coerced) }
+        }
+        return candidates.count == 1 ? candidates[0] : value
     }
 
     /// An optional sign followed by ASCII digits, within the int64 range.
@@ -112,13 +131,13 @@ package enum ArgumentCoercion {
         return !digits.isEmpty && digits.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
     }
 
-    /// A whole float64 as the integer it is (`9007199254740992`, not `9.007199254740992e+15`).
     /// The refusal of a JSON number beyond the safe integers, quoting `sent`.
     static func beyondSafeIntegers(_ sent: String) -> String {
         "the JSON number \(sent) is beyond ±9007199254740991 (2^53 − 1), where a JSON number loses digits "
             + "(9007199254740993 reads as 9007199254740992); send it as a decimal string"
     }
 
+    /// A whole float64 as the integer it is (`9007199254740992`, not `9.007199254740992e+15`).
     private static func wholeNumberText(_ d: Double) -> String {
         abs(d) < 9.2e18 ? String(Int64(d)) : String(format: "%.0f", d)
     }
