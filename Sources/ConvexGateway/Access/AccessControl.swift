@@ -92,24 +92,42 @@ package final class AccessControl: Sendable {
         if let error = fields.withField(HeaderName.host, { field in hosts.refusal(field) }) {
             return .answer(refusal(error))
         }
+        let headers: [(String, String)]
+        switch originDecision(method: method, fields: fields) {
+        case .answer(let response): return .answer(response)
+        case .proceed(let corsHeaders): headers = corsHeaders
+        }
+        if !CrossSiteCheck.safeMethods.contains(method),
+            fields.withField(HeaderName.secFetchSite, { $0?.text.lowercased() == "cross-site" }),
+            fields.withField(HeaderName.origin, { $0 == nil })
+        {
+            return .answer(refusal(.crossSiteRequest(fromOrigin: nil), headers: headers))
+        }
+        return keyAndRateLimitDecision(
+            accessClass: accessClass, remoteAddress: remoteAddress, fields: fields, chargesRateLimit: chargesRateLimit,
+            headers: headers)
+    }
+
+    /// What the `Origin` decides: with CORS on, a preflight's answer, a refused origin, or the allowed origin's CORS
+    /// headers; with CORS off, a request from another site that no preflight asked for is refused unless it only
+    /// reads.
+    private func originDecision(method: String, fields: some HeaderFields) -> AccessDecision {
         let cors = configuration.cors
-        var headers: [(String, String)] = []
         if cors.isEnabled {
             switch fields.withField(HeaderName.origin, originCheck) {
             case .absent:
-                if method == "OPTIONS" { return .answer(cors.preflightResponse()) }
+                return method == "OPTIONS" ? .answer(cors.preflightResponse()) : .proceed(headers: [])
             case .refused(let origin):
                 refusedOrigins.record(origin, corsEnabled: true)
                 return .answer(refusal(.originNotAllowed(origin)))
             case .allowed(let corsHeaders):
-                headers = corsHeaders
-                if method == "OPTIONS" {
-                    var preflight = cors.preflightResponse()
-                    preflight.headers += headers
-                    return .answer(preflight)
-                }
+                guard method == "OPTIONS" else { return .proceed(headers: corsHeaders) }
+                var preflight = cors.preflightResponse()
+                preflight.headers += corsHeaders
+                return .answer(preflight)
             }
-        } else if let origin = fields.withField(HeaderName.origin, { $0?.text }),
+        }
+        if let origin = fields.withField(HeaderName.origin, { $0?.text }),
             !CrossSiteCheck.isOwnOrigin(origin, host: fields.withField(HeaderName.host, { $0?.text }))
         {
             refusedOrigins.record(origin, corsEnabled: false)
@@ -119,12 +137,15 @@ package final class AccessControl: Sendable {
                 return .answer(refusal(.crossSiteRequest(fromOrigin: origin)))
             }
         }
-        if !CrossSiteCheck.safeMethods.contains(method),
-            fields.withField(HeaderName.secFetchSite, { $0?.text.lowercased() == "cross-site" }),
-            fields.withField(HeaderName.origin, { $0 == nil })
-        {
-            return .answer(refusal(.crossSiteRequest(fromOrigin: nil), headers: headers))
-        }
+        return .proceed(headers: [])
+    }
+
+    /// The API key (with wrong keys held back per address) and the rate limit, for the classes that ask for them;
+    /// a refusal carries the CORS `headers`.
+    private func keyAndRateLimitDecision(
+        accessClass: () -> AccessClass, remoteAddress: () -> String?, fields: some HeaderFields,
+        chargesRateLimit: Bool, headers: [(String, String)]
+    ) -> AccessDecision {
         if configuration.apiKey != nil, accessClass().needsAPIKey {
             let address = ClientAddress.rateLimitKey(remoteAddress())
             if let retryAfter = wrongKeys.refusal(for: address) {
