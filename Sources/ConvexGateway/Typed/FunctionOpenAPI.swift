@@ -135,7 +135,6 @@ package enum FunctionOpenAPI {
 
     /// The JSON Schema (2020-12, as OpenAPI 3.1 uses it) of values matching `validator`.
     static func schema(_ validator: Validator, mode: Mode) -> ConvexValue {
-        let encoded = mode == .output(.encoded)
         switch validator {
         case .any: return [:]
         case .string: return ["type": "string"]
@@ -143,40 +142,9 @@ package enum FunctionOpenAPI {
             return ["type": "string", "description": .string("An id of a document in the '\(table)' table")]
         case .boolean: return ["type": "boolean"]
         case .null: return ["type": "null"]
-        case .float64:
-            let special: ConvexValue =
-                encoded ? wrapper("$float") : ["type": "string", "enum": ["NaN", "Infinity", "-Infinity"]]
-            if mode == .input { return ["oneOf": [["type": "number"], wrapper("$float")]] }
-            return ["oneOf": [["type": "number"], special]]
-        case .int64:
-            let integer: ConvexValue = ["type": "integer", "format": "int64"]
-            let digits: ConvexValue = ["type": "string", "pattern": "^-?[0-9]+$"]
-            switch mode {
-            case .input: return ["oneOf": [integer, digits, wrapper("$integer")], "description": "An int64"]
-            case .output(.plain): return integer
-            case .output(.clean): return digits
-            case .output(.encoded): return wrapper("$integer")
-            }
-        case .bytes:
-            switch mode {
-            case .input: return ["oneOf": [base64String, wrapper("$bytes")], "description": "Bytes"]
-            case .output(.encoded): return wrapper("$bytes")
-            case .output: return base64String
-            }
+        case .float64, .int64, .bytes: return numberOrBytesSchema(validator, mode: mode)
         case .array(let element): return ["type": "array", "items": schema(element, mode: mode)]
-        case .object(let fields):
-            var properties: [String: ConvexValue] = [:]
-            var required: [ConvexValue] = []
-            for (name, field) in fields {
-                properties[name] = schema(field.unwrappingOptional, mode: mode)
-                if !field.isOptional { required.append(.string(name)) }
-            }
-            required.sort { $0.convexJSONString < $1.convexJSONString }
-            var object: [String: ConvexValue] = [
-                "type": "object", "properties": .object(properties), "additionalProperties": false,
-            ]
-            if !required.isEmpty { object["required"] = .array(required) }
-            return .object(object)
+        case .object(let fields): return objectSchema(fields, mode: mode)
         case .optional(let inner): return schema(inner, mode: mode)
         case .union(let members): return ["anyOf": .array(members.map { schema($0, mode: mode) })]
         case .literal(let value):
@@ -190,6 +158,50 @@ package enum FunctionOpenAPI {
         case .record(_, let values):
             return ["type": "object", "additionalProperties": schema(values, mode: mode)]
         }
+    }
+
+    /// The schema of the types that JSON cannot write as they are (float64's specials, int64, bytes): each as the
+    /// mode writes it, and an input accepts every form a client may send.
+    private static func numberOrBytesSchema(_ validator: Validator, mode: Mode) -> ConvexValue {
+        switch validator {
+        case .float64:
+            let special: ConvexValue =
+                mode == .output(.encoded)
+                ? wrapper("$float") : ["type": "string", "enum": ["NaN", "Infinity", "-Infinity"]]
+            if mode == .input { return ["oneOf": [["type": "number"], wrapper("$float")]] }
+            return ["oneOf": [["type": "number"], special]]
+        case .int64:
+            let integer: ConvexValue = ["type": "integer", "format": "int64"]
+            let digits: ConvexValue = ["type": "string", "pattern": "^-?[0-9]+$"]
+            switch mode {
+            case .input: return ["oneOf": [integer, digits, wrapper("$integer")], "description": "An int64"]
+            case .output(.plain): return integer
+            case .output(.clean): return digits
+            case .output(.encoded): return wrapper("$integer")
+            }
+        default:
+            switch mode {
+            case .input: return ["oneOf": [base64String, wrapper("$bytes")], "description": "Bytes"]
+            case .output(.encoded): return wrapper("$bytes")
+            case .output: return base64String
+            }
+        }
+    }
+
+    /// An object's schema: its fields' schemas, the fields that are not optional required, no others allowed.
+    private static func objectSchema(_ fields: [String: Validator], mode: Mode) -> ConvexValue {
+        var properties: [String: ConvexValue] = [:]
+        var required: [ConvexValue] = []
+        for (name, field) in fields {
+            properties[name] = schema(field.unwrappingOptional, mode: mode)
+            if !field.isOptional { required.append(.string(name)) }
+        }
+        required.sort { $0.convexJSONString < $1.convexJSONString }
+        var object: [String: ConvexValue] = [
+            "type": "object", "properties": .object(properties), "additionalProperties": false,
+        ]
+        if !required.isEmpty { object["required"] = .array(required) }
+        return .object(object)
     }
 
     private static func literalInEncodedMode(_ value: ConvexValue) -> ConvexValue {
