@@ -15,6 +15,29 @@ extension GatewaySettings {
         commandLine: [String: String], environment: [String: String],
         declarations: [Setting] = GatewaySettings.declarations
     ) throws(SettingError) {
+        let read = try Self.read(commandLine: commandLine, environment: environment, declarations: declarations)
+        var texts = read.texts
+        try Self.keepOneOfAlternatives(
+            &texts, commandLine: commandLine, fromFile: read.fromFile, declarations: declarations)
+        self.init()
+        for setting in declarations {
+            do {
+                try setting.apply(texts[setting.environment], setting.name, &self)
+            } catch {
+                guard let file = read.file, read.fromFile.contains(setting.environment), let flag = setting.flag
+                else { throw error }
+                throw SettingError("\(printable(file.path)), key '\(flag.dropFirst(2))': \(error.message)")
+            }
+        }
+        try checkCombinations(declarations)
+    }
+
+    /// Every declared setting's text, by environment variable name, as flag > environment > settings file; the
+    /// settings file, if one is given; and the settings whose text is the file's (so that an error about one names
+    /// the file and its key).
+    private static func read(
+        commandLine: [String: String], environment: [String: String], declarations: [Setting]
+    ) throws(SettingError) -> (texts: [String: String], file: SettingsFile?, fromFile: Set<String>) {
         let flags = Self.provider("command line", commandLine, declarations)
         let variables = EnvironmentVariablesProvider(
             environmentVariables: environment.filter { !$0.value.isEmpty },
@@ -29,16 +52,21 @@ extension GatewaySettings {
         let fileValues = file?.values ?? [:]
         let fileProvider = Self.provider("settings file", fileValues, declarations)
         let reader = ConfigReader(providers: [flags, variables, fileProvider])
-        // The settings whose value is the file's, so that an error about one names the file and its key.
         let fromFile = Set(
             fileValues.keys.filter { commandLine[$0] == nil && setEnvironment[$0] == nil })
-
         var texts: [String: String] = [:]
         for setting in declarations {
             texts[setting.environment] = reader.string(forKey: setting.key, isSecret: setting.isSecret)
         }
-        // Two ways to give one value (a secret, or the file holding it): a flag or the environment wins over the
-        // settings file, and a flag over the environment.
+        return (texts, file, fromFile)
+    }
+
+    /// Two ways to give one value (a secret, or the file holding it): a flag or the environment wins over the
+    /// settings file, and a flag over the environment; both given the same way is an error.
+    private static func keepOneOfAlternatives(
+        _ texts: inout [String: String], commandLine: [String: String], fromFile: Set<String>,
+        declarations: [Setting]
+    ) throws(SettingError) {
         for setting in declarations {
             guard let alternative = setting.alternative, texts[setting.environment] != nil,
                 texts[alternative] != nil, fromFile.contains(setting.environment), !fromFile.contains(alternative)
@@ -57,17 +85,6 @@ extension GatewaySettings {
                 throw SettingError("Set either \(setting.name) or \(other?.name ?? alternative), not both")
             }
         }
-
-        self.init()
-        for setting in declarations {
-            do {
-                try setting.apply(texts[setting.environment], setting.name, &self)
-            } catch {
-                guard let file, fromFile.contains(setting.environment), let flag = setting.flag else { throw error }
-                throw SettingError("\(printable(file.path)), key '\(flag.dropFirst(2))': \(error.message)")
-            }
-        }
-        try checkCombinations(declarations)
     }
 
     /// An in-memory provider of `texts` (by environment variable name), secrets marked secret.
