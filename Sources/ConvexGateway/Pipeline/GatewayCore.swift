@@ -69,24 +69,13 @@ package final class GatewayCore: Sendable {
         self.render = render
         let metrics = GatewayMetrics(build: configuration.build)
         self.metrics = metrics
-        let tracing = RequestTracing(
-            logsTraces: accessLog.isOn,
-            exporter: configuration.otlpEndpoint.map {
-                SpanExporter(
-                    endpoint: $0, serviceVersion: configuration.build.version, logger: logger, metrics: metrics,
-                    clock: clock)
-            }, clock: clock)
-        self.tracing = tracing
-        let hotTargets = HotPath.Targets(metrics: metrics, authCookie: configuration.access.authCookie)
+        self.tracing = Self.tracing(configuration, logsTraces: accessLog.isOn, metrics, logger, clock)
         self.openStreams = OpenStreams(metrics: metrics, perClient: configuration.effectiveMaxStreamsPerClient)
-        self.hub = SubscriptionHub(
-            keepWarm: configuration.keepWarm, maxSubscriptions: configuration.maxSubscriptions,
-            maxSubscriptionsPerCaller: configuration.effectiveMaxSubscriptionsPerCaller, metrics: metrics,
-            logger: logger, clock: clock, fanOutThreads: fanOutThreads, render: render)
-        let access = AccessControl(
-            configuration: configuration.access, listenHost: configuration.host, clock: clock, metrics: metrics,
-            logger: logger)
-        self.access = access
+        let shared = Self.stageDependencies(
+            configuration, metrics: metrics, logger: logger, clock: clock, render: render,
+            fanOutThreads: fanOutThreads, upstreamFactory: upstreamFactory)
+        (hub, pool, access, functionSpecs) = (shared.hub, shared.pool, shared.access, shared.functionSpecs)
+        (readYourWrites, arguments) = (shared.readYourWrites, shared.arguments)
         self.credentials = CallerCredentials(
             cookieName: configuration.access.authCookie,
             tickets: StreamTickets(
@@ -94,53 +83,112 @@ package final class GatewayCore: Sendable {
             now: { clock.wallMilliseconds },
             clients: ClientIdentification(trustedProxies: configuration.access.trustedProxies))
         self.callerCaching = CallerCaching(authCookie: configuration.access.authCookie)
-        self.pool = UpstreamPool(
-            idleTimeout: configuration.identityIdleTimeout, maxIdentities: configuration.effectiveMaxIdentities,
-            maxIdentitiesPerAddress: configuration.effectiveMaxIdentitiesPerClient, logger: logger, clock: clock
-        ) { identity in
-            access.filter(upstreamFactory(identity, metrics))
-        }
-        // Typed inputs (Typed/): fetch the function spec once at start.
-        let functionSpecs = configuration.functionSpec.map {
-            FunctionSpecStore(source: $0, logger: logger, clock: clock)
-        }
-        self.functionSpecs = functionSpecs
-        let readYourWrites = ReadYourWrites(
-            hub: hub, followsCommits: configuration.readYourWrites, connectTimeout: configuration.connectTimeout,
-            upstreamTimeout: configuration.upstreamTimeout, logger: logger)
-        let arguments = TypedArguments(
-            functionSpecs: functionSpecs, functions: configuration.access.functions,
-            maxBodyBytes: configuration.maxBodyBytes)
-        self.readYourWrites = readYourWrites
-        self.arguments = arguments
         let calls = Calls(
             pool: pool, readYourWrites: readYourWrites, functionSpecs: functionSpecs, configuration: configuration,
             render: render, logger: logger, running: ClientShares(limit: configuration.maxCallsPerClient),
             actionsPerConnection: Shares(limit: configuration.maxActionsPerConnection))
         self.calls = calls
-        // Long-polls hold a connection as a stream does: each client may hold as many waiting as it may streams.
-        let longPolls = ClientShares(limit: configuration.effectiveMaxStreamsPerClient)
-        let queries = Queries(
-            hub: hub, pool: pool, readYourWrites: readYourWrites, calls: calls, hotTargets: hotTargets,
-            configuration: configuration, render: render, logger: logger, longPolls: longPolls)
-        self.queries = queries
-        self.hotPath = HotPath(
-            targets: hotTargets, access: access, hub: hub, queries: queries, readYourWrites: readYourWrites,
-            functionSpecs: functionSpecs, maxWaitSeconds: configuration.maxWaitSeconds, metrics: metrics, clock: clock,
-            accessLog: accessLog, tracing: tracing)
-        self.batchQueries = BatchQueries(
-            hub: hub, pool: pool, access: access, readYourWrites: readYourWrites, arguments: arguments,
-            configuration: configuration, render: render, logger: logger, longPolls: longPolls)
+        (queries, batchQueries, hotPath) = Self.queryStages(shared, calls: calls, metrics, accessLog, tracing, clock)
         self.streams = Streams(
             hub: hub, pool: pool, access: access, openStreams: openStreams, readYourWrites: readYourWrites,
             arguments: arguments, configuration: configuration, logger: logger)
         self.systemRoutes = SystemRoutes(
             metrics: metrics, pool: pool, credentials: credentials, functionSpecs: functionSpecs,
-            functionFilter: configuration.access.functions,
-            openAPIDocument: configuration.openAPIFile.flatMap { FileManager.default.contents(atPath: $0) }.map {
-                Array($0)
-            } ?? (configuration.servesBuiltInOpenAPI ? BuiltInOpenAPI.document : nil))
+            functionFilter: configuration.access.functions, openAPIDocument: Self.openAPIDocument(configuration))
         functionSpecs?.start()
+    }
+
+    /// What the stages share: built once, each stage takes its part of it.
+    struct StageDependencies {
+        let configuration: GatewayConfiguration
+        let hub: SubscriptionHub
+        let pool: UpstreamPool
+        let access: AccessControl
+        let functionSpecs: FunctionSpecStore?
+        let readYourWrites: ReadYourWrites
+        let arguments: TypedArguments
+        let render: @Sendable (ConvexValue, OutputFormat) -> [UInt8]
+        let logger: Logger
+    }
+
+    /// The subscription hub, the upstream pool (its upstreams behind the function filter), the access stage, the
+    /// function spec (Typed/, fetched once at start), read-your-writes and the typed-arguments stage.
+    private static func stageDependencies(
+        _ configuration: GatewayConfiguration, metrics: GatewayMetrics, logger: Logger, clock: GatewayClock,
+        render: @escaping @Sendable (ConvexValue, OutputFormat) -> [UInt8], fanOutThreads: Int,
+        upstreamFactory: @escaping @Sendable (UpstreamIdentity, GatewayMetrics) -> any ConvexUpstream
+    ) -> StageDependencies {
+        let hub = SubscriptionHub(
+            keepWarm: configuration.keepWarm, maxSubscriptions: configuration.maxSubscriptions,
+            maxSubscriptionsPerCaller: configuration.effectiveMaxSubscriptionsPerCaller, metrics: metrics,
+            logger: logger, clock: clock, fanOutThreads: fanOutThreads, render: render)
+        let access = AccessControl(
+            configuration: configuration.access, listenHost: configuration.host, clock: clock, metrics: metrics,
+            logger: logger)
+        let pool = UpstreamPool(
+            idleTimeout: configuration.identityIdleTimeout, maxIdentities: configuration.effectiveMaxIdentities,
+            maxIdentitiesPerAddress: configuration.effectiveMaxIdentitiesPerClient, logger: logger, clock: clock
+        ) { identity in
+            access.filter(upstreamFactory(identity, metrics))
+        }
+        let functionSpecs = configuration.functionSpec.map {
+            FunctionSpecStore(source: $0, logger: logger, clock: clock)
+        }
+        return StageDependencies(
+            configuration: configuration, hub: hub, pool: pool, access: access, functionSpecs: functionSpecs,
+            readYourWrites: ReadYourWrites(
+                hub: hub, followsCommits: configuration.readYourWrites, connectTimeout: configuration.connectTimeout,
+                upstreamTimeout: configuration.upstreamTimeout, logger: logger),
+            arguments: TypedArguments(
+                functionSpecs: functionSpecs, functions: configuration.access.functions,
+                maxBodyBytes: configuration.maxBodyBytes),
+            render: render, logger: logger)
+    }
+
+    /// The stages that read queries: one query, a batch, and the hot path, which answers the targets that the first
+    /// remembers.
+    private static func queryStages(
+        _ shared: StageDependencies, calls: Calls, _ metrics: GatewayMetrics, _ accessLog: AccessLog,
+        _ tracing: RequestTracing, _ clock: GatewayClock
+    ) -> (Queries, BatchQueries, HotPath) {
+        let configuration = shared.configuration
+        let hotTargets = HotPath.Targets(metrics: metrics, authCookie: configuration.access.authCookie)
+        // Long-polls hold a connection as a stream does: each client may hold as many waiting as it may streams.
+        let longPolls = ClientShares(limit: configuration.effectiveMaxStreamsPerClient)
+        let queries = Queries(
+            hub: shared.hub, pool: shared.pool, readYourWrites: shared.readYourWrites, calls: calls,
+            hotTargets: hotTargets, configuration: configuration, render: shared.render, logger: shared.logger,
+            longPolls: longPolls)
+        let batchQueries = BatchQueries(
+            hub: shared.hub, pool: shared.pool, access: shared.access, readYourWrites: shared.readYourWrites,
+            arguments: shared.arguments, configuration: configuration, render: shared.render, logger: shared.logger,
+            longPolls: longPolls)
+        let hotPath = HotPath(
+            targets: hotTargets, access: shared.access, hub: shared.hub, queries: queries,
+            readYourWrites: shared.readYourWrites, functionSpecs: shared.functionSpecs,
+            maxWaitSeconds: configuration.maxWaitSeconds, metrics: metrics, clock: clock, accessLog: accessLog,
+            tracing: tracing)
+        return (queries, batchQueries, hotPath)
+    }
+
+    /// Each request's trace, exported with `--otlp-endpoint` (Tracing/).
+    private static func tracing(
+        _ configuration: GatewayConfiguration, logsTraces: Bool, _ metrics: GatewayMetrics, _ logger: Logger,
+        _ clock: GatewayClock
+    ) -> RequestTracing {
+        RequestTracing(
+            logsTraces: logsTraces,
+            exporter: configuration.otlpEndpoint.map {
+                SpanExporter(
+                    endpoint: $0, serviceVersion: configuration.build.version, logger: logger, metrics: metrics,
+                    clock: clock)
+            }, clock: clock)
+    }
+
+    /// The document served at `/openapi.yaml`: `--openapi-file`'s, read once, else the built-in one if served.
+    private static func openAPIDocument(_ configuration: GatewayConfiguration) -> [UInt8]? {
+        configuration.openAPIFile.flatMap { FileManager.default.contents(atPath: $0) }.map { Array($0) }
+            ?? (configuration.servesBuiltInOpenAPI ? BuiltInOpenAPI.document : nil)
     }
 
     /// Handles a request. Runs on the HTTP server's thread: it never blocks, and answers a `GET` of a live
