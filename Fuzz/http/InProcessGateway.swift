@@ -41,7 +41,8 @@ enum InProcessGateway {
             let factory = try ClientUpstream.factory(deploymentUrl: deployment.url, logger: logger)
             let gateway = Gateway(configuration: configuration, logger: logger, upstreamFactory: factory)
             try gateway.start()
-            // Kept for the life of the process.
+            // Served (heartbeats, sweepers) and kept for the life of the process.
+            Task.detached { try? await gateway.run() }
             Keep.gateway = gateway
             Keep.deployment = deployment
             return gateway.port

@@ -36,12 +36,15 @@ struct GatewayHarness: GatewayUnderTest {
             deploymentUrl: deployment.url, configuration: client, logger: quietLogger)
         let replica = Gateway(configuration: configuration, logger: quietLogger, upstreamFactory: factory)
         try replica.start()
+        async let serving: Void = replica.run()
         do {
             let result = try await body(replica.port ?? 0)
             await replica.shutdown()
+            try await serving
             return result
         } catch {
             await replica.shutdown()
+            try? await serving
             throw error
         }
     }

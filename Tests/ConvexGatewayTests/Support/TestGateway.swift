@@ -56,14 +56,18 @@ enum TestGateway {
         let gateway = Gateway(
             configuration: configuration, logger: quietLogger, clock: clock, upstreamFactory: factory)
         try gateway.start()
+        // Serves (heartbeats, sweepers) until `shutdown()`, as a service group would run it.
+        async let serving: Void = gateway.run()
         let harness = GatewayHarness(gateway: gateway, deployment: deployment)
         do {
             let result = try await body(harness)
             await gateway.shutdown()
+            try await serving
             await deployment.shutdown()
             return result
         } catch {
             await gateway.shutdown()
+            try? await serving
             await deployment.shutdown()
             throw error
         }
