@@ -132,6 +132,6 @@ extension GatewayCore {
 
     /// The answer to a gateway error, `data` rendered in `format`.
     func errorResponse(_ error: GatewayError, format: OutputFormat) -> GatewayResponse {
-        GatewayResponse.error(error) { render($0, format) }
+        GatewayResponse.error(error) { shared.render($0, format) }
     }
 }

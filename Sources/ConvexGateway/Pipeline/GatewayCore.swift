@@ -21,37 +21,36 @@ package final class GatewayCore: Sendable {
     /// The one clock every stage reads time from (keep-warm, idle connections, rate limit, spec refresh).
     package let clock: GatewayClock
     package let metrics: GatewayMetrics
-    package let hub: SubscriptionHub
-    package let pool: UpstreamPool
-    /// API key, CORS, rate limit and function allow/deny lists (Access/).
-    package let access: AccessControl
-    let logger: Logger
     /// One line per answered request at `info` (Basics/AccessLog.swift).
     let accessLog: AccessLog
     /// Each request's W3C trace, for its log lines and, with `--otlp-endpoint`, its exported span (Tracing/).
     package let tracing: RequestTracing
-    let render: @Sendable (ConvexValue, OutputFormat) -> [UInt8]
-    /// Typed inputs (Typed/): the deployment's function spec, when configured.
-    package let functionSpecs: FunctionSpecStore?
-    /// The hot path (Pipeline/HotPath.swift), with the `GET` targets it remembers.
-    let hotPath: HotPath
+    /// What the stages share, built once (``StageDependencies``).
+    let shared: StageDependencies
     /// The event streams open now (Streams/), for heartbeats and the open-streams metric.
     let openStreams: OpenStreams
     /// Where callers' tokens come from: header, stream ticket, cookie (Access/CallerCredentials.swift).
     let credentials: CallerCredentials
     /// How a caller's answers may be cached (Access/CallerCaching.swift).
     let callerCaching: CallerCaching
-    /// Read-your-writes (ReadYourWrites/ReadYourWrites.swift): the newest commit answered here, and moving connections.
-    let readYourWrites: ReadYourWrites
-    /// The typed-arguments stage (Pipeline/ArgumentStage.swift).
-    let arguments: TypedArguments
 
-    // The stages (Pipeline/) the route table's rows call.
+    // The stages (Pipeline/) the route table's rows call, and the hot path before them.
     let queries: Queries
     let batchQueries: BatchQueries
     let calls: Calls
     let streams: Streams
     let systemRoutes: SystemRoutes
+    /// The hot path (Pipeline/HotPath.swift), with the `GET` targets it remembers.
+    let hotPath: HotPath
+
+    package var hub: SubscriptionHub { shared.hub }
+    package var pool: UpstreamPool { shared.pool }
+    /// API key, CORS, rate limit and function allow/deny lists (Access/).
+    package var access: AccessControl { shared.access }
+    /// Typed inputs (Typed/): the deployment's function spec, when configured.
+    package var functionSpecs: FunctionSpecStore? { shared.functionSpecs }
+    /// The typed-arguments stage (Pipeline/ArgumentStage.swift).
+    var arguments: TypedArguments { shared.arguments }
 
     package init(
         configuration: GatewayConfiguration,
@@ -63,10 +62,8 @@ package final class GatewayCore: Sendable {
     ) {
         self.configuration = configuration
         self.clock = clock
-        self.logger = logger
         let accessLog = AccessLog(logger: logger, mode: configuration.accessLog)
         self.accessLog = accessLog
-        self.render = render
         let metrics = GatewayMetrics(build: configuration.build)
         self.metrics = metrics
         self.tracing = Self.tracing(configuration, logsTraces: accessLog.isOn, metrics, logger, clock)
@@ -74,8 +71,7 @@ package final class GatewayCore: Sendable {
         let shared = Self.stageDependencies(
             configuration, metrics: metrics, logger: logger, clock: clock, render: render,
             fanOutThreads: fanOutThreads, upstreamFactory: upstreamFactory)
-        (hub, pool, access, functionSpecs) = (shared.hub, shared.pool, shared.access, shared.functionSpecs)
-        (readYourWrites, arguments) = (shared.readYourWrites, shared.arguments)
+        self.shared = shared
         self.credentials = CallerCredentials(
             cookieName: configuration.access.authCookie,
             tickets: StreamTickets(
@@ -84,22 +80,26 @@ package final class GatewayCore: Sendable {
             clients: ClientIdentification(trustedProxies: configuration.access.trustedProxies))
         self.callerCaching = CallerCaching(authCookie: configuration.access.authCookie)
         let calls = Calls(
-            pool: pool, readYourWrites: readYourWrites, functionSpecs: functionSpecs, configuration: configuration,
-            render: render, logger: logger, running: ClientShares(limit: configuration.maxCallsPerClient),
+            pool: shared.pool, readYourWrites: shared.readYourWrites, functionSpecs: shared.functionSpecs,
+            configuration: configuration, render: render, logger: logger,
+            running: ClientShares(limit: configuration.maxCallsPerClient),
             actionsPerConnection: Shares(limit: configuration.maxActionsPerConnection))
         self.calls = calls
         (queries, batchQueries, hotPath) = Self.queryStages(shared, calls: calls, metrics, accessLog, tracing, clock)
         self.streams = Streams(
-            hub: hub, pool: pool, access: access, openStreams: openStreams, readYourWrites: readYourWrites,
-            arguments: arguments, configuration: configuration, logger: logger)
+            hub: shared.hub, pool: shared.pool, access: shared.access, openStreams: openStreams,
+            readYourWrites: shared.readYourWrites, arguments: shared.arguments, configuration: configuration,
+            logger: logger)
         self.systemRoutes = SystemRoutes(
-            metrics: metrics, pool: pool, credentials: credentials, functionSpecs: functionSpecs,
+            metrics: metrics, pool: shared.pool, credentials: credentials, functionSpecs: shared.functionSpecs,
             functionFilter: configuration.access.functions, openAPIDocument: Self.openAPIDocument(configuration))
-        functionSpecs?.start()
+        shared.functionSpecs?.start()
     }
 
-    /// What the stages share: built once, each stage takes its part of it.
-    struct StageDependencies {
+    /// What the stages share, built once and read by each stage for its part: the configuration, the subscription
+    /// hub, the upstream pool, the access stage, the function spec, read-your-writes, the typed-arguments stage, the
+    /// rendering of values and the log.
+    struct StageDependencies: Sendable {
         let configuration: GatewayConfiguration
         let hub: SubscriptionHub
         let pool: UpstreamPool
