@@ -8,7 +8,8 @@ import Synchronization
 
 /// The HTTP gateway: `GatewayCore` served by libmicrohttpd, with SSE heartbeats and idle upstream clean-up.
 ///
-/// A swift-service-lifecycle `Service`: in a `ServiceGroup`, which drains it on SIGTERM and SIGINT,
+/// Started, then run: directly, or as a swift-service-lifecycle `Service` in a `ServiceGroup`, which drains it on
+/// SIGTERM and SIGINT:
 ///
 /// ```swift
 /// let upstreams = try ClientUpstream.factory(deploymentUrl: "http://127.0.0.1:3210", logger: logger)
@@ -234,7 +235,7 @@ public final class Gateway: Sendable {
 /// (`convex-gateway` triggers it at SIGTERM or SIGINT), cancellation or ``Gateway/shutdown()``, then drains.
 extension Gateway: Service {
     /// Starts the gateway (unless ``start()`` already did) and serves, its background loops children of one task
-    /// group, until graceful shutdown, cancellation or ``shutdown()``; then shuts down gracefully.
+    /// group, until graceful shutdown, cancellation or ``shutdown()``; then shuts down gracefully. Run once.
     public func run() async throws {
         if !isStarted { try start() }
         async let loops: Void = runBackgroundLoops()
