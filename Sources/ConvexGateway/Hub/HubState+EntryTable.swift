@@ -8,23 +8,23 @@ extension HubState {
         let keepWarm: Duration
         let maxSubscriptions: Int
         /// The entries one caller may have made and still live (``SubscriptionCaller``).
-        let maxPerCaller: Int
+        let maxSubscriptionsPerCaller: Int
         var byKey: [Key: Entry] = [:]
         /// Per caller, the live entries it made (callers with none are not kept).
         private(set) var charged: [SubscriptionCaller: Int] = [:]
         private var nextID: UInt64 = 1
 
-        init(keepWarm: Duration, maxSubscriptions: Int, maxPerCaller: Int) {
+        init(keepWarm: Duration, maxSubscriptions: Int, maxSubscriptionsPerCaller: Int) {
             self.keepWarm = keepWarm
             self.maxSubscriptions = maxSubscriptions
-            self.maxPerCaller = maxPerCaller
+            self.maxSubscriptionsPerCaller = maxSubscriptionsPerCaller
         }
 
         /// The limit that refuses `caller` `count` new entries, `nil` when none does.
         func refusal(adding count: Int, for caller: SubscriptionCaller) -> SubscriptionLimit? {
             guard count > 0 else { return nil }
             if byKey.count + count > maxSubscriptions { return .gateway }
-            if charged[caller, default: 0] + count > maxPerCaller { return .caller }
+            if charged[caller, default: 0] + count > maxSubscriptionsPerCaller { return .caller }
             return nil
         }
 

@@ -57,11 +57,12 @@ struct HubState {
     var waits = Waits()
     var isShutDown = false
 
-    /// `maxPerCaller`: the entries one caller may have made and still live; `nil` bounds them by `maxSubscriptions`
-    /// alone.
-    init(keepWarm: Duration, maxSubscriptions: Int, maxPerCaller: Int? = nil) {
+    /// `maxSubscriptionsPerCaller`: the entries one caller may have made and still live (its default is the
+    /// configuration's, ``GatewayConfiguration/effectiveMaxSubscriptionsPerCaller``).
+    init(keepWarm: Duration, maxSubscriptions: Int, maxSubscriptionsPerCaller: Int) {
         table = EntryTable(
-            keepWarm: keepWarm, maxSubscriptions: maxSubscriptions, maxPerCaller: maxPerCaller ?? maxSubscriptions)
+            keepWarm: keepWarm, maxSubscriptions: maxSubscriptions, maxSubscriptionsPerCaller: maxSubscriptionsPerCaller
+        )
     }
 
     /// The live subscriptions by key (a read: the events change them).

@@ -118,7 +118,7 @@ extension SubscriptionHub {
         case .gateway?:
             return .subscriptionLimitReached
         case .caller?:
-            let (limit, keepWarm) = state.withLock { ($0.hub.table.maxPerCaller, $0.hub.table.keepWarm) }
+            let (limit, keepWarm) = state.withLock { ($0.hub.table.maxSubscriptionsPerCaller, $0.hub.table.keepWarm) }
             return .callerSubscriptionLimitReached(limit: limit, keepWarm: keepWarm)
         case nil:
             return .upstreamTimeout(seconds: timeout.seconds)

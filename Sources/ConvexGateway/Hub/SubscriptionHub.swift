@@ -101,12 +101,12 @@ package final class SubscriptionHub: Sendable {
     /// How many threads a change's deliveries to many streams are split between (``deliver(_:_:)``).
     let fanOutThreads: Int
 
-    /// - Parameter maxSubscriptionsPerCaller: the live subscriptions one caller may have made (``SubscriptionCaller``);
-    ///   `nil`: as many as `maxSubscriptions`.
+    /// - Parameter maxSubscriptionsPerCaller: the live subscriptions one caller may have made (``SubscriptionCaller``): its
+    ///   default is the configuration's (``GatewayConfiguration/effectiveMaxSubscriptionsPerCaller``).
     package init(
         keepWarm: Duration,
         maxSubscriptions: Int,
-        maxSubscriptionsPerCaller: Int? = nil,
+        maxSubscriptionsPerCaller: Int,
         metrics: GatewayMetrics,
         logger: Logger,
         clock: GatewayClock = .continuous,
@@ -114,7 +114,8 @@ package final class SubscriptionHub: Sendable {
         render: @escaping @Sendable (ConvexValue, OutputFormat) -> [UInt8]
     ) {
         let hub = HubState(
-            keepWarm: keepWarm, maxSubscriptions: maxSubscriptions, maxPerCaller: maxSubscriptionsPerCaller)
+            keepWarm: keepWarm, maxSubscriptions: maxSubscriptions, maxSubscriptionsPerCaller: maxSubscriptionsPerCaller
+        )
         state = Mutex(Locked(hub: hub))
         self.clock = clock
         self.metrics = metrics

@@ -14,7 +14,8 @@ import Testing
     /// A hub splitting its deliveries between two threads, rendering a value with its mode's name in front.
     func makeHub() -> SubscriptionHub {
         SubscriptionHub(
-            keepWarm: .milliseconds(100), maxSubscriptions: 100, metrics: GatewayMetrics(),
+            keepWarm: .milliseconds(100), maxSubscriptions: 100, maxSubscriptionsPerCaller: 100,
+            metrics: GatewayMetrics(),
             logger: Logger(label: "test"), clock: GatewayClock(TestClock()), fanOutThreads: 2
         ) { value, format in Array("\(format.rawValue) ".utf8) + value.convexJSON() }
     }

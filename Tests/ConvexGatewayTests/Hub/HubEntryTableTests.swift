@@ -11,7 +11,7 @@ import Testing
     }
 
     @Test func newEntriesAreRefusedByTheTableFirstThenByTheCallersShare() {
-        var table = HubState.EntryTable(keepWarm: .seconds(1), maxSubscriptions: 3, maxPerCaller: 2)
+        var table = HubState.EntryTable(keepWarm: .seconds(1), maxSubscriptions: 3, maxSubscriptionsPerCaller: 2)
         let greedy = SubscriptionCaller(client: .address("greedy"))
         #expect(table.refusal(adding: 2, for: greedy) == nil)
         for n in 0..<2 { _ = table.ensure(Self.key(n), args: [:], owner: greedy) { LiveResult() } }
@@ -23,7 +23,7 @@ import Testing
     }
 
     @Test func anEntryIsMadeOnceNumberedAndUnchargedWhenRemoved() throws {
-        var table = HubState.EntryTable(keepWarm: .seconds(1), maxSubscriptions: 10, maxPerCaller: 10)
+        var table = HubState.EntryTable(keepWarm: .seconds(1), maxSubscriptions: 10, maxSubscriptionsPerCaller: 10)
         let caller = SubscriptionCaller(client: .address("a"))
         let made = table.ensure(Self.key(1), args: [:], owner: caller) { LiveResult() }
         let again = table.ensure(Self.key(1), args: [:], owner: caller) { LiveResult() }
@@ -51,7 +51,7 @@ import Testing
     }
 
     @Test func anUnreadEntryExpiresAKeepWarmPeriodAfterItsLastReaderOrRead() {
-        var table = HubState.EntryTable(keepWarm: .seconds(10), maxSubscriptions: 10, maxPerCaller: 10)
+        var table = HubState.EntryTable(keepWarm: .seconds(10), maxSubscriptions: 10, maxSubscriptionsPerCaller: 10)
         _ = table.ensure(Self.key(1), args: [:], owner: .unknown) { LiveResult(now: .zero) }
         table.markIdleIfUnread(Self.key(1), now: .seconds(1))
         table.byKey[Self.key(1)]!.live.touch(at: .seconds(5))

@@ -52,7 +52,7 @@ import Testing
     }
 
     @Test func firstResultsInTwoTransitionsReachTheStreamAsOneDeliveryAtTheLater() throws {
-        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10, maxSubscriptionsPerCaller: 10)
         let resumed = RecordingSink(), watcher = RecordingSink()
         let (initial, actions) = try hub.attach(
             resumed,
@@ -78,7 +78,7 @@ import Testing
     }
 
     @Test func aFirstResultTheClientHoldsCountsAndIsNotSent() throws {
-        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10, maxSubscriptionsPerCaller: 10)
         let sink = RecordingSink(), holdsBoth = RecordingSink()
         _ = try hub.attach(
             sink, members: [.init(key: team, args: [:], held: 0x10), .init(key: teams, args: [:], held: 0x20)],
@@ -96,7 +96,7 @@ import Testing
     }
 
     @Test func aMemberThatChangesWhileHeldBackIsSentOnceAgainstWhatTheClientHolds() throws {
-        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10, maxSubscriptionsPerCaller: 10)
         _ = try hub.attach(RecordingSink(), members: [.init(key: team, args: [:])], now: .zero)
         _ = receive(&hub, ts: 50, wall: 1, [change(team, 1, hash: 0x11)])
         // The client holds team 0x10 (older than this gateway's 0x11) and teams, which this gateway has no result for.
@@ -114,7 +114,7 @@ import Testing
     }
 
     @Test func streamsThatHoldNothingOrWhatIsHereAreNotHeldBack() throws {
-        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10, maxSubscriptionsPerCaller: 10)
         let fresh = RecordingSink()
         _ = try hub.attach(fresh, members: [.init(key: team, args: [:]), .init(key: teams, args: [:])], now: .zero)
         #expect(hub.resuming.isEmpty)
@@ -138,7 +138,7 @@ import Testing
     }
 
     @Test func aStreamThatLeavesOrEndsIsNotHeldAnyMore() throws {
-        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10, maxSubscriptionsPerCaller: 10)
         let leaves = RecordingSink(), ends = RecordingSink()
         let members: [HubState.Member] = [
             .init(key: team, args: [:], held: 0x10), .init(key: teams, args: [:], held: 0x20),

@@ -64,7 +64,7 @@ import Testing
     }
 
     @Test func theFirstReaderSubscribesAndLaterReadersShare() throws {
-        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10, maxSubscriptionsPerCaller: 10)
         let (initial, actions) = try hub.attach(RecordingSink(), to: key, args: [:], held: nil, now: .zero)
         #expect(initial == nil)
         #expect(subscribed(actions) == [1])
@@ -103,14 +103,14 @@ import Testing
     }
 
     @Test func aLastEventIDWithTheCurrentHashSkipsTheFirstEventOnly() throws {
-        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10, maxSubscriptionsPerCaller: 10)
         _ = try hub.attach(RecordingSink(), to: key, args: [:], held: nil, now: .zero)
         _ = hub.receive(.value("a"), hash: 5, key: key, entryID: 1, wallMilliseconds: 1, now: .zero)
         #expect(try hub.attach(RecordingSink(), to: key, args: [:], held: 5, now: .zero).initial == nil)
         #expect(try hub.attach(RecordingSink(), to: key, args: [:], held: 6, now: .zero).initial?.id == "1-5")
 
         // Attached before any result: the first result is skipped only if it is the one the client has.
-        var fresh = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        var fresh = HubState(keepWarm: .seconds(10), maxSubscriptions: 10, maxSubscriptionsPerCaller: 10)
         _ = try fresh.attach(RecordingSink(), to: key, args: [:], held: 5, now: .zero)
         let skipped = fresh.receive(.value("a"), hash: 5, key: key, entryID: 1, wallMilliseconds: 1, now: .zero)
         #expect(delivered(skipped).isEmpty)
@@ -119,7 +119,7 @@ import Testing
     }
 
     @Test func keepWarmCountsFromTheLastReaderAndTheLastRead() throws {
-        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10, maxSubscriptionsPerCaller: 10)
         let sink = RecordingSink()
         _ = try hub.attach(sink, to: key, args: [:], held: nil, now: .seconds(0))
         _ = hub.receive(.value(1.0), hash: 1, key: key, entryID: 1, wallMilliseconds: 1, now: .seconds(1))
@@ -140,7 +140,7 @@ import Testing
     }
 
     @Test func aWaitThatTimesOutLeavesTheSubscriptionWarm() {
-        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10, maxSubscriptionsPerCaller: 10)
         guard case .waiting(let actions) = hub.wait(1, for: key, args: [:], deadline: .seconds(60), now: .zero) else {
             Issue.record("expected to wait")
             return
@@ -154,7 +154,7 @@ import Testing
     }
 
     @Test func theSubscriptionLimitRefusesNewKeysOnly() throws {
-        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 1)
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 1, maxSubscriptionsPerCaller: 1)
         _ = try hub.attach(RecordingSink(), to: key, args: [:], held: nil, now: .zero)
         guard case .full(.gateway) = hub.wait(2, for: other, args: [:], deadline: .seconds(60), now: .zero) else {
             Issue.record("a GET of a new key at the limit is refused at once")
@@ -177,7 +177,7 @@ import Testing
     }
 
     @Test func aCallerMakesItsShareOfTheTableOnly() throws {
-        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10, maxPerCaller: 2)
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10, maxSubscriptionsPerCaller: 2)
         let greedy = SubscriptionCaller(client: .address("10.0.0.1"))
         let polite = SubscriptionCaller(client: .address("10.0.0.2"))
         func key(_ n: Double) -> SubscriptionHub.Key {
@@ -246,7 +246,7 @@ import Testing
     }
 
     @Test func anEndedUpstreamFinishesItsStreamsAndWaitersAndShutdownEndsEverything() throws {
-        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10, maxSubscriptionsPerCaller: 10)
         let sink = RecordingSink()
         _ = try hub.attach(sink, to: key, args: [:], held: nil, now: .zero)
         _ = hub.wait(3, for: key, args: [:], deadline: .seconds(60), now: .zero)
@@ -291,7 +291,7 @@ import Testing
     }
 
     @Test func timestampWaitsEndWithTheTransitionThatReachesThemTheConnectionOrTheDeadline() throws {
-        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10, maxSubscriptionsPerCaller: 10)
         #expect(waitFor(&hub, 1, identity: "", target: 50, subscribed: false) == true, "no subscription")
         _ = try hub.attach(RecordingSink(), to: key, args: [:], held: nil, now: .zero)
         _ = try hub.attach(RecordingSink(), to: other, args: [:], held: nil, now: .zero)
@@ -336,7 +336,7 @@ import Testing
     /// Streams whose only subscription changed share one action and one delivery, however many there are; a stream of
     /// several subscriptions gets its own.
     @Test func aChangeReachesSingleSubscriptionStreamsAsOneFanOut() throws {
-        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10, maxSubscriptionsPerCaller: 10)
         let alone = (0..<100).map { _ in RecordingSink() }
         for sink in alone { _ = try hub.attach(sink, members: [.init(key: teams, args: [:])], now: .zero) }
         let both = RecordingSink()
@@ -355,7 +355,7 @@ import Testing
     /// A change goes to single-subscription streams in the order they attached (the order their connections were
     /// accepted), also after some left and others came.
     @Test func aChangeFansOutInTheOrderStreamsAttached() throws {
-        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10, maxSubscriptionsPerCaller: 10)
         var streams = (0..<150).map { _ in RecordingSink() }
         for sink in streams { _ = try hub.attach(sink, to: key, args: [:], held: nil, now: .zero) }
         for (index, sink) in streams.enumerated() where index % 3 != 1 {
@@ -378,7 +378,7 @@ import Testing
     /// A single-subscription stream that resumed before the first result (with the hash of the result it holds) joins
     /// the fan-out with its first result: after it when the result is the one it holds, with it otherwise.
     @Test func aResumedStreamJoinsTheFanOutWithItsFirstResult() throws {
-        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10, maxSubscriptionsPerCaller: 10)
         let holdsFirst = RecordingSink(), fresh = RecordingSink(), holdsOther = RecordingSink()
         _ = try hub.attach(holdsFirst, to: key, args: [:], held: 5, now: .zero)
         _ = try hub.attach(fresh, to: key, args: [:], held: nil, now: .zero)
@@ -400,7 +400,7 @@ import Testing
     }
 
     @Test func theChangesOfOneTransitionReachEachStreamAsOneDelivery() throws {
-        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10, maxSubscriptionsPerCaller: 10)
         let both = RecordingSink(), onlyTeams = RecordingSink()
         _ = try hub.attach(
             both, members: [.init(key: team, args: [:]), .init(key: teams, args: [:]), .init(key: key, args: [:])],
@@ -428,7 +428,7 @@ import Testing
     }
 
     @Test func aLateJoinerJoinsInTheTransitionThatCarriesItsResult() throws {
-        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10, maxSubscriptionsPerCaller: 10)
         let early = RecordingSink()
         _ = try hub.attach(early, members: [.init(key: team, args: [:])], now: .zero)
         _ = hub.receive(
@@ -453,7 +453,7 @@ import Testing
     }
 
     @Test func anErrorInTheMiddleOfATransitionStaysWithItsSubscription() throws {
-        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10, maxSubscriptionsPerCaller: 10)
         let sink = RecordingSink()
         _ = try hub.attach(
             sink, members: [.init(key: team, args: [:]), .init(key: teams, args: [:]), .init(key: key, args: [:])],
@@ -478,7 +478,7 @@ import Testing
     }
 
     @Test func aResumedStreamGetsOnlyWhatChangedSinceWhatItHolds() throws {
-        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10, maxSubscriptionsPerCaller: 10)
         _ = try hub.attach(
             RecordingSink(), members: [.init(key: team, args: [:]), .init(key: teams, args: [:])], now: .zero)
         _ = hub.receive(

@@ -71,7 +71,7 @@ import Testing
     }
 
     @Test func aFirstResultCancelsItsDeadline() {
-        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10, maxSubscriptionsPerCaller: 10)
         let actions = firstResultWait(&hub, 1, key, deadline: .seconds(5))
         #expect(armed(actions) == [1: .seconds(5)])
         let result = hub.receive(.value(1.0), hash: 11, key: key, entryID: 1, wallMilliseconds: 1, now: .zero)
@@ -81,7 +81,7 @@ import Testing
     }
 
     @Test func aDeadlineOrADepartedCallerEndsAFirstResultWaitWithNothing() {
-        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10, maxSubscriptionsPerCaller: 10)
         _ = firstResultWait(&hub, 1, key, deadline: .seconds(5))
         _ = firstResultWait(&hub, 2, key, deadline: .seconds(6))
         let ended = hub.waitEnded(1, now: .seconds(5))
@@ -95,7 +95,7 @@ import Testing
     }
 
     @Test func timestampWaitsCancelTheirDeadlineWhenReachedGivenUpOrTheirConnectionEnds() throws {
-        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10, maxSubscriptionsPerCaller: 10)
         _ = try hub.attach(RecordingSink(), to: key, args: [:], held: nil, now: .zero)
         _ = try hub.attach(RecordingSink(), to: other, args: [:], held: nil, now: .zero)
         #expect(armed(timestampWait(&hub, 1, identity: "", target: 50)) == [1: .seconds(9)])
@@ -112,7 +112,7 @@ import Testing
     }
 
     @Test func aLongPollsWaitEndsOnceWhateverEndsIt() {
-        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10, maxSubscriptionsPerCaller: 10)
         #expect(armed(hub.waitForChange(4, deadline: .seconds(30))) == [4: .seconds(30)])
         let ended = hub.waitEnded(4, now: .seconds(2))
         #expect(gaveUp(ended) == [4] && cancelled(ended) == [4])
@@ -120,7 +120,7 @@ import Testing
     }
 
     @Test func anEndedUpstreamAndShutdownCancelTheDeadlinesOfTheWaitsTheyEnd() throws {
-        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10, maxSubscriptionsPerCaller: 10)
         _ = firstResultWait(&hub, 1, key, deadline: .seconds(5))
         let ended = hub.upstreamEnded(key, entryID: 1)
         #expect(ended.contains { if case .resume([1], nil) = $0 { true } else { false } })
@@ -140,7 +140,7 @@ import Testing
     /// has ended, and none is cancelled that was not armed.
     @Test(arguments: 0..<20) func everyArmedDeadlineIsCancelledExactlyOnce(seed: UInt64) throws {
         var random = SplitMix(seed: seed)
-        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 4)
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 4, maxSubscriptionsPerCaller: 4)
         let keys = (0..<3).map {
             SubscriptionHub.Key(identity: "", function: try! UdfPath(parsing: "q:f\($0)"), args: [:])
         }

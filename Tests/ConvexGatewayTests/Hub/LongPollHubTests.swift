@@ -14,7 +14,8 @@ import Testing
 
     func makeHub() -> SubscriptionHub {
         SubscriptionHub(
-            keepWarm: .seconds(10), maxSubscriptions: 10, metrics: GatewayMetrics(), logger: Logger(label: "test"),
+            keepWarm: .seconds(10), maxSubscriptions: 10, maxSubscriptionsPerCaller: 10, metrics: GatewayMetrics(),
+            logger: Logger(label: "test"),
             clock: GatewayClock(clock)
         ) { value, _ in value.convexJSON() }
     }

@@ -171,7 +171,8 @@ func held(fromEventID id: String) -> ContentHash? {
         -> SubscriptionHub
     {
         SubscriptionHub(
-            keepWarm: keepWarm, maxSubscriptions: max, metrics: GatewayMetrics(), logger: Logger(label: "test"),
+            keepWarm: keepWarm, maxSubscriptions: max, maxSubscriptionsPerCaller: max, metrics: GatewayMetrics(),
+            logger: Logger(label: "test"),
             clock: GatewayClock(clock)
         ) { value, _ in value.convexJSON() }
     }

@@ -62,7 +62,7 @@ struct ReadYourWritesTests {
     let key = SubscriptionHub.Key(identity: "", function: try! UdfPath(parsing: "messages:list"), args: [:])
 
     @Test func aTransitionThatChangesNothingStillMovesTheConnectionsTimestamp() throws {
-        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10, maxSubscriptionsPerCaller: 10)
         _ = try hub.attach(RecordingSink(), to: key, args: [:], held: nil, now: .zero)
         _ = hub.receive(
             ts: 5, identity: "", changes: [entryResult(key, 1, .value(1.0), 11)], wallMilliseconds: 1, now: .zero)
@@ -80,7 +80,7 @@ struct ReadYourWritesTests {
     }
 
     @Test func aWaitingGetIsWokenWithTheTimestampOfItsFirstResult() throws {
-        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10)
+        var hub = HubState(keepWarm: .seconds(10), maxSubscriptions: 10, maxSubscriptionsPerCaller: 10)
         guard case .waiting = hub.wait(7, for: key, args: [:], deadline: .seconds(60), now: .zero) else {
             Issue.record("a GET before the first result waits")
             return
@@ -108,7 +108,8 @@ struct ReadYourWritesTests {
 
     static func hub(clock: TestClock<Duration>) -> SubscriptionHub {
         SubscriptionHub(
-            keepWarm: .seconds(10), maxSubscriptions: 10, metrics: GatewayMetrics(), logger: quietLogger,
+            keepWarm: .seconds(10), maxSubscriptions: 10, maxSubscriptionsPerCaller: 10, metrics: GatewayMetrics(),
+            logger: quietLogger,
             clock: GatewayClock(clock)
         ) { value, _ in value.convexJSON() }
     }
