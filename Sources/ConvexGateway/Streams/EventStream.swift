@@ -114,16 +114,16 @@ final class EventStream: EventSink {
         }
     }
 
-    /// The bytes of an event: made once and shared where many streams send it (``FramedEventCache``,
+    /// The bytes of an event: made once and shared where many streams send it (kept with the update, or in the
     /// ``TransitionEventCache``), by ``StreamEventEncoding``.
     static func bytes(of event: StreamWire.Event) -> [UInt8] {
         switch event {
         case .bytes(let bytes):
             bytes
         case .function(let update):
-            update.frame.bytes { StreamEventEncoding.function(update) }
-        case .patch(let patch, let id):
-            patch.frame.bytes { StreamEventEncoding.patch(patch, id: id) }
+            update.event { StreamEventEncoding.function(update) }
+        case .patch(let update):
+            update.patchEvent { StreamEventEncoding.patch(of: update) }
         case .sharedTransition(let shared):
             shared.cache.bytes(ids: shared.ids, idsHash: shared.idsHash, resume: shared.resume) {
                 StreamEventEncoding.transition(

@@ -2,7 +2,8 @@ import ConvexSyncProtocol
 
 /// The bytes of the events a stream sends (docs/streams.md), made from plain values: no cache, no lock, no I/O.
 /// ``StreamWire`` decides which event a delivery is; ``EventStream`` makes its bytes here, through the shared caches
-/// (``FramedEventCache``, ``TransitionEventCache``) where many streams send the same event.
+/// (kept with the update, ``SubscriptionUpdate/event(_:)``, or the ``TransitionEventCache``) where many streams send
+/// the same event.
 enum StreamEventEncoding {
     /// The `/subscribe/<function>` event of a result: its `id:` and its value (`event: failure` and the error for a
     /// failure).
@@ -17,6 +18,12 @@ enum StreamEventEncoding {
         ServerSentEvent(
             event: ServerSentEvent.Name.patch, id: id, data: [UInt8(ascii: "{")] + patch.fields + [UInt8(ascii: "}")]
         ).encoded()
+    }
+
+    /// The `event: patch` of `update`'s ``SubscriptionUpdate/patch`` (its value's event, should it have none).
+    static func patch(of update: SubscriptionUpdate) -> [UInt8] {
+        guard let patch = update.patch else { return function(update) }
+        return self.patch(patch, id: update.current.id)
     }
 
     /// The `event: fatal` that ends a stream whose credentials were refused; `body` is the error, `{"error":{…}}`.

@@ -13,12 +13,12 @@ struct StreamWire {
     enum Event {
         /// Bytes the wire made (``StreamEventEncoding``): a transition event of this stream's own, the fatal event.
         case bytes([UInt8])
-        /// The update's `/subscribe/<function>` event, made once for every stream that sends it (its
-        /// ``SubscriptionUpdate/frame``).
+        /// The update's `/subscribe/<function>` event, made once for every stream that sends it (kept with the
+        /// update: ``SubscriptionUpdate/event(_:)``).
         case function(SubscriptionUpdate)
-        /// A change's `event: patch` on a `/subscribe/<function>` stream, `id` its new value's id, made once for every
-        /// stream that sends it (its ``ValuePatch/frame``).
-        case patch(ValuePatch, id: String)
+        /// The update's ``SubscriptionUpdate/patch`` as an `event: patch` on a `/subscribe/<function>` stream, made
+        /// once for every stream that sends it (``SubscriptionUpdate/patchEvent(_:)``).
+        case patch(SubscriptionUpdate)
         /// A transition event that every stream with the same ids holding the same once it has it sends, made once.
         case sharedTransition(SharedTransition)
     }
@@ -259,7 +259,9 @@ struct StreamWire {
     private static func functionWrites(_ changes: [StreamTransition.MemberUpdate], patches: [ValuePatch?]) -> Writes {
         func write(_ index: Int) -> Write {
             guard !patches.isEmpty, let patch = patches[index] else { return .write(.function(changes[index].update)) }
-            return .write(.patch(patch, id: changes[index].update.current.id))
+            // The patch chosen is the update's own (its base is what the client holds).
+            assert(changes[index].update.patch?.base == patch.base)
+            return .write(.patch(changes[index].update))
         }
         return changes.count == 1 ? Writes(write(0)) : Writes(changes.indices.map(write))
     }

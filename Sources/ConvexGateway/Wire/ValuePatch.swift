@@ -8,6 +8,4 @@ package struct ValuePatch: Sendable {
     /// `"base":"…","v":"…","ops":[…]`: the event data's fields, without the braces (a multi-subscription stream
     /// puts its `"sub"` first).
     package var fields: [UInt8]
-    /// Where the patch's `/subscribe/<function>` event is kept once a stream framed it, for every other stream.
-    package var frame = FramedEventCache()
 }

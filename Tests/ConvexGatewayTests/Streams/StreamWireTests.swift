@@ -34,7 +34,7 @@ import Testing
         #expect(texts(writes) == ["<coalescing at 100>id: 2-2\ndata: \"new\"\n\n"])
         // Framed once: another stream of the same update writes the same bytes, made by the first.
         var other = StreamWire(framing: .function, count: 1, limit: 100, patches: false, resumeFrom: nil)
-        #expect(new.frame.bytes { fatalError("framed again") } == Array("id: 2-2\ndata: \"new\"\n\n".utf8))
+        #expect(new.event { fatalError("framed again") } == Array("id: 2-2\ndata: \"new\"\n\n".utf8))
         #expect(texts(other.deliver(make.transition(2, (0, new)), pendingBytes: 0)) == texts(writes))
         #expect(wire.deliver(make.transition(1, (0, make.update("old", hash: 1))), pendingBytes: 0).isEmpty)
     }
