@@ -65,9 +65,9 @@ extension HubState {
             alreadyHeld.append((stream, member))
         }
 
-        /// The actions, in order: publish what the hot path reads, wake the `GET`s, then the fan-outs, then one delivery to each stream of several
-        /// subscriptions, its changes in the order of its members. The changes of streams `resuming` holds back are
-        /// kept there, and the streams it releases get their delivery here.
+        /// The actions, in order: publish what the hot path reads, wake the `GET`s, then the fan-outs, then one
+        /// delivery to each stream of several subscriptions, its changes in the order of its members. The changes of
+        /// streams `resuming` holds back are kept there, and the streams it releases get their delivery here.
         consuming func actions(holding resuming: inout ResumingStreams) -> [Action] {
             var actions: [Action] = publication.isEmpty ? [] : [.publish(publication)]
             actions += resumes

@@ -101,8 +101,9 @@ package final class SubscriptionHub: Sendable {
     /// How many threads a change's deliveries to many streams are split between (``deliver(_:_:)``).
     let fanOutThreads: Int
 
-    /// - Parameter maxSubscriptionsPerCaller: the live subscriptions one caller may have made (``SubscriptionCaller``): its
-    ///   default is the configuration's (``GatewayConfiguration/effectiveMaxSubscriptionsPerCaller``).
+    /// - Parameter maxSubscriptionsPerCaller: the live subscriptions one caller may have made
+    ///   (``SubscriptionCaller``); its default is the configuration's
+    ///   (``GatewayConfiguration/effectiveMaxSubscriptionsPerCaller``).
     package init(
         keepWarm: Duration,
         maxSubscriptions: Int,

@@ -2,8 +2,8 @@ import ConvexSyncProtocol
 import ConvexValues
 
 /// The route table and the dispatch stage: every route is one row (path, kind, methods, access class, whether it reads
-/// the function spec, stage); a parsed request goes to its row's stage. The stages are types in files named for what they
-/// serve: queries (Queries.swift, with LongPoll.swift; read-your-writes in ReadYourWrites/), many queries at one
+/// the function spec, stage); a parsed request goes to its row's stage. The stages are types in files named for what
+/// they serve: queries (Queries.swift, with LongPoll.swift; read-your-writes in ReadYourWrites/), many queries at one
 /// snapshot (BatchQuery.swift), calls (Calls.swift), event streams (Streams.swift) and the gateway's own routes
 /// (SystemRoutes.swift); the hot path (HotPath.swift) answers remembered `GET`s before any of this. Each stage returns
 /// its outcome or throws; GatewayCore.handle completes either (Finish.swift).
