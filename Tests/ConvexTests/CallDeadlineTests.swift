@@ -31,18 +31,24 @@ struct CallDeadlineTests {
                         outcome.withLock { $0 = .failure(error) }
                     }
                 }
-                // The clock moves 10 ms at a time meanwhile (at most 6 s, well inside the call's 90 s), so a connect
-                // that failed on a loaded machine is retried after its backoff on this clock.
-                let reached = try await clock.advance(by: .zero, thenBy: .milliseconds(10)) {
+                // The clock moves 10 ms at a time meanwhile (at most 12 s, well inside the call's 90 s, over as long in
+                // real time as the wait below), so a connect retried after its backoff on a loaded machine finds the
+                // clock still moving for as long as the test waits for the action.
+                let reached = try await clock.advance(by: .zero, thenBy: .milliseconds(10), moves: 1200) {
                     await TestSupport.eventually {
                         server.receivedMessages.contains { if case .action = $0.message { true } else { false } }
                     }
                 }
                 #expect(reached, "the action reached the deployment, so its deadline is set")
+                guard reached else { return call.cancel() }
                 await clock.advance(by: .seconds(61))
                 #expect(outcome.withLock { $0 } == nil, "past the configured 60 s, within the call's 90 s")
-                await clock.advance(by: .seconds(30))
-                await call.value
+                // The deadline's timer may start its sleep a moment after a move: small moves after the 30 s reach it,
+                // and the wait is bounded, never an unbounded await of the call.
+                let ended = try await clock.advance(by: .seconds(30), thenBy: .milliseconds(10), moves: 100) {
+                    await TestSupport.eventually { outcome.withLock { $0 } != nil }
+                }
+                #expect(ended, "the call ended at its deadline")
                 guard case .failure(let error)? = outcome.withLock({ $0 }) else {
                     let seen = String(describing: outcome.withLock { $0 })
                     Issue.record("the call did not fail at its deadline: \(seen)")
